@@ -1,6 +1,6 @@
 import { maskedSecrets } from "../plan/secret-args.ts";
 import { SECRET_MIN_CHARS, secretSpellings } from "../util/arg-secrets.ts";
-import { escapeRegExp } from "../util/escape-regexp.ts";
+import { literalReplacer } from "../util/escape-regexp.ts";
 
 /**
  * llama-server's log quotes the model's output in a few messages (b10587): a reply that does
@@ -89,40 +89,5 @@ export function secretHider(args: readonly string[], apiKey: string): (line: str
   const spelt = secretSpellings([...values, ...values.map((v) => v.replaceAll("_", "-"))]).filter(
     (s) => s.length >= SECRET_MIN_CHARS,
   );
-  if (spelt.length === 0) return (line) => line;
-  const patterns = literalPatterns(spelt);
-  // A later pattern's shorter secrets are not looked for inside a mark an earlier one left.
-  return (line) =>
-    patterns.reduce(
-      (text, pattern) =>
-        text
-          .split(REDACTED)
-          .map((part) => part.replace(pattern, REDACTED))
-          .join(REDACTED),
-      line,
-    );
-}
-
-const REDACTED = "[redacted]";
-
-/**
- * Most of a regular expression's source: JavaScriptCore refuses one of about a megabyte or more
- * ("regular expression too large"), as every spelling of 100 KiB of `--mcp-servers-json` made
- * it, thrown after the spawn with the child left running.
- */
-const PATTERN_CHARS = 256 * 1024;
-
-/** One pattern for each run of `literals` (in their order) whose sources fit PATTERN_CHARS together. */
-function literalPatterns(literals: readonly string[]): RegExp[] {
-  const groups: string[][] = [];
-  let chars = Number.POSITIVE_INFINITY;
-  for (const source of literals.map(escapeRegExp)) {
-    if (chars + source.length > PATTERN_CHARS) {
-      groups.push([]);
-      chars = 0;
-    }
-    groups.at(-1)!.push(source);
-    chars += source.length + 1;
-  }
-  return groups.map((g) => new RegExp(g.join("|"), "g"));
+  return literalReplacer(spelt, "[redacted]");
 }

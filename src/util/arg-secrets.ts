@@ -1,4 +1,4 @@
-import { escapeRegExp } from "./escape-regexp.ts";
+import { literalReplacer } from "./escape-regexp.ts";
 
 /** A flag or variable name that says its value is a credential: `--api-key`, `TOKEN`, `--password`. */
 export const SECRET_NAME = /key|token|secret|passw(or)?d|pwd|auth|bearer|credential|cookie/i;
@@ -133,8 +133,7 @@ export function withoutArgSecrets(text: string, ...argLists: (readonly string[])
   const secrets = secretSpellings(argLists.flatMap((args) => argSecrets(args))).filter(
     (s) => s.length >= SECRET_MIN_CHARS,
   );
-  const pattern = secrets.length > 0 ? new RegExp(secrets.map(escapeRegExp).join("|"), "g") : undefined;
-  const hide = (plain: string) => (pattern ? plain.replace(pattern, REDACTED) : plain);
+  const hide = literalReplacer(secrets, REDACTED);
   const words = text.split(" ");
   const shown = words.map((w) =>
     w.replace(URL_USERINFO, `$1${REDACTED}@`).replace(QUERY_SECRET, `$1${REDACTED}`),
