@@ -1,10 +1,9 @@
-import { describe, expect, spyOn, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { TurnSession } from "../../../src/agent/turn/session.ts";
 import { cancelledError } from "../../../src/protocol/errors.ts";
 import { INPUT_APART_CHARS } from "../../../src/store/checkpoint.ts";
-import { ChunkThread } from "../../../src/store/chunk-thread.ts";
-import type { EraseWork } from "../../../src/store/erase-work.ts";
 import { Store } from "../../../src/store/store.ts";
+import { holdCopies } from "../../fixtures/hold-erase.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
 // A long input's first checkpoint is written off the loop, in line behind this core's erases
@@ -22,20 +21,6 @@ function begin(store: Store, sessionId: string, input = LONG): () => TurnSession
       [],
       () => new Date(1_000),
     );
-}
-
-/** The store thread's `copies` step (an erase's first) held until `open` is called. */
-function holdCopies(): { open: () => void } & Disposable {
-  const gate = Promise.withResolvers<void>();
-  const original = ChunkThread.prototype.erase;
-  const spy = spyOn(ChunkThread.prototype, "erase").mockImplementation(async function (
-    this: ChunkThread,
-    work: EraseWork,
-  ) {
-    if (work.kind === "copies") await gate.promise;
-    return original.call(this, work);
-  });
-  return { open: () => gate.resolve(), [Symbol.dispose]: () => spy.mockRestore() };
 }
 
 describe("a long input's first checkpoint, in line behind an erase", () => {

@@ -1,10 +1,9 @@
-import { describe, expect, spyOn, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { TurnSession } from "../../../src/agent/turn/session.ts";
 import type { PreparedImage } from "../../../src/images/prepare.ts";
 import { cancelledError } from "../../../src/protocol/errors.ts";
-import { ChunkThread } from "../../../src/store/chunk-thread.ts";
-import type { EraseWork } from "../../../src/store/erase-work.ts";
 import { Store } from "../../../src/store/store.ts";
+import { holdCopies } from "../../fixtures/hold-erase.ts";
 import { png } from "../../fixtures/images.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
@@ -22,20 +21,6 @@ function begin(store: Store, sessionId: string, input: string, images?: Prepared
       [],
       () => new Date(1_000),
     );
-}
-
-/** The store thread's `copies` step (an erase's first) held until `open` is called. */
-function holdCopies(): { open: () => void } & Disposable {
-  const gate = Promise.withResolvers<void>();
-  const original = ChunkThread.prototype.erase;
-  const spy = spyOn(ChunkThread.prototype, "erase").mockImplementation(async function (
-    this: ChunkThread,
-    work: EraseWork,
-  ) {
-    if (work.kind === "copies") await gate.promise;
-    return original.call(this, work);
-  });
-  return { open: () => gate.resolve(), [Symbol.dispose]: () => spy.mockRestore() };
 }
 
 describe("a set-aside turn's images, settled behind an erase", () => {
