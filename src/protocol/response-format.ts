@@ -25,6 +25,14 @@ export const MAX_SCHEMA_OBJECTS = 2000;
 export const MAX_SCHEMA_BRANCHES = 128;
 /** Most regular expressions (`pattern` values and `patternProperties` keys) in one schema. */
 export const MAX_SCHEMA_PATTERNS = 256;
+/**
+ * Most characters of a schema's patterns, all together, whose syntax the params check reads on
+ * the core's loop: RE2's parse costs microseconds a character (a Unicode class such as
+ * `\p{L}` far more), and a schema's worth of patterns held the loop most of a second, ping and
+ * cancel with it. Past this the patterns are left to the validator's compile on its thread,
+ * before the request (`patternsLeftToCompile`).
+ */
+export const MAX_LOOP_PATTERN_CHARS = 1024;
 
 /** Keywords whose subschemas apply to the value itself, not to a part of it. */
 const IN_PLACE = ["allOf", "anyOf", "oneOf"] as const;
@@ -35,6 +43,30 @@ const isNode = (v: unknown): v is Node => typeof v === "object" && v !== null &&
 
 /** Why a JSON Schema cannot be used, or undefined when it can. */
 export function schemaProblem(schema: Node): string | undefined {
+  const walked = walk(schema);
+  if (typeof walked === "string") return walked;
+  const refused = patternsProblem(walked.patterns);
+  if (refused) return refused;
+  const cycle = inPlaceCycle(schema, walked.pointers);
+  return cycle
+    ? `a $ref cycle that never reaches a value (${cycle.join(" → ")}); a recursive schema must go through properties or items`
+    : undefined;
+}
+
+/**
+ * Whether the schema's patterns are too long together for the params check to read their
+ * syntax on the loop (MAX_LOOP_PATTERN_CHARS): the validator's compile, off the loop, must
+ * then answer before the chat's request, refusing one RE2 cannot take.
+ */
+export function patternsLeftToCompile(schema: Node): boolean {
+  const walked = walk(schema);
+  return typeof walked !== "string" && patternChars(walked.patterns) > MAX_LOOP_PATTERN_CHARS;
+}
+
+const patternChars = (patterns: [string, string][]) => patterns.reduce((n, [p]) => n + p.length, 0);
+
+/** The schema's objects (with their pointers) and patterns, or why its size or shape is refused. */
+function walk(schema: Node): string | { pointers: Map<Node, string>; patterns: [string, string][] } {
   let text: string;
   try {
     text = JSON.stringify(schema);
@@ -67,12 +99,7 @@ export function schemaProblem(schema: Node): string | undefined {
         data || (isNode(value) && DATA.has(key)),
       ]);
   }
-  const refused = patternsProblem(patterns);
-  if (refused) return refused;
-  const cycle = inPlaceCycle(schema, pointers);
-  return cycle
-    ? `a $ref cycle that never reaches a value (${cycle.join(" → ")}); a recursive schema must go through properties or items`
-    : undefined;
+  return { pointers, patterns };
 }
 
 /** Keywords whose values are data, not schemas. */
@@ -94,11 +121,13 @@ function keywordProblem(node: Node, pointer: string, patterns: [string, string][
 
 /**
  * Patterns are matched by RE2, in linear time (`util/linear-regexp.ts`): one RE2 cannot
- * compile (lookaround, a backreference) is refused here, naming it.
+ * compile (lookaround, a backreference) is refused here, naming it, while they are short
+ * enough to read on the loop; longer ones are the validator's compile's to refuse.
  */
 function patternsProblem(patterns: [string, string][]): string | undefined {
   if (patterns.length > MAX_SCHEMA_PATTERNS)
     return `the schema has ${patterns.length} patterns; at most ${MAX_SCHEMA_PATTERNS} are taken`;
+  if (patternChars(patterns) > MAX_LOOP_PATTERN_CHARS) return undefined;
   for (const [pattern, pointer] of patterns) {
     const problem = linearRegExpProblem(pattern);
     if (problem)

@@ -268,6 +268,33 @@ describe("chat: response_format", () => {
     expect(h.checkpoint("s")).toBeUndefined();
   });
 
+  test("long patterns are read off the loop: a ping sent after the chat is answered before it", async () => {
+    await using h = new ChatHarness(plain);
+    h.llama.model.options.unscripted = "echo";
+    // Both methods loaded, so each line's params are checked as it is read.
+    await h.chat("warm", { input: "x" });
+    h.send("p0", "ping");
+    await h.terminal("p0");
+    // RE2's parse of a schema's worth of Unicode classes held the loop most of a second; one
+    // RE2 cannot take (a lookbehind at its end) is refused by the validator's compile instead.
+    const pattern = `${"[\\p{L}\\p{N}]".repeat(4000)}(?<=a)`;
+    const format = { type: "json_schema", schema: { type: "string", pattern } };
+    const before = h.llama.requests.length;
+    h.send("long", "chat", { input: "x", session_id: "s", response_format: format });
+    h.send("p1", "ping");
+    const terminal = await h.terminal("long");
+    const order = h.out.filter((m) => m.type !== "event").map((m) => m.id);
+    expect(order.indexOf("p1")).toBeLessThan(order.indexOf("long"));
+    expect(terminal).toMatchObject({
+      type: "error",
+      code: "invalid_request",
+      data: { field: "response_format" },
+    });
+    expect(String(terminal.message)).toContain("(?<=a)");
+    expect(h.llama.requests.length).toBe(before);
+    expect(h.checkpoint("s")).toBeUndefined();
+  });
+
   test("a dangling $ref: the validator's refusal, invalid_request naming response_format (95d)", async () => {
     await using h = new ChatHarness(plain);
     h.llama.model.options.unscripted = "echo";

@@ -1,10 +1,12 @@
 import { describe, expect, test } from "bun:test";
 import { askValidator } from "../../src/agent/validator-thread.ts";
 import {
+  MAX_LOOP_PATTERN_CHARS,
   MAX_SCHEMA_BRANCHES,
   MAX_SCHEMA_CHARS,
   MAX_SCHEMA_OBJECTS,
   MAX_SCHEMA_PATTERNS,
+  patternsLeftToCompile,
   ResponseFormatSchema,
   schemaProblem,
 } from "../../src/protocol/response-format.ts";
@@ -89,5 +91,25 @@ describe("response_format: what the params alone refuse", () => {
     expect(schemaProblem({ pattern: "(a)\\1{2}" })).toContain("cannot be matched in linear time");
     for (const ok of ["^\\d{5}$", "\\{2}", "[{2}]", "x{2,}", "^[a-z]{1,1000}$"])
       expect(schemaProblem({ pattern: ok })).toBeUndefined();
+  });
+
+  test("patterns too long together to read on the loop are left to the validator's compile", async () => {
+    // The lookbehind ends a run of patterns: within the bound it is refused here, naming it.
+    const schema = (filler: number) => ({
+      properties: {
+        a: { pattern: "x".repeat(filler) },
+        b: { pattern: "(?<=a)b" },
+      },
+    });
+    const within = schema(MAX_LOOP_PATTERN_CHARS - 7);
+    expect(schemaProblem(within)).toContain("#/properties/b/pattern cannot be matched in linear time");
+    expect(patternsLeftToCompile(within)).toBe(false);
+    const past = schema(MAX_LOOP_PATTERN_CHARS - 6);
+    expect(schemaProblem(past)).toBeUndefined();
+    expect(patternsLeftToCompile(past)).toBe(true);
+    const answer = await askValidator(JSON.stringify(past), undefined, 30_000);
+    expect(answer).toMatchObject({ kind: "refused" });
+    // Data is not a pattern, so it counts toward nothing.
+    expect(patternsLeftToCompile({ const: { pattern: "x".repeat(5000) } })).toBe(false);
   });
 });

@@ -1,5 +1,5 @@
 import { CoreError } from "../../protocol/errors.ts";
-import type { ResponseFormat } from "../../protocol/response-format.ts";
+import { patternsLeftToCompile, type ResponseFormat } from "../../protocol/response-format.ts";
 import { abortable } from "../../util/abortable.ts";
 import type { AnswerError } from "../json-validator.ts";
 import { askValidator, type ValidatorAnswer } from "../validator-thread.ts";
@@ -30,9 +30,14 @@ export const CHECK_LIMIT_MS = 1000;
 export class AnswerFormat {
   private compiled: Promise<ValidatorAnswer> | undefined;
   private readonly schema: string;
+  /** The compile must answer before the request (`beforeRequest`). */
+  private readonly compileFirst: boolean;
 
   constructor(readonly format: ResponseFormat) {
     this.schema = JSON.stringify(format.type === "json_schema" ? format.schema : ANY_OBJECT);
+    this.compileFirst =
+      COUNTED_REPEAT.test(this.schema) ||
+      (format.type === "json_schema" && patternsLeftToCompile(format.schema));
   }
 
   /**
@@ -54,10 +59,11 @@ export class AnswerFormat {
    * Before the request, for a schema with a counted repeat (`a{1000}`): the params check reads a
    * pattern's syntax with each count as 1 (the loop's time), so only this compile tells whether
    * RE2 takes its size. One it refuses is refused here: sent, llama-server's grammar would expand
-   * every count, and a whole reply would be written to be refused at its check.
+   * every count, and a whole reply would be written to be refused at its check. So too for
+   * patterns too long together for the params check to read at all (MAX_LOOP_PATTERN_CHARS).
    */
   async beforeRequest(signal: AbortSignal): Promise<void> {
-    if (!COUNTED_REPEAT.test(this.schema)) return;
+    if (!this.compileFirst) return;
     this.prepare();
     compiledOrThrow(await abortable(this.compiled as Promise<ValidatorAnswer>, signal));
   }
