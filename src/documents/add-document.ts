@@ -133,9 +133,10 @@ export async function addDocument(p: DocumentsAddParams, deps: AddDeps): Promise
       return { document_id: doc.documentId, ...meta };
     } finally {
       doneReading();
-      // No batch may land after the discard below.
-      await pipeline.settle();
-      if (pipeline.started && !committed) await discard(store, doc);
+      // Not committed (a cancel, a failure), it answers now: its batches still out (each up to 5 s on
+      // another core's lock) and the removal of what they stored go on behind; the store's stop waits.
+      if (committed) await pipeline.settle();
+      else store.documents.discarding.add(discardWhenSettled(store, doc, pipeline));
     }
   } finally {
     unwatch();
@@ -185,6 +186,16 @@ function deletedMeanwhile(doc: PendingDocument): CoreError {
     reason: "document_deleted",
     document_id: doc.documentId,
   });
+}
+
+/** No batch may land after the discard: it comes once every batch sent has ended. */
+async function discardWhenSettled(
+  store: Store,
+  doc: PendingDocument,
+  pipeline: ChunkPipeline,
+): Promise<void> {
+  await pipeline.settle();
+  if (pipeline.started) await discard(store, doc);
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { Database } from "bun:sqlite";
 import type { DocumentFormat } from "../protocol/documents.ts";
 import { CoreError } from "../protocol/errors.ts";
+import { Trailing } from "../util/trailing.ts";
 import { forgettingRows } from "./db/fts-forget.ts";
 import {
   DOCUMENT_COLUMNS,
@@ -44,6 +45,12 @@ export const ORPHAN_CHUNK_MS = 60 * 60 * 1000;
  * erased since the add began, so a delete wins over an add in flight.
  */
 export class DocumentStore {
+  /**
+   * The removals of adds that answered first (cancelled or failed: their batches still out, then
+   * what they stored): `Store.stop` waits for them, so nothing of such an add is left on disk.
+   */
+  readonly discarding = new Trailing();
+
   constructor(private readonly db: Database) {}
 
   /** One batch of chunks, in its own transaction. */

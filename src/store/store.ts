@@ -34,10 +34,9 @@ const SEARCH_IDLE_MS = 30_000;
 export const BUSY_WAIT_MS = 5000;
 
 /**
- * The core's one connection to its database
- * (docs/protocol.md#conversations-sessions-and-usersdelete): sessions, messages, checkpoints,
- * memory, leases. Opened on first need (never on the start-up path), closed at shutdown with the
- * write-ahead log folded back in.
+ * The core's one connection to its database (docs/protocol.md#conversations-sessions-and-usersdelete):
+ * sessions, messages, checkpoints, memory, leases. Opened on first need (never on the start-up
+ * path), closed at shutdown with the write-ahead log folded back in.
  */
 export class Store {
   readonly conversations: Conversations;
@@ -377,9 +376,10 @@ export class Store {
     return this.closed ? undefined : this.file.stale();
   }
 
-  /** At shutdown: an erase under way finishes first (the user asked for it), then the close. */
+  /** At shutdown: an erase under way, and an unfinished add's removal, end first (the user asked for them); then the close. */
   async stop(): Promise<void> {
     this.stopping = true;
+    await this.documents.discarding.idle();
     await this.afterErases();
     this.close();
   }

@@ -354,6 +354,59 @@ describe("addDocument", () => {
     }
   });
 
+  // A batch of chunks may wait up to 5 s for another core's write lock, and four may be out; the
+  // discard of what was stored (a book's 13,000 rows) takes seconds more. The cancel waited for
+  // all of it before it answered; now the removal goes on behind the answer, and the store's stop
+  // waits for it, so nothing of the add is left on disk.
+  test("a cancel while chunk batches are held answers at once; the chunks are removed behind it", async () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    const gate = Promise.withResolvers<void>();
+    const write = store.writeChunks.bind(store);
+    const sent = Promise.withResolvers<void>();
+    const landed: Promise<void>[] = [];
+    const held = spyOn(store, "writeChunks").mockImplementation(async (doc, chunks) => {
+      sent.resolve();
+      await gate.promise;
+      const written = write(doc, chunks);
+      landed.push(written);
+      return written;
+    });
+    try {
+      const request = new AbortController();
+      const outcome = addDocument(
+        params(manyParagraphs(400, "HELDWORD")),
+        deps(store, { signal: request.signal }),
+      ).then(
+        () => "added",
+        (err: unknown) => String((err as { code?: string }).code ?? err),
+      );
+      await sent.promise;
+      request.abort(cancelledError("cancelled by the host"));
+      // Answered while the batches are still held (turns of the loop, not time).
+      const turns = async (n: number) => {
+        for (let i = 0; i < n; i++) await new Promise<void>((r) => setImmediate(r));
+        return "still waiting";
+      };
+      expect(await Promise.race([outcome, turns(50)])).toBe("cancelled");
+      gate.resolve();
+      // The held batches land after the answer; the removal follows them, and the stop waits for it.
+      while (landed.length === 0) await turns(1);
+      await Promise.all(landed);
+      await store.stop();
+      const db = new Database(join(dir.path, "local-ai.db"));
+      try {
+        expect(db.query("SELECT count(*) AS n FROM memory").get()).toEqual({ n: 0 });
+      } finally {
+        db.close();
+      }
+    } finally {
+      gate.resolve();
+      held.mockRestore();
+      store.close();
+    }
+  });
+
   test("two stores on one data folder add at once while a third holds the write lock: both land whole", async () => {
     using dir = tmpdir();
     const a = Store.open(dir.path);

@@ -46,12 +46,13 @@ describe("documents.add on a disk that fills", () => {
       // room the discard's steps had freed.)
       fillDisk(filler, 1 << 20);
       h.send("2", "documents.add", { text: prose(1500, "LOSTOSPREY"), name: "big" });
-      await h.waitFor((m) => m.id === "2" && m.event === "index_progress");
       // The discard is paced against the full disk (about 9 s alone, more with the suite's other
       // files running beside it): the test's own ceiling, not the harness's 20 s.
       const failed = (await h.terminal("2", 50_000)) as Msg & { data?: { problem?: string } };
       expect(failed).toMatchObject({ type: "error", code: "internal_error" });
       expect(failed.data?.problem).toStartWith("SQLITE_FULL");
+      // The removal of what it stored goes on behind the answer (a shutdown waits for it).
+      await h.services.store().documents.discarding.idle();
       expect(filesHolding(dataDir, "LOSTOSPREY")).toEqual([]);
       expect(filesHolding(dataDir, "KEPTOSPREY")).toContain("local-ai.db");
       fs.rmSync(filler);

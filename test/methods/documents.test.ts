@@ -275,6 +275,8 @@ describe("documents.add, list, delete and citations", () => {
     while (chunkRows(h) < 500) await new Promise((r) => setTimeout(r, 1));
     h.send("c", "cancel", { request_id: "a" });
     expect(await h.terminal("a")).toMatchObject({ type: "error", code: "cancelled" });
+    // The removal goes on behind the answer (a shutdown waits for it).
+    await h.services.store().documents.discarding.idle();
     expect(chunkRows(h)).toBe(0);
     expect((await call(h, "l", "documents.list", {})).result.documents).toEqual([]);
     // The chunks stored before the cancel were in the database's log (and the pages an automatic
@@ -295,6 +297,7 @@ describe("documents.add, list, delete and citations", () => {
     try {
       h.send("c", "cancel", { request_id: "a" });
       expect(await h.terminal("a")).toMatchObject({ type: "error", code: "cancelled" });
+      await h.services.store().documents.discarding.idle();
     } finally {
       batchesOnLoop = onLoop.mock.calls.length;
       onLoop.mockRestore();
