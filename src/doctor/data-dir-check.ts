@@ -1,4 +1,15 @@
-import { accessSync, constants, rmSync, type Stats, statfsSync, statSync, writeFileSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import {
+  accessSync,
+  closeSync,
+  constants,
+  openSync,
+  rmSync,
+  type Stats,
+  statfsSync,
+  statSync,
+  writeSync,
+} from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import type { Config } from "../config/schema.ts";
 import { formatBytes } from "../plan/render.ts";
@@ -90,10 +101,14 @@ function usableBase(dir: string): Base {
   if (!stat.isDirectory()) return { at, problem: "ENOTDIR" };
   try {
     if (at === resolve(dir)) {
-      const probe = join(at, `.doctor-${process.pid}-${Date.now()}`);
+      // A name no one can guess, made new ("wx": O_EXCL, never through a link): in a folder
+      // others may write, a link planted at a guessable name had "ok" written over its target.
+      const probe = join(at, `.doctor-${randomBytes(8).toString("hex")}`);
+      const fd = openSync(probe, "wx", 0o600);
       try {
-        writeFileSync(probe, "ok");
+        writeSync(fd, "ok");
       } finally {
+        closeSync(fd);
         // A full disk makes the file and then refuses its bytes: it must not stay behind.
         rmSync(probe, { force: true });
       }

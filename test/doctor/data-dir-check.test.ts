@@ -1,5 +1,5 @@
-import { afterAll, describe, expect, test } from "bun:test";
-import { chmodSync, mkdirSync, readdirSync } from "node:fs";
+import { afterAll, describe, expect, setSystemTime, test } from "bun:test";
+import { chmodSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ConfigSchema } from "../../src/config/schema.ts";
 import { dataDirCheck } from "../../src/doctor/data-dir-check.ts";
@@ -26,6 +26,29 @@ describe.skipIf(process.platform === "win32")("doctor: data_dir writable by othe
     }
     chmodSync(data, 0o700);
     expect(dataDirCheck(configAt(data)).message).not.toContain("other users");
+  });
+});
+
+describe.skipIf(process.platform === "win32")("doctor: the probe file in a shared data_dir", () => {
+  test("a link planted where the probe file goes is not written through", () => {
+    using dir = tmpdir();
+    const data = join(dir.path, "data");
+    mkdirSync(data);
+    chmodSync(data, 0o777);
+    const precious = join(dir.path, "precious.txt");
+    writeFileSync(precious, "the user's own file");
+    // The name another user of the folder could guess (the probe's was its pid and the time),
+    // planted as a link to a file of the user's.
+    setSystemTime(new Date(1_800_000_000_000));
+    try {
+      symlinkSync(precious, join(data, `.doctor-${process.pid}-${Date.now()}`));
+      // The folder is usable all the same (the warning of a shared folder), the probe gone.
+      expect(dataDirCheck(configAt(data))).toMatchObject({ status: "warn", data: { mode: "777" } });
+    } finally {
+      setSystemTime();
+    }
+    expect(readFileSync(precious, "utf8")).toBe("the user's own file");
+    expect(readdirSync(data)).toHaveLength(1);
   });
 });
 
