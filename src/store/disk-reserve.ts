@@ -1,6 +1,6 @@
-import { closeSync, openSync, rmSync, statSync, writeSync } from "node:fs";
+import { closeSync, constants, lstatSync, rmSync, writeSync } from "node:fs";
 import { logger } from "../util/logger.ts";
-import { PRIVATE_FILE_MODE, tookSome } from "../util/private-fs.ts";
+import { openPrivateFile, tookSome } from "../util/private-fs.ts";
 
 /**
  * Room kept for erasing on a full disk (docs/agent.md, The store): a delete writes the pages it
@@ -20,14 +20,19 @@ export class DiskReserve {
     private readonly bytes = RESERVE_BYTES,
   ) {}
 
-  /** Writes the reserve when it is missing or short; a disk without the room logs it and goes on. */
+  /**
+   * Writes the reserve when it is missing or short; a disk without the room logs it and goes on.
+   * Never through a link (one planted in a data_dir others may write had a file of the user's
+   * overwritten with zeros): a link there is refused, logged and removed, the name being the core's.
+   */
   ensure(): boolean {
     try {
-      if (statSync(this.path).size >= this.bytes) return true;
+      const found = lstatSync(this.path);
+      if (found.isFile() && found.size >= this.bytes) return true;
     } catch {}
     let fd: number | undefined;
     try {
-      fd = openSync(this.path, "w", PRIVATE_FILE_MODE);
+      fd = openPrivateFile(this.path, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC);
       const zeros = Buffer.alloc(Math.min(this.bytes, 1 << 20));
       // By what each write took: a disk with room for part of a piece takes that part and only
       // the next write fails, so counting whole pieces called a short reserve whole.

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, statSync } from "node:fs";
+import { existsSync, lstatSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { DiskReserve } from "../../src/store/disk-reserve.ts";
 import { fillDisk, smallDisk } from "../fixtures/full-disk.ts";
@@ -64,5 +64,34 @@ describe("DiskReserve.ensure on a disk with room for part of it", () => {
     const whole = reserve.ensure();
     const size = statSync(reserve.path, { throwIfNoEntry: false })?.size;
     expect({ whole, size }).toEqual({ whole: false, size: undefined });
+  });
+});
+
+// A data_dir others may write (doctor warns of it) can hold a link planted at the reserve's name.
+describe.skipIf(process.platform === "win32")("DiskReserve.ensure over a link", () => {
+  test("a link at the reserve's name is not written through, nor taken for the reserve", () => {
+    using dir = tmpdir();
+    const precious = join(dir.path, "precious.txt");
+    writeFileSync(precious, "the user's own file");
+    const reserve = new DiskReserve(join(dir.path, "local-ai.db.reserve"), 4096);
+    symlinkSync(precious, reserve.path);
+    expect(reserve.ensure()).toBe(false);
+    expect(readFileSync(precious, "utf8")).toBe("the user's own file");
+    // The link is gone (the name is the core's), so the next start writes a reserve of its own.
+    expect(reserve.ensure()).toBe(true);
+    expect(lstatSync(reserve.path).isFile()).toBe(true);
+    expect(readFileSync(precious, "utf8")).toBe("the user's own file");
+  });
+
+  test("a link to a big file is not taken for a reserve already there", () => {
+    using dir = tmpdir();
+    const big = join(dir.path, "big.bin");
+    writeFileSync(big, Buffer.alloc(8192, 7));
+    const reserve = new DiskReserve(join(dir.path, "local-ai.db.reserve"), 4096);
+    symlinkSync(big, reserve.path);
+    reserve.ensure();
+    reserve.ensure();
+    expect(lstatSync(reserve.path).isFile()).toBe(true);
+    expect(readFileSync(big)).toEqual(Buffer.alloc(8192, 7));
   });
 });
