@@ -1,11 +1,12 @@
 import { Database } from "bun:sqlite";
-import { accessSync, constants, existsSync, readFileSync } from "node:fs";
+import { accessSync, constants, existsSync, lstatSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Config } from "../config/schema.ts";
 import { ChunkThread } from "../store/chunk-thread.ts";
 import { fsProblemText } from "../store/data-dir-problem.ts";
 import type { FileVerdict } from "../store/db/file-check.ts";
 import { DB_FILE, damagedMarker } from "../store/db/open.ts";
+import { kindOf } from "../util/read-file.ts";
 import { seconds } from "../util/seconds.ts";
 import { within } from "../util/within.ts";
 import type { Check } from "./checks.ts";
@@ -48,6 +49,16 @@ export async function storeCheck(
   const fts = hasFts5 ? "FTS5 search" : "no FTS5 in this SQLite: search and memory use a plain LIKE match";
   const data: Record<string, unknown> = { path, fts5: hasFts5 };
   const status = hasFts5 ? "ok" : "warn";
+  const odd = notPlainFile(path);
+  if (odd) {
+    return {
+      id: "store",
+      status: "fail",
+      message: `the database path ${path} is ${odd}, not a database file: the core does not open it, so chats, documents.add and deletes fail until it is moved out of the way`,
+      fix: "move it out of the way (the core makes a fresh database there) or set app.data_dir to another folder (app.data_dir itself may be a link)",
+      data: { ...data, problem: odd },
+    };
+  }
   if (!existsSync(path)) {
     return {
       id: "store",
@@ -78,6 +89,20 @@ export async function storeCheck(
   }
   const verdict = await readOffLoop(path, options.limitMs ?? FILE_CHECK_LIMIT_MS, options.signal);
   return verdictCheck(verdict, path, status, fts, data);
+}
+
+/**
+ * What is at the database's path when it is not a regular file, in words: the core refuses a link
+ * or a folder there before SQLite opens it (store/db/ownership.ts), and a FIFO fails SQLite's first
+ * read, while doctor's read-only open followed the link, or waited its whole limit on the FIFO.
+ */
+function notPlainFile(path: string): string | undefined {
+  try {
+    const found = lstatSync(path, { throwIfNoEntry: false });
+    return found && !found.isFile() ? kindOf(found) : undefined;
+  } catch {
+    return undefined; // A folder this user cannot search: the checks below say so.
+  }
 }
 
 type Unfinished = { kind: "unfinished"; why: string };

@@ -1,7 +1,7 @@
 import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ConfigSchema } from "../../src/config/schema.ts";
 import { storeCheck } from "../../src/doctor/store-check.ts";
@@ -120,4 +120,40 @@ describe("doctor: the conversation database", () => {
       }
     },
   );
+});
+
+// The core opens local-ai.db only as a regular file of its own (store/db/ownership.ts): a link
+// there is refused, and a FIFO fails SQLite's first read. doctor's read-only open followed the
+// link and called the target healthy, and waited on the FIFO's open for its whole limit (60 s)
+// before saying "run doctor again when the machine is less busy".
+describe.skipIf(process.platform === "win32")("doctor: the database path is not a regular file", () => {
+  test("a FIFO fails the check at once, naming what it is", async () => {
+    using dir = tmpdir();
+    const path = join(dir.path, DB_FILE);
+    expect(spawnSync("mkfifo", [path]).status).toBe(0);
+    // A short limit, so that a check still waiting on the FIFO's open reports (unfinished) soon.
+    const c = await storeCheck(configAt(dir.path), true, { limitMs: 1000 });
+    expect(c).toMatchObject({ status: "fail", data: { path, problem: "a FIFO" } });
+    expect(c.message).toContain("a FIFO");
+  });
+
+  test("a link, even to a healthy database, fails as the core refuses it", async () => {
+    using dir = tmpdir();
+    const real = join(dir.path, "elsewhere");
+    Store.open(real).close();
+    const data = join(dir.path, "data");
+    mkdirSync(data);
+    const path = join(data, DB_FILE);
+    symlinkSync(join(real, DB_FILE), path);
+    const c = await storeCheck(configAt(data));
+    expect(c).toMatchObject({ status: "fail", data: { path, problem: "a symbolic link" } });
+    // A dangling link too: not "no database yet", since the core's first open refuses it.
+    const dangling = join(dir.path, "dangling");
+    mkdirSync(dangling);
+    symlinkSync(join(dir.path, "nowhere.db"), join(dangling, DB_FILE));
+    expect(await storeCheck(configAt(dangling))).toMatchObject({
+      status: "fail",
+      data: { problem: "a symbolic link" },
+    });
+  });
 });
