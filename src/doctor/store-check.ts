@@ -1,12 +1,12 @@
 import { Database } from "bun:sqlite";
-import { accessSync, constants, existsSync, lstatSync, readFileSync } from "node:fs";
+import { accessSync, constants, existsSync, lstatSync } from "node:fs";
 import { join } from "node:path";
 import type { Config } from "../config/schema.ts";
 import { ChunkThread } from "../store/chunk-thread.ts";
 import { fsProblemText } from "../store/data-dir-problem.ts";
 import type { FileVerdict } from "../store/db/file-check.ts";
-import { DB_FILE, damagedMarker } from "../store/db/open.ts";
-import { kindOf } from "../util/read-file.ts";
+import { DAMAGE_NOTE_BYTES, DB_FILE, damagedMarker } from "../store/db/open.ts";
+import { kindOf, NotRegularFile, readSmallFile } from "../util/read-file.ts";
 import { seconds } from "../util/seconds.ts";
 import { within } from "../util/within.ts";
 import type { Check } from "./checks.ts";
@@ -190,12 +190,16 @@ function verdictCheck(
   }
 }
 
-/** What the damage note says; one that cannot be read (another user's 0600 file) is named so, never thrown. */
+/**
+ * What the damage note says; one that cannot be read (another user's 0600 file) is named so, never
+ * thrown. Read only as a small regular file: a FIFO at its name blocked doctor for good.
+ */
 function damageNote(file: string): string {
   try {
-    return readFileSync(file, "utf8").trim();
+    return readSmallFile(file, DAMAGE_NOTE_BYTES).trim();
   } catch (err) {
-    return `its note cannot be read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`;
+    const why = err instanceof NotRegularFile ? err.kind : (err as NodeJS.ErrnoException).code;
+    return `its note cannot be read: ${why ?? (err as Error).message}`;
   }
 }
 

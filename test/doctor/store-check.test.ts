@@ -1,7 +1,7 @@
 import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ConfigSchema } from "../../src/config/schema.ts";
 import { storeCheck } from "../../src/doctor/store-check.ts";
@@ -66,7 +66,7 @@ describe("doctor: the conversation database", () => {
     mkdirSync(`${join(dir.path, DB_FILE)}.damaged`);
     const c = await storeCheck(configAt(dir.path));
     expect([c.id, c.status]).toEqual(["store", "warn"]);
-    expect(c.message).toContain("met damage (its note cannot be read: EISDIR)");
+    expect(c.message).toContain("met damage (its note cannot be read: a directory)");
   });
 
   test("damage inside the file fails the check; without FTS5 it warns", async () => {
@@ -155,5 +155,29 @@ describe.skipIf(process.platform === "win32")("doctor: the database path is not 
       status: "fail",
       data: { problem: "a symbolic link" },
     });
+  });
+});
+
+// The damage note was read with readFileSync: a FIFO at its name blocked doctor's loop (and the
+// core's open, test/store/db/open.test.ts) until a writer came, forever; a link to /dev/zero never
+// ended. Run in a child, with a limit, so that a check that blocks fails the test, not hangs it.
+describe.skipIf(process.platform === "win32")("doctor: a damage note that is not a regular file", () => {
+  test("a FIFO or a device is reported as a note that cannot be read, never read", () => {
+    using dir = tmpdir();
+    Store.open(dir.path).close();
+    const note = `${join(dir.path, DB_FILE)}.damaged`;
+    for (const make of [() => spawnSync("mkfifo", [note]), () => symlinkSync("/dev/zero", note)]) {
+      make();
+      const script = `import { storeCheck } from ${JSON.stringify(join(import.meta.dir, "../../src/doctor/store-check.ts"))};
+import { ConfigSchema } from ${JSON.stringify(join(import.meta.dir, "../../src/config/schema.ts"))};
+const c = await storeCheck(ConfigSchema.parse({ app: { data_dir: ${JSON.stringify(dir.path)} } }));
+console.log(JSON.stringify(c));`;
+      const run = Bun.spawnSync([process.execPath, "-e", script], { timeout: 20_000, stderr: "pipe" });
+      expect(run.exitCode).toBe(0);
+      const c = JSON.parse(run.stdout.toString());
+      expect(c.status).toBe("warn");
+      expect(c.message).toContain("met damage (its note cannot be read:");
+      rmSync(note);
+    }
   });
 });

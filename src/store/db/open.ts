@@ -129,6 +129,9 @@ function connect(path: string): Database {
  */
 export const FULL_CHECK_BYTES = 16 * 2 ** 20;
 
+/** The most of a damage note read: it holds one SQLite message. */
+export const DAMAGE_NOTE_BYTES = 64 * 1024;
+
 /** A file beside the database saying a statement met damage in it: the next open resets it. */
 export const damagedMarker = (path: string) => `${path}.damaged`;
 
