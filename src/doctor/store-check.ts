@@ -5,8 +5,8 @@ import type { Config } from "../config/schema.ts";
 import { ChunkThread } from "../store/chunk-thread.ts";
 import { fsProblemText } from "../store/data-dir-problem.ts";
 import type { FileVerdict } from "../store/db/file-check.ts";
-import { DAMAGE_NOTE_BYTES, DB_FILE, damagedMarker } from "../store/db/open.ts";
-import { kindOf, NotRegularFile, readSmallFile } from "../util/read-file.ts";
+import { DB_FILE, damagedMarker, damageNote } from "../store/db/open.ts";
+import { kindOf } from "../util/read-file.ts";
 import { seconds } from "../util/seconds.ts";
 import { within } from "../util/within.ts";
 import type { Check } from "./checks.ts";
@@ -187,19 +187,6 @@ function verdictCheck(
         fix: "run doctor again when the machine is less busy; a damaged page still surfaces when a statement meets it",
         data: { ...data, finished: false },
       };
-  }
-}
-
-/**
- * What the damage note says; one that cannot be read (another user's 0600 file) is named so, never
- * thrown. Read only as a small regular file: a FIFO at its name blocked doctor for good.
- */
-function damageNote(file: string): string {
-  try {
-    return readSmallFile(file, DAMAGE_NOTE_BYTES).trim();
-  } catch (err) {
-    const why = err instanceof NotRegularFile ? err.kind : (err as NodeJS.ErrnoException).code;
-    return `its note cannot be read: ${why ?? (err as Error).message}`;
   }
 }
 

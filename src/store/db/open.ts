@@ -1,10 +1,11 @@
 import type { Database } from "bun:sqlite";
-import { existsSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
+import { existsSync, renameSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { CoreError } from "../../protocol/errors.ts";
 import { logger } from "../../util/logger.ts";
 import { namesIn } from "../../util/names-in.ts";
 import { ensurePrivateTree, tightenExistingFile, writePrivateFile } from "../../util/private-fs.ts";
+import { NotRegularFile, readSmallFile } from "../../util/read-file.ts";
 import { dataDirError } from "../data-dir-problem.ts";
 import { ftsSecureDeleteSet } from "./fts-forget.ts";
 import { MIGRATIONS, SCHEMA_VERSION } from "./migrations.ts";
@@ -141,6 +142,19 @@ export function markDamaged(path: string, problem: string): void {
   } catch {}
 }
 
+/**
+ * What a damage note says; one that cannot be read is named so, never thrown (doctor reads it
+ * too). Only a small regular file is read: a FIFO at its name blocked the open for good.
+ */
+export function damageNote(file: string): string {
+  try {
+    return readSmallFile(file, DAMAGE_NOTE_BYTES).trim();
+  } catch (err) {
+    const why = err instanceof NotRegularFile ? err.kind : (err as NodeJS.ErrnoException).code;
+    return `its note cannot be read: ${why ?? (err as Error).message}`;
+  }
+}
+
 /** What is wrong with an opened file, or undefined when it is fit to use. */
 function healthProblem(db: Database, path: string): string | undefined {
   const version = (db.query("PRAGMA user_version").get() as { user_version: number }).user_version;
@@ -150,9 +164,8 @@ function healthProblem(db: Database, path: string): string | undefined {
       `the database was written by a newer local-ai (schema ${version}; this one knows ${SCHEMA_VERSION}); use that version, or move the file aside`,
     );
   }
-  if (existsSync(damagedMarker(path))) {
-    return `a statement met damage in it (${readFileSync(damagedMarker(path), "utf8").trim()})`;
-  }
+  if (existsSync(damagedMarker(path)))
+    return `a statement met damage in it (${damageNote(damagedMarker(path))})`;
   if (statSync(path).size > FULL_CHECK_BYTES) {
     db.query("SELECT count(*) FROM sqlite_schema").get();
     return undefined;

@@ -2,6 +2,7 @@ import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
 import {
   existsSync,
+  lstatSync,
   mkdirSync,
   readdirSync,
   readFileSync,
@@ -311,5 +312,30 @@ describe("migration 7: the core's requests to write again", () => {
     });
     expect(store.conversations.session("u", "typed")).toMatchObject({ message_count: 4, preview: "b" });
     store.close();
+  });
+});
+
+// The damage note was read with readFileSync at open: a FIFO at its name blocked the core's open
+// (and with it every conversation method, a chat's commit and the stop) until a writer came,
+// forever; a link to /dev/zero never ended. In a child, with a limit, so a blocked open fails
+// the test rather than hanging it.
+describe.skipIf(process.platform === "win32")("a damage note that is not a regular file", () => {
+  test("a FIFO or a device still marks the database damaged, never read", () => {
+    using dir = tmpdir();
+    Store.open(dir.path).close();
+    const note = damagedMarker(join(dir.path, DB_FILE));
+    for (const make of [() => Bun.spawnSync(["mkfifo", note]), () => symlinkSync("/dev/zero", note)]) {
+      make();
+      const script = `import { Store } from ${JSON.stringify(join(import.meta.dir, "../../../src/store/store.ts"))};
+const store = Store.open(${JSON.stringify(dir.path)});
+console.log(JSON.stringify(store.takeReset()?.problem ?? null));
+store.close();`;
+      const run = Bun.spawnSync([process.execPath, "-e", script], { timeout: 20_000, stderr: "pipe" });
+      expect(run.exitCode).toBe(0);
+      expect(JSON.parse(run.stdout.toString())).toContain(
+        "a statement met damage in it (its note cannot be read:",
+      );
+      expect(lstatSync(note, { throwIfNoEntry: false })).toBeUndefined();
+    }
   });
 });
