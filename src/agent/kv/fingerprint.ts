@@ -5,6 +5,7 @@ import { shownArgs } from "../../plan/secret-args.ts";
 import { filesUnchanged, type LaunchFiles, type LaunchView } from "../../runtime/launch.ts";
 import { type FileIdentity, fileIdentity } from "../../util/file-identity.ts";
 import { logger } from "../../util/logger.ts";
+import { kvFiles } from "./kv-files.ts";
 import { kvArgs } from "./kv-flags.ts";
 
 /**
@@ -21,7 +22,9 @@ import { kvArgs } from "./kv-flags.ts";
  * rotated one dropped every saved slot, and each sidecar kept a hash of it); and the
  * vision projector (`--mmproj`), identified as the model is: a saved slot holds the embeddings it
  * made of each image, which llama-server matches to the next prompt's image by its bytes alone,
- * so another projector would answer from images it never saw. A file whose fingerprint no longer
+ * so another projector would answer from images it never saw. The LoRA adapters and control
+ * vectors the flags load are identified as the model is (kv-files.ts: the flags name only their
+ * paths, and an adapter retrained in place changes every K and V). A file whose fingerprint no longer
  * matches is dropped. The model and projector are identified as they were when llama-server was
  * started, not when the first chat came: a file replaced in between holds other weights than
  * the cache was computed with.
@@ -37,6 +40,8 @@ export interface FingerprintParts {
   extraArgs: readonly string[];
   /** Absent without one, so a text model's fingerprint is what it was before projectors counted. */
   projector?: FileIdentity;
+  /** Absent without any, as `projector`: the adapters and control vectors extraArgs load. */
+  adapters?: FileIdentity[];
 }
 
 export function fingerprint(parts: FingerprintParts): string {
@@ -73,6 +78,10 @@ export function launchFingerprint(
       ? undefined
       : fileIdentity(launch.projector);
   if (launch.projector !== null && !projector) return undefined;
+  const args = launch.extraArgs ?? llama.extra_args;
+  const adapterFiles = kvFiles(args);
+  const adapters = adapterFiles.flatMap((path) => fileIdentity(path) ?? []);
+  if (adapters.length < adapterFiles.length) return undefined;
   return fingerprint({
     model,
     contextPerSlot: props.n_ctx,
@@ -81,8 +90,9 @@ export function launchFingerprint(
     flashAttn: llama.flash_attn,
     chatTemplateHash: props.chat_template_hash,
     build: props.build_info,
-    extraArgs: shownArgs(kvArgs(launch.extraArgs ?? llama.extra_args)),
+    extraArgs: shownArgs(kvArgs(args)),
     ...(projector ? { projector } : {}),
+    ...(adapters.length > 0 ? { adapters } : {}),
   });
 }
 

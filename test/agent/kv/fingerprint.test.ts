@@ -120,6 +120,33 @@ describe("launchFingerprint", () => {
     }
   });
 
+  test("a LoRA or control vector replaced in place is another fingerprint", async () => {
+    // The adapter's weights change every cached K and V, as the model's do: one retrained and
+    // written over the old file (same path, same flags) restored slots computed with the old one.
+    await using dir = tmpdir();
+    const { props } = setup(dir.path);
+    const lora = join(dir.path, "adapter.gguf");
+    const vector = join(dir.path, "vector.gguf");
+    writeFileSync(lora, "adapter v1");
+    writeFileSync(vector, "vector v1");
+    const of = (...args: string[]) => launchFingerprint(props, llama, launched(null, args));
+    for (const [args, file] of [
+      [["--lora", lora], lora],
+      [[`--lora=${vector},${lora}`], lora],
+      [["--lora-scaled", `${lora}:0.5`], lora],
+      [["--control-vector", vector], vector],
+      [["--control_vector_scaled", `${vector}:0.8`], vector],
+    ] as const) {
+      const before = of(...args);
+      expect(before).toBeDefined();
+      writeFileSync(`${file}.new`, "retrained, same size");
+      renameSync(`${file}.new`, file);
+      expect(of(...args)).not.toBe(before);
+    }
+    // One that cannot be read: nothing is saved or restored (llama-server would not start with it).
+    expect(of("--lora", join(dir.path, "gone.gguf"))).toBeUndefined();
+  });
+
   test("a launch's model is the file it was started with, and a file replaced since is seen", async () => {
     await using dir = tmpdir();
     const { props } = setup(dir.path);

@@ -1,0 +1,33 @@
+import { llamaFlagName } from "../../plan/argv.ts";
+
+/**
+ * llama-server's flags (common/arg.cpp, b10587) whose value names files of weights applied to
+ * every layer's K and V: a LoRA adapter and a control vector. Each takes a comma-separated list,
+ * the `-scaled` forms as `FNAME:SCALE`; given twice, both lists load. The flags alone name the
+ * path, not the weights: an adapter retrained and written over the old file is another cache.
+ */
+const FILE_FLAGS: ReadonlyMap<string, boolean> = new Map([
+  ["--lora", false],
+  ["--lora-scaled", true],
+  ["--control-vector", false],
+  ["--control-vector-scaled", true],
+]);
+
+/** The adapter and control vector files `args` load, in order. */
+export function kvFiles(args: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] as string;
+    const scaled = FILE_FLAGS.get(llamaFlagName(arg));
+    if (scaled === undefined) continue;
+    const eq = arg.startsWith("--") ? arg.indexOf("=") : -1;
+    const value = eq > 0 ? arg.slice(eq + 1) : args[++i];
+    for (const item of value?.split(",") ?? []) {
+      // `FNAME:SCALE`: the scale is after the last colon (a Windows path has one of its own).
+      const at = scaled ? item.lastIndexOf(":") : -1;
+      const file = at > 0 ? item.slice(0, at) : item;
+      if (file !== "") out.push(file);
+    }
+  }
+  return out;
+}
