@@ -20,10 +20,12 @@ import { SlotUse } from "./slot-use.ts";
 export interface LaunchFiles {
   model: FileIdentity | undefined;
   projector: FileIdentity | undefined;
+  /** The LoRA adapters and control vectors extra_args load (plan/adapter-files.ts); absent: none. */
+  adapters?: (FileIdentity | undefined)[];
 }
 
 /**
- * Whether the model and projector are still the files the server was started with (true when not
+ * Whether the model, projector and adapters are still the files the server was started with (true when not
  * known). One replaced since (a pull updating it in place) leaves what it computes unknown: it
  * runs the old weights until it re-reads the file, as it does on waking from an idle sleep.
  */
@@ -31,7 +33,7 @@ export function filesUnchanged(files: LaunchFiles | null): boolean {
   if (!files) return true;
   const same = (then: FileIdentity | undefined) =>
     then === undefined || sameFile(then, fileIdentity(then.path));
-  return same(files.model) && same(files.projector);
+  return same(files.model) && same(files.projector) && (files.adapters ?? []).every(same);
 }
 
 /** What a lease's holder may read of its server (prompt reuse asks its slot table). */

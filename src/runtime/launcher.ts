@@ -2,6 +2,7 @@ import { join } from "node:path";
 import type { LlamaEndpoint } from "../llama/http.ts";
 import { isSleeping } from "../llama/props.ts";
 import { awaitModel } from "../llama/tokenize.ts";
+import { adapterFiles } from "../plan/adapter-files.ts";
 import { renderArgv } from "../plan/argv.ts";
 import type { LaunchPlan } from "../plan/launch-plan.ts";
 import { CoreError } from "../protocol/errors.ts";
@@ -366,11 +367,13 @@ async function wake(endpoint: LlamaEndpoint, signal: AbortSignal, timeoutMs: num
   }
 }
 
-/** The model's and projector's files as they are now. */
+/** The model's, projector's and adapters' files as they are now. */
 function launchFiles(plan: LaunchPlan): LaunchFiles {
+  const adapters = adapterFiles(plan.extra_args).map((path) => fileIdentity(path));
   return {
     model: fileIdentity(plan.model_path),
     projector: plan.mmproj ? fileIdentity(plan.mmproj.path) : undefined,
+    ...(adapters.length > 0 ? { adapters } : {}),
   };
 }
 

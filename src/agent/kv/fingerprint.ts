@@ -1,11 +1,11 @@
 import { createHash } from "node:crypto";
 import type { Config } from "../../config/schema.ts";
 import type { LlamaProps } from "../../llama/props.ts";
+import { adapterFiles } from "../../plan/adapter-files.ts";
 import { shownArgs } from "../../plan/secret-args.ts";
 import { filesUnchanged, type LaunchFiles, type LaunchView } from "../../runtime/launch.ts";
 import { type FileIdentity, fileIdentity } from "../../util/file-identity.ts";
 import { logger } from "../../util/logger.ts";
-import { kvFiles } from "./kv-files.ts";
 import { kvArgs } from "./kv-flags.ts";
 
 /**
@@ -23,9 +23,9 @@ import { kvArgs } from "./kv-flags.ts";
  * vision projector (`--mmproj`), identified as the model is: a saved slot holds the embeddings it
  * made of each image, which llama-server matches to the next prompt's image by its bytes alone,
  * so another projector would answer from images it never saw. The LoRA adapters and control
- * vectors the flags load are identified as the model is (kv-files.ts: the flags name only their
+ * vectors the flags load are identified as the model is (plan/adapter-files.ts: the flags name only their
  * paths, and an adapter retrained in place changes every K and V). A file whose fingerprint no longer
- * matches is dropped. The model and projector are identified as they were when llama-server was
+ * matches is dropped. The model, projector and adapters are identified as they were when llama-server was
  * started, not when the first chat came: a file replaced in between holds other weights than
  * the cache was computed with.
  */
@@ -79,9 +79,9 @@ export function launchFingerprint(
       : fileIdentity(launch.projector);
   if (launch.projector !== null && !projector) return undefined;
   const args = launch.extraArgs ?? llama.extra_args;
-  const adapterFiles = kvFiles(args);
-  const adapters = adapterFiles.flatMap((path) => fileIdentity(path) ?? []);
-  if (adapters.length < adapterFiles.length) return undefined;
+  const known = files ? (files.adapters ?? []) : adapterFiles(args).map((path) => fileIdentity(path));
+  const adapters = known.flatMap((a) => a ?? []);
+  if (adapters.length < known.length) return undefined;
   return fingerprint({
     model,
     contextPerSlot: props.n_ctx,

@@ -147,6 +147,28 @@ describe("launchFingerprint", () => {
     expect(of("--lora", join(dir.path, "gone.gguf"))).toBeUndefined();
   });
 
+  test("an adapter replaced after the start: the fingerprint stays the start's, and the files differ", async () => {
+    // A server that re-reads it (waking from an idle sleep) computes with the new weights: states
+    // saved under the start's fingerprint must not be restored into it, nor new ones saved.
+    await using dir = tmpdir();
+    const { props } = setup(dir.path);
+    const lora = join(dir.path, "adapter.gguf");
+    writeFileSync(lora, "adapter v1");
+    const args = launched(null, ["--lora", lora]);
+    const files = {
+      model: fileIdentity(props.model_path as string),
+      projector: undefined,
+      adapters: [fileIdentity(lora)],
+    };
+    const atStart = launchFingerprint(props, llama, { ...args, files });
+    expect(atStart).toBe(launchFingerprint(props, llama, args));
+    expect(filesUnchanged(files)).toBe(true);
+    writeFileSync(`${lora}.new`, "adapter v2");
+    renameSync(`${lora}.new`, lora);
+    expect(launchFingerprint(props, llama, { ...args, files })).toBe(atStart);
+    expect(filesUnchanged(files)).toBe(false);
+  });
+
   test("a launch's model is the file it was started with, and a file replaced since is seen", async () => {
     await using dir = tmpdir();
     const { props } = setup(dir.path);

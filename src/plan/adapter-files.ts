@@ -1,10 +1,12 @@
-import { llamaFlagName } from "../../plan/argv.ts";
+import { llamaFlagName } from "./argv.ts";
 
 /**
  * llama-server's flags (common/arg.cpp, b10587) whose value names files of weights applied to
  * every layer's K and V: a LoRA adapter and a control vector. Each takes a comma-separated list,
  * the `-scaled` forms as `FNAME:SCALE`; given twice, both lists load. The flags alone name the
- * path, not the weights: an adapter retrained and written over the old file is another cache.
+ * path, not the weights: an adapter retrained and written over the old file is another cache
+ * (agent/kv/fingerprint.ts), and a server that re-reads it (waking from an idle sleep) computes
+ * with other weights than it started with (runtime/launch.ts `filesUnchanged`).
  */
 const FILE_FLAGS: ReadonlyMap<string, boolean> = new Map([
   ["--lora", false],
@@ -14,7 +16,7 @@ const FILE_FLAGS: ReadonlyMap<string, boolean> = new Map([
 ]);
 
 /** The adapter and control vector files `args` load, in order. */
-export function kvFiles(args: readonly string[]): string[] {
+export function adapterFiles(args: readonly string[]): string[] {
   const out: string[] = [];
   for (let i = 0; i < args.length; i++) {
     const arg = args[i] as string;
