@@ -14,6 +14,13 @@ import { type Release, Semaphore } from "../util/semaphore.ts";
 interface SlotState {
   /** The session whose prompt the slot holds (`user/session`); none when empty or unknown. */
   holder: string | undefined;
+  /**
+   * The session whose tokens are still in the slot though it was handed to `holder`: until
+   * llama-server reads a request of the holder's, the slot keeps what it held (a turn cancelled or
+   * refused before its first request leaves them there), and the next request hands them to the
+   * RAM cache. An erase of that session empties the slot too.
+   */
+  prior: string | undefined;
   /** It changed since it was last saved: a turn ran in it. */
   dirty: boolean;
   /** A turn is using it. */
@@ -40,6 +47,7 @@ export class SlotUse {
   constructor(count: number) {
     this.slots = Array.from({ length: Math.max(1, count) }, () => ({
       holder: undefined,
+      prior: undefined,
       dirty: false,
       busy: false,
       lastUsed: -1,
@@ -94,13 +102,17 @@ export class SlotUse {
     return this.claim((empty ?? lru).i, key, now, false);
   }
 
-  /** The turn is over: the slot holds its session, changed unless nothing was sent. */
-  release(slot: number, key: string, sent: boolean, now: number): void {
+  /**
+   * The turn is over: the slot holds its session, changed unless nothing was sent; what it held
+   * before is replaced once llama-server answered a request (`read`).
+   */
+  release(slot: number, key: string, sent: boolean, now: number, read = sent): void {
     const s = this.slots[slot];
     if (!s) return;
     s.busy = false;
     s.holder = key;
     s.dirty ||= sent;
+    if (read) s.prior = undefined;
     s.lastUsed = now;
   }
 
@@ -114,6 +126,9 @@ export class SlotUse {
   handTo(slot: number, key: string): void {
     const s = this.slots[slot];
     if (!s) return;
+    // Tokens of a holder that never sent are still the prior's.
+    const prior = s.prior ?? s.holder;
+    s.prior = prior === key ? undefined : prior;
     s.holder = key;
     s.dirty = false;
   }
@@ -168,15 +183,20 @@ export class SlotUse {
     return this.held.length === 0 && this.slots.every((s) => !s.busy);
   }
 
-  /** A session erased: its slots no longer count as its (their tokens are never saved); those slots. */
+  /**
+   * A session erased: its slots no longer count as its (their tokens are never saved); those
+   * slots, and those another session took that still hold its tokens (`prior`).
+   */
   forget(matches: (holder: string) => boolean): number[] {
     const held: number[] = [];
     this.slots.forEach((s, slot) => {
+      const prior = s.prior !== undefined && matches(s.prior);
+      if (prior) s.prior = undefined;
       if (s.holder !== undefined && matches(s.holder)) {
         s.holder = undefined;
         s.dirty = false;
-        held.push(slot);
-      }
+      } else if (!prior) return;
+      held.push(slot);
     });
     return held;
   }
@@ -185,6 +205,7 @@ export class SlotUse {
   emptied(): void {
     for (const s of this.slots) {
       s.holder = undefined;
+      s.prior = undefined;
       s.dirty = false;
       s.lastUsed = -1;
     }

@@ -29,9 +29,10 @@ export interface ReusedTurn {
   record: PromptRecord;
   /**
    * The turn is over (before its lease goes): the record it leaves, whether it sent a request,
-   * and `lost`: another core took its session over (its slot is then never saved).
+   * `lost`: another core took its session over (its slot is then never saved), and `read`:
+   * llama-server answered one (what the slot held before the turn is surely replaced).
    */
-  end(record: PromptRecord, sent: boolean, lost?: boolean): void;
+  end(record: PromptRecord, sent: boolean, lost?: boolean, read?: boolean): void;
   /** Void, nothing sent: its server died first (a restore that killed it, 93f). No record is kept. */
   abandon(): void;
 }

@@ -109,8 +109,8 @@ export class PromptReuse {
     return {
       slot: pick.slot,
       record: this.recordOf(key, fp, looked),
-      end: (r, sent, lost) => {
-        table.release(pick.slot, k, sent, this.now());
+      end: (r, sent, lost, read = sent) => {
+        table.release(pick.slot, k, sent, this.now(), read);
         this.ended(turn, r, lost);
         this.whenQuiet();
       },

@@ -274,6 +274,27 @@ describe("prompt reuse with the stand-in", () => {
     expect(kv.slots[0]?.tokens.join("")).not.toContain("ORYX-5521");
   });
 
+  test("sessions.delete empties a slot another session took before llama-server read a request of it: nothing of it reaches the RAM cache", async () => {
+    await using h = harness();
+    Object.assign(h.provider, {
+      snapshot: () => ({ state: "ready", sleep: "awake", cacheRamBytes: 2 ** 20 }) as SupervisorSnapshot,
+    });
+    await say(h, "gone", "my code word is ORYX-5521");
+    const kv = h.llama.model.kv;
+    // b takes the slot (gone left to the RAM cache), and its turn ends before llama-server read
+    // a request of it: the slot still holds gone's prompt.
+    h.llama.script({ overflow: true });
+    const { terminal } = await h.chat(++id, { session_id: "b", input: "a very long paste" });
+    expect(terminal).toMatchObject({ type: "error", data: { reason: "context_overflow" } });
+    expect(kv.slots[0]?.tokens.join("")).toContain("ORYX-5521");
+    expect(kv.ram.flat().join("")).not.toContain("ORYX-5521");
+    h.send("d", "sessions.delete", { session_id: "gone" });
+    expect((await h.terminal("d")).result).toMatchObject({ deleted: true });
+    await say(h, "next", "something else entirely, at some length");
+    expect(kv.ram.flat().join("")).not.toContain("ORYX-5521");
+    expect(kv.slots[0]?.tokens.join("")).not.toContain("ORYX-5521");
+  });
+
   /** A pull updating the model where it is (a rename: another inode), while llama-server runs on the old. */
   const replaceModel = (h: ChatHarness) => {
     const model = h.llama.model.options.modelPath;
