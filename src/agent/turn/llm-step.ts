@@ -66,7 +66,7 @@ export type StepAnswer =
 export async function llmStep(ctx: TurnContext, setup: StepSetup, step: number): Promise<StepAnswer> {
   const { deps, session } = ctx;
   const { system, tools, contextSize, maxTokens, layout } = setup;
-  const reserve = maxTokens ?? Math.min(1024, Math.floor(contextSize / 4));
+  const reserve = replyReserve(maxTokens, contextSize);
   const turn = layout.turnMessages(session.state.turn);
   let budget =
     contextSize -
@@ -133,6 +133,17 @@ export async function llmStep(ctx: TurnContext, setup: StepSetup, step: number):
       budget = attempt < OVERFLOW_RETRIES ? Math.floor(layout.keptCost / 2) : 0;
     }
   }
+}
+
+/**
+ * The tokens kept free for the reply: max_tokens, else min(1024, a quarter of the slot), and
+ * never over half the slot. A max_tokens the slot cannot give (at or past its size, as a config
+ * for a larger context leaves it) left no budget for any history: every turn went out without
+ * the conversation before it. A reply that outgrows the rest ends as `context_full`.
+ */
+export function replyReserve(maxTokens: number | undefined, contextSize: number): number {
+  const half = Math.floor(contextSize / 2);
+  return Math.min(maxTokens ?? Math.min(1024, Math.floor(contextSize / 4)), half);
 }
 
 /**
