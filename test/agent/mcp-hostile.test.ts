@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { mayRetry } from "../../src/agent/mcp/call-result.ts";
 import type { ChildExit, McpChild } from "../../src/agent/mcp/child.ts";
 import { ChildTransport } from "../../src/agent/mcp/child-transport.ts";
 import { MAX_LINE_BYTES } from "../../src/agent/mcp/line-reader.ts";
@@ -413,6 +414,19 @@ describe("MCP servers that answer or ask what a call does not expect", () => {
       expect((err as McpError).code).toBe(ErrorCode.InternalError);
       expect((err as McpError).message).toContain("not a valid tools/call result");
       expect((err as McpError).message).toContain("isError");
+      expect(pidsIn(pids)).toHaveLength(1);
+    });
+  }, 30_000);
+
+  // It answered (the tool ran): as for isError, not worth a retry, and said as the isError case says it.
+  test("a result whose content is no list fails its call, saying why, not retryable", async () => {
+    await withHostile("string-content", async (pool, pids) => {
+      const err = await pool.call("h", "echo", {}, never).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(McpError);
+      expect((err as McpError).message).toContain(
+        "not a valid tools/call result (content: a list was expected, not a string)",
+      );
+      expect(mayRetry(err)).toBe(false);
       expect(pidsIn(pids)).toHaveLength(1);
     });
   }, 30_000);

@@ -10,7 +10,8 @@ import { MAX_JSON_DEPTH, nestedDeeperThan } from "../../util/json-depth.ts";
  * content is shown as a placeholder, as an image is.
  */
 export const CALLED = z.looseObject({
-  content: z.array(z.unknown()).optional(),
+  // Any value: one that is no list is the answer's fault, told as callOutcome tells it.
+  content: z.unknown().optional(),
   isError: z.unknown().optional(),
   structuredContent: z.unknown().optional(),
 });
@@ -42,26 +43,33 @@ function partText(part: unknown): string {
  * other part, else the structured content. Throws for an `isError` that is no boolean (MCP's is
  * one): `"true"` read as not `true` made a tool's error a success, and read as truthy `"false"`
  * would be the opposite; the call fails saying why, as an answer the JSON-RPC schema refuses does
- * (child-transport.ts), rather than be read either way.
+ * (child-transport.ts), rather than be read either way. So does a `content` that is no list.
  */
 export function callOutcome(result: Called): McpCallOutcome {
   const flag = result.isError;
-  if (flag !== undefined && typeof flag !== "boolean") {
-    const err = new McpError(
-      ErrorCode.InternalError,
-      `the server's message is not a valid tools/call result (isError: a boolean was expected, not ${kindOf(flag)})`,
-    );
-    // It answered: the tool ran (its side effects done) and would answer so again.
-    ANSWERED.add(err);
-    throw err;
-  }
-  const text = (result.content ?? []).map(partText).join("\n");
+  if (flag !== undefined && typeof flag !== "boolean")
+    throw invalidResult(`isError: a boolean was expected, not ${kindOf(flag)}`);
+  const { content } = result;
+  // `{"content": "text"}` failed in the SDK's parse: a retryable error quoting zod's issues as JSON.
+  if (content !== undefined && !Array.isArray(content))
+    throw invalidResult(`content: a list was expected, not ${kindOf(content)}`);
+  const text = (content ?? []).map(partText).join("\n");
   const structured = result.structuredContent;
   const shown =
     text === "" && typeof structured === "object" && structured !== null && !Array.isArray(structured)
       ? structuredText(structured)
       : "";
   return { isError: flag === true, text: text || shown };
+}
+
+/** A result MCP's schema refuses. It answered: the tool ran (its side effects done) and would answer so again. */
+function invalidResult(why: string): McpError {
+  const err = new McpError(
+    ErrorCode.InternalError,
+    `the server's message is not a valid tools/call result (${why})`,
+  );
+  ANSWERED.add(err);
+  return err;
 }
 
 function kindOf(value: unknown): string {
