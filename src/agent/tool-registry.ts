@@ -78,6 +78,8 @@ export async function resolveTools(
     const { listed } = got;
     // Tools it listed that are unfit to offer (tool-list.ts) cost a warning, not the chat.
     if (listed.dropped) failures.push({ server, message: listed.dropped, partial: true });
+    const unlisted = namedUnlisted(patterns, server, listed.tools);
+    if (unlisted) failures.push({ server, message: unlisted, partial: true });
     for (const t of listed.tools) {
       if (!patterns.some((p) => matches(p, server, t.name))) continue;
       // `a` + `b__c` and `a__b` + `c` would be one function name: the first keeps it.
@@ -99,6 +101,28 @@ export async function resolveTools(
     }
   }
   return { tools: out, failures };
+}
+
+/**
+ * The agent's patterns naming one tool of `server` that it does not list, as a warning's words:
+ * a typo or a renamed tool offered nothing, and without a word the model just had no such tool.
+ * Undefined when each names a listed tool (or is `server.*`).
+ */
+function namedUnlisted(
+  patterns: readonly string[],
+  server: string,
+  tools: readonly { name: string }[],
+): string | undefined {
+  const names = new Set(tools.map((t) => t.name));
+  const missing = patterns.filter((p) => {
+    const dot = p.indexOf(".");
+    const tool = p.slice(dot + 1);
+    return p.slice(0, dot) === server && tool !== "*" && !names.has(tool);
+  });
+  if (missing.length === 0) return undefined;
+  const shown = missing.slice(0, 3).map((p) => `'${p}'`);
+  const more = missing.length > 3 ? ` and ${missing.length - 3} more` : "";
+  return `agents.tools names ${shown.join(", ")}${more}, not among its tools`;
 }
 
 /** A `tools` entry's function name (toOpenAiTools' shape); undefined for anything else. */
