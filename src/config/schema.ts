@@ -238,7 +238,21 @@ export const McpServerSchema = z.object({
   timeout_s: seconds.positive().default(60),
   /** How long the server may take to start and list its tools before the chat runs without them. */
   startup_timeout_s: seconds.positive().default(20),
-  requires_approval: z.array(z.string()).default([]),
+  /**
+   * Tools that run only with the chat's approve_execution: names as the server lists them (the
+   * alphabet tool-list.ts offers), or `*` for all. Nothing else: `write_*` matched no tool, and
+   * every write tool ran unapproved while the config read as if they needed it.
+   */
+  requires_approval: z
+    .array(
+      z
+        .string()
+        .regex(
+          /^(\*|[A-Za-z0-9_-]{1,64})$/,
+          "a tool's name as its server lists it, or * for all (no other patterns)",
+        ),
+    )
+    .default([]),
 });
 
 export const MemorySchema = z

@@ -316,3 +316,19 @@ test("an env name holding '=' is shown up to it: what follows is most likely its
   expect(err.message).toStartWith("/c/config.yaml:5: mcp_servers.0.env.TOKEN=…: ");
   expect(JSON.stringify({ m: err.message, d: err.data })).not.toContain("sk-live");
 });
+
+// docs/agent.md#approval: an entry is a tool's name or `*`; `write_*` matched no tool, so every
+// write tool ran without approval while the config read as if they needed it (fails open).
+describe("mcp_servers requires_approval", () => {
+  const text = (entry: string) =>
+    `mcp_servers:\n  - { name: m, command: x, requires_approval: [${JSON.stringify(entry)}] }\n`;
+  test.each(["write_*", "m.write_file", "*write", "write file"])("%s is refused, naming the key", (entry) => {
+    const err = coreErrorOf(() => parseConfigText(text(entry), "/c/config.yaml"));
+    expect(err.code).toBe("config_invalid");
+    expect(err.data!.key).toBe("mcp_servers.0.requires_approval.0");
+  });
+  test.each(["*", "write_file", "Delete-All"])("%s is accepted", (entry) => {
+    const { config } = parseConfigText(text(entry), "/c/config.yaml");
+    expect(config.mcp_servers[0]?.requires_approval).toEqual([entry]);
+  });
+});
