@@ -31,6 +31,11 @@ export const PromptRecordSchema = z.object({
    */
   image_cut: z.number().int().nonnegative().optional(),
   /**
+   * The seq from which the history's tool results are sent whole; those before it go as a short
+   * note that one was left out. Moved like the image cut, after the images, before the cut.
+   */
+  result_cut: z.number().int().nonnegative().optional(),
+  /**
    * Notes the slot's tokens hold that no message is sent with: those of a turn not committed (a
    * cancel, a failure) after a request carried them. Never laid out again; kept only so that an
    * erase of what they quote finds the slot and its saved state. Gone once a request replaces them.

@@ -29,6 +29,8 @@ export class PromptLayout {
   private cutAt: number;
   /** The first history message whose images are sent. */
   private imageCut: number;
+  /** The first history message whose tool result is sent whole (withoutResult). */
+  private resultCut: number;
   /** Notes of earlier user messages, by seq. */
   private readonly notes: Map<number, NoteRecord>;
   /** This turn's notes, decided with its first request (later steps send the same). */
@@ -60,6 +62,7 @@ export class PromptLayout {
     this.held = record.held ?? [];
     this.before = record.notes;
     this.imageCut = images.vision ? Math.min(record.image_cut ?? 0, userSeq) : userSeq;
+    this.resultCut = Math.min(record.result_cut ?? 0, userSeq);
     // Notes of messages a rewrite replaced are gone with them.
     this.notes = new Map(record.notes.filter((n) => n.seq < userSeq).map((n) => [n.seq, n]));
   }
@@ -109,19 +112,25 @@ export class PromptLayout {
 
   /** The history within `budget` tokens, as sent; the cut and the images' cut follow it. */
   history(history: readonly ChatMessage[], budget: number): ChatMessage[] {
-    const text = (i: number) =>
-      estimateTokens(withNotes(withoutImages(history[i] as ChatMessage), this.notes.get(i)));
-    const image = (i: number) => this.images.costOf(history[i] as ChatMessage);
+    const at = (i: number) => history[i] as ChatMessage;
+    const text = (i: number) => estimateTokens(withNotes(withoutImages(at(i)), this.notes.get(i)));
+    const image = (i: number) => this.images.costOf(at(i));
     this.imageCut = imagesFrom(history, text, image, this.cutAt, Math.max(this.imageCut, 0), budget);
     this.imageCut = bodyCut(
       history,
       this.imageCut,
       (this.images.bodyBytes ?? IMAGE_BODY_BYTES) - this.turnBytes,
     );
-    const cost = (i: number) => text(i) + (i >= this.imageCut ? image(i) : 0);
+    // Then the tool results (imagesFrom's steps, their costs in place of the images'), before any
+    // whole turn: a turn that read a large one went with its answer, and the cut never comes back.
+    const bare = (i: number) => (at(i).role === "tool" ? estimateTokens(withoutResult(at(i))) : text(i));
+    const withImage = (i: number) => bare(i) + (i >= this.imageCut ? image(i) : 0);
+    const result = (i: number) => text(i) - bare(i);
+    this.resultCut = imagesFrom(history, withImage, result, this.cutAt, this.resultCut, budget);
+    const cost = (i: number) => withImage(i) + (i >= this.resultCut ? result(i) : 0);
     this.cutAt = trimInSteps(history, cost, this.cutAt, budget);
     const sent = (i: number) => {
-      const m = history[i] as ChatMessage;
+      const m = i >= this.resultCut ? at(i) : withoutResult(at(i));
       return withNotes(i >= this.imageCut ? m : withoutImages(m), this.notes.get(i));
     };
     const out = history.slice(this.cutAt).map((_, k) => sent(this.cutAt + k));
@@ -146,6 +155,7 @@ export class PromptLayout {
       cut: this.cutAt,
       notes,
       ...(imageCut ? { image_cut: imageCut } : {}),
+      ...(this.resultCut ? { result_cut: this.resultCut } : {}),
       ...this.heldAfter(committed, sent, read, notes),
     };
   }
@@ -177,6 +187,16 @@ export class PromptLayout {
     return held.length ? { held } : {};
   }
 }
+
+/** A tool message as sent once its result no longer fits: a note of what was left out. */
+function withoutResult(message: ChatMessage): ChatMessage {
+  if (message.role !== "tool" || message.content.length <= RESULT_NOTE_CHARS) return message;
+  const content = `[tool result left out to fit the context: ${message.content.length} characters]`;
+  return { ...message, content };
+}
+
+/** A tool result this short is sent whole all the same: its note would be as long. */
+const RESULT_NOTE_CHARS = 80;
 
 /** What a list of messages' images take of a request's body. */
 function bodyBytesOf(messages: readonly ChatMessage[]): number {

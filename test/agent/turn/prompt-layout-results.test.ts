@@ -1,0 +1,63 @@
+import { expect, test } from "bun:test";
+import { emptyRecord } from "../../../src/agent/kv/prompt-record.ts";
+import { PromptLayout } from "../../../src/agent/turn/prompt-layout.ts";
+import type { ChatMessage } from "../../../src/protocol/chat-message.ts";
+
+// docs/agent.md#history-trimming: a turn that read a large tool result went whole once the
+// history overflowed, its answer with it, and the cut never comes back: every later turn was sent
+// without the conversation (the model no longer knew what it had found, nor the user's name).
+// Earlier turns' tool results go first, as the history's images do, before any whole turn.
+
+const toolTurn = (result: string): ChatMessage[] => [
+  { role: "user", content: "my name is Ann; read the file" },
+  {
+    role: "assistant",
+    content: null,
+    tool_calls: [{ id: "c1", type: "function", function: { name: "t__read", arguments: "{}" } }],
+  },
+  { role: "tool", tool_call_id: "c1", content: result },
+  { role: "assistant", content: "The file says forty-two." },
+];
+
+test("an earlier turn's large tool result is left out before the turn and its answer are", () => {
+  const history = toolTurn("x".repeat(20_000));
+  const layout = new PromptLayout(emptyRecord(), [], history.length);
+  const sent = layout.history(history, 1000);
+  expect(sent.map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
+  expect(sent[2]?.content).toContain("left out");
+  expect(sent[2]?.content).toContain("20000 characters");
+  expect(sent[3]?.content).toBe("The file says forty-two.");
+  expect(layout.cut).toBe(0);
+  // Kept as the cut is: the next turn sends the same prefix.
+  const record = layout.record(true);
+  const next = new PromptLayout(record, [], history.length + 2);
+  const later = [
+    ...history,
+    { role: "user", content: "and?" },
+    { role: "assistant", content: "42" },
+  ] as ChatMessage[];
+  expect(next.history(later, 10_000)).toEqual([...sent, ...later.slice(4)]);
+});
+
+test("results that fit are sent whole", () => {
+  const history = toolTurn("y".repeat(2000));
+  const layout = new PromptLayout(emptyRecord(), [], history.length);
+  expect(layout.history(history, 1000)).toEqual(history);
+  expect(layout.record(true)).toEqual(emptyRecord());
+});
+
+test("a chat after a turn that read a large result still sends that turn's answer", async () => {
+  const { ChatHarness } = await import("../harness.ts");
+  await using h = new ChatHarness({}, { standIn: () => ({ nCtx: 2048 }) });
+  h.llama.script(
+    { tool_calls: [{ name: "t__huge", arguments: { chars: 5000 } }] },
+    { content: "The file says forty-two." },
+    { content: "It said forty-two." },
+  );
+  await h.chat("c1", { input: "read the file", session_id: "s" });
+  const { terminal } = await h.chat("c2", { input: "what did the file say?", session_id: "s" });
+  expect(terminal.type).toBe("result");
+  const sent = h.llama.requests[2]?.body.messages.map((m) => m.content) ?? [];
+  expect(sent).toContain("The file says forty-two.");
+  expect(sent.at(-1)).toBe("what did the file say?");
+});
