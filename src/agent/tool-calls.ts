@@ -48,7 +48,8 @@ const TAG = /<tool_call>([\s\S]*?)(?:<\/tool_call>|$)/g;
 /**
  * Decides what a finished step asked for. Native tool calls (llama-server --jinja) win; without
  * them, `<tool_call>{"name":…,"arguments":{…}}</tool_call>` in the text is the fallback, and a
- * reply that is nothing but such a JSON object naming a known tool counts too. A call that is
+ * reply that is nothing but such a JSON object naming a known tool counts too (without tools,
+ * the text is the answer whatever it holds). A call that is
  * recognisably a call but cannot be used (bad JSON, unknown tool, arguments not an object) is
  * `malformed`, with problems worded for the model to fix.
  */
@@ -76,6 +77,9 @@ export function interpretStep(
     }
     return { kind: "calls", text: content, calls, toolCalls: native.map(withObjectArguments) };
   }
+  // No tool offered, none can be called: `<tool_call>` text (the syntax explained, or a model's
+  // habit) was re-prompted as an unknown tool up to max_parse_errors, the answer cut around it.
+  if (known.size === 0) return { kind: "final", text: content };
 
   const tagged = taggedBodies(content);
   const outside = content.replace(TAG, "").trim();

@@ -68,3 +68,23 @@ describe("interpretStep", () => {
     });
   });
 });
+
+// An agent with no tools: a reply that writes <tool_call> (explaining the syntax, or a model's
+// habit) was re-prompted as an unknown tool ("available: none") up to max_parse_errors, and its
+// response came back with the tags cut out of it.
+test("without tools, <tool_call> text is the answer, whole", () => {
+  const text = 'Hermes writes <tool_call>{"name": "f", "arguments": {}}</tool_call> in its text.';
+  expect(interpretStep(text, [], new Set(), 0)).toEqual({ kind: "final", text });
+  const bare = '{"name": "f", "arguments": {}}';
+  expect(interpretStep(bare, [], new Set(), 0)).toEqual({ kind: "final", text: bare });
+});
+
+test("a chat of an agent without tools answers with <tool_call> text as it was written", async () => {
+  const { ChatHarness } = await import("./harness.ts");
+  await using h = new ChatHarness({ agents: [{ name: "plain", system_prompt: "Be brief." }] });
+  const text = 'Hermes writes <tool_call>{"name": "f", "arguments": {}}</tool_call> in its text.';
+  h.llama.script({ content: text });
+  const { terminal } = await h.chat("c", { input: "how do tool calls look?" });
+  expect(terminal.result).toMatchObject({ response: text, warnings: [] });
+  expect(h.llama.requests).toHaveLength(1);
+});
