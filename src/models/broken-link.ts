@@ -17,9 +17,10 @@ export function brokenLinkOf(parts: readonly string[], source: ModelEntry["sourc
     try {
       statSync(path);
     } catch (err) {
-      return (err as NodeJS.ErrnoException).code === "ELOOP"
-        ? `${path}: ${whose} leads in a circle (a symbolic-link loop)`
-        : `${path}: ${whose} points at ${target}`;
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === "ELOOP") return `${path}: ${whose} leads in a circle (a symbolic-link loop)`;
+      // A target the core may not read (EACCES) is there: the read's own failure says so.
+      if (code === "ENOENT" || code === "ENOTDIR") return `${path}: ${whose} points at ${target}`;
     }
   }
   return undefined;

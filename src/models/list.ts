@@ -162,7 +162,9 @@ async function judge(
   } catch (err) {
     if (!isCoreError(err)) throw err;
     const problem = (err.data?.problem as ModelEntry["problem"]) ?? "unreadable";
-    const broken = problem === "absent" ? brokenLinkOf(c.parts, c.source) : undefined;
+    // A loop of links is unreadable, not absent (plan/gguf-read.ts): a broken link all the same.
+    const broken =
+      problem === "absent" || problem === "unreadable" ? brokenLinkOf(c.parts, c.source) : undefined;
     if (broken) return unreadable("broken_link", broken);
     return unreadable(problem, err.message);
   }

@@ -1,8 +1,8 @@
-import { closeSync, existsSync, readSync } from "node:fs";
+import { closeSync, readSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import type { gguf } from "@huggingface/gguf";
 import { CoreError } from "../protocol/errors.ts";
-import { NotRegularFile, openRegularFile } from "../util/read-file.ts";
+import { NotRegularFile, openRegularFile, readFailure } from "../util/read-file.ts";
 import { terminalText } from "../util/terminal-text.ts";
 import { cutText } from "../util/text-cut.ts";
 import { ggmlBlockSize, ggmlTypeName, tensorBytes } from "./ggml-types.ts";
@@ -138,7 +138,6 @@ function partProblem(md: GgufHeader["metadata"], index: number, parts: number): 
 
 async function readOneFile(path: string, shardLabel: string | null): Promise<GgufHeader> {
   const label = shardLabel ? `${path} (${shardLabel})` : path;
-  if (!existsSync(path)) throw problem("absent", label, "absent: no such file");
   let opened: { fd: number; size: number };
   try {
     // Never a blocking open: a FIFO here would stop the whole core (util/read-file.ts).
@@ -148,7 +147,11 @@ async function readOneFile(path: string, shardLabel: string | null): Promise<Ggu
       throw err.kind === "a directory"
         ? problem("not_gguf", label, "not a GGUF: it is a directory")
         : problem("unreadable", label, `not a regular file (${err.kind})`);
-    throw problem("unreadable", label, `unreadable: ${(err as Error).message}`);
+    // Absent only when nothing is there: a loop of links or a path too long was called "no such
+    // file", and a host offered a download of what the disk holds.
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR") throw problem("absent", label, "absent: no such file");
+    throw problem("unreadable", label, `unreadable: ${readFailure(err)}`);
   }
   const { fd, size } = opened;
   try {

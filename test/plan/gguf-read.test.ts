@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { mkdirSync, truncateSync, writeFileSync } from "node:fs";
+import { mkdirSync, symlinkSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { gguf } from "@huggingface/gguf";
 import { headerOfParsed, readGgufHeader, shardPaths } from "../../src/plan/gguf-read.ts";
@@ -485,6 +485,21 @@ describe("readGgufHeader", () => {
     const t = await problemOf(cut);
     expect(t).toMatchObject({ code: "model_missing", problem: "truncated" });
     expect(t.message).toContain("interrupted download");
+  });
+
+  test("a loop of links or a name too long is unreadable, saying why, not an absent file to download", async () => {
+    using dir = tmpdir();
+    symlinkSync("b.gguf", join(dir.path, "a.gguf"));
+    symlinkSync("a.gguf", join(dir.path, "b.gguf"));
+    const loop = await problemOf(join(dir.path, "a.gguf"));
+    expect(loop).toMatchObject({ code: "model_missing", problem: "unreadable" });
+    expect(loop.message).toContain("a loop of symbolic links");
+    const long = await problemOf(join(dir.path, `${"m".repeat(300)}.gguf`));
+    expect(long).toMatchObject({ code: "model_missing", problem: "unreadable" });
+    expect(long.message).toContain("the path is too long");
+    // No file where a folder should be is still absent: nothing there to read.
+    writeFileSync(join(dir.path, "f"), "");
+    expect(await problemOf(join(dir.path, "f", "m.gguf"))).toMatchObject({ problem: "absent" });
   });
 
   test("a file cut inside its header is truncated, not a crash", async () => {
