@@ -2,6 +2,7 @@ import { readFile } from "node:fs/promises";
 import os from "node:os";
 import { windowsPhysicalMemory, windowsProcessorCores } from "../platform/windows/system.ts";
 import { wholeCharCut } from "../util/text-cut.ts";
+import { cgroupMemory } from "./cgroup-memory.ts";
 import {
   appleGpuBudget,
   type GpuInfo,
@@ -126,14 +127,31 @@ async function probeCpu(
   };
 }
 
+/** The machine's memory bounded by its control groups' (cgroup-memory.ts): a container's, a unit's. */
+function withinCgroup(
+  ram: HardwareSnapshot["ram"],
+  group: { limit_bytes: number; available_bytes: number } | null,
+): { value: HardwareSnapshot["ram"]; report: Omit<ProbeReport, "id" | "ms"> } {
+  const meminfo = "from /proc/meminfo (MemAvailable)";
+  if (!group || group.limit_bytes >= ram.total_bytes)
+    return { value: ram, report: { status: "ok", message: meminfo } };
+  const available = Math.min(ram.available_bytes ?? ram.total_bytes, group.available_bytes);
+  return {
+    value: { total_bytes: group.limit_bytes, available_bytes: available },
+    report: {
+      status: "ok",
+      message: `${meminfo}, within this process's cgroup memory limit of ${group.limit_bytes} bytes`,
+    },
+  };
+}
+
 async function probeRam(
   env: ProbeEnv,
 ): Promise<{ value: HardwareSnapshot["ram"]; report: Omit<ProbeReport, "id" | "ms"> }> {
   if (env.platform === "linux") {
     const text = await env.readText("/proc/meminfo");
     const parsed = text ? parseMeminfo(text) : null;
-    if (parsed)
-      return { value: parsed, report: { status: "ok", message: "from /proc/meminfo (MemAvailable)" } };
+    if (parsed) return withinCgroup(parsed, await cgroupMemory((path) => env.readText(path)));
   }
   const windows = env.platform === "win32" ? env.windows?.physicalMemory() : null;
   if (windows)

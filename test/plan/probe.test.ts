@@ -182,6 +182,59 @@ describe("probeHardware", () => {
   });
 });
 
+/** fakeEnv's files, and these: a control group's, by path. */
+function inCgroup(files: Record<string, string>): ProbeEnv {
+  const base = fakeEnv();
+  return fakeEnv({ readText: async (path) => files[path] ?? base.readText(path) });
+}
+
+// fakeEnv's machine: 32768000 kB total (31.25 GiB), 20000000 kB available.
+describe("probeHardware in a control group (a container, a systemd unit with MemoryMax)", () => {
+  test("cgroup v2: the limit less what the group holds, its inactive page cache not counted", async () => {
+    const h = await probeHardware(
+      inCgroup({
+        "/proc/self/cgroup": "0::/\n",
+        "/sys/fs/cgroup/memory.max": "8589934592\n",
+        "/sys/fs/cgroup/memory.current": String(3 * GIB),
+        "/sys/fs/cgroup/memory.stat": `anon ${GIB}\ninactive_file ${2 * GIB}\nactive_file 0\n`,
+      }),
+    );
+    expect(h.ram).toEqual({ total_bytes: 8 * GIB, available_bytes: 7 * GIB });
+    expect(h.probes.find((p) => p.id === "ram")?.message).toContain("cgroup memory limit");
+  });
+
+  test("cgroup v1 seen from inside a container: the host's path is not there, the mount's root is the group", async () => {
+    const h = await probeHardware(
+      inCgroup({
+        "/proc/self/cgroup": "5:cpu,cpuacct:/docker/abc\n4:memory:/docker/abc\n0::/\n",
+        "/sys/fs/cgroup/memory/memory.limit_in_bytes": String(4 * GIB),
+        "/sys/fs/cgroup/memory/memory.usage_in_bytes": String(GIB),
+        "/sys/fs/cgroup/memory/memory.stat": "cache 0\ntotal_inactive_file 0\n",
+      }),
+    );
+    expect(h.ram).toEqual({ total_bytes: 4 * GIB, available_bytes: 3 * GIB });
+  });
+
+  test("a parent's tighter limit wins; 'max', v1's unlimited and garbage are no limit", async () => {
+    const h = await probeHardware(
+      inCgroup({
+        "/proc/self/cgroup": "0::/user.slice/app.service\n",
+        "/sys/fs/cgroup/user.slice/app.service/memory.max": "max\n",
+        "/sys/fs/cgroup/user.slice/memory.max": String(2 * GIB),
+        "/sys/fs/cgroup/user.slice/memory.current": String(GIB / 2),
+        "/sys/fs/cgroup/memory.max": "-1",
+      }),
+    );
+    expect(h.ram).toEqual({ total_bytes: 2 * GIB, available_bytes: 1.5 * GIB });
+    for (const limit of ["max", "9223372036854771712", "garbage", String(64 * GIB)]) {
+      const free = await probeHardware(
+        inCgroup({ "/proc/self/cgroup": "0::/\n", "/sys/fs/cgroup/memory.max": limit }),
+      );
+      expect(free.ram).toEqual({ total_bytes: 32768000 * 1024, available_bytes: 20000000 * 1024 });
+    }
+  });
+});
+
 describe("probeHardware with the llama-server that will run (docs/plan.md, Which GPUs)", () => {
   const BINARY = "/opt/app/llama-server";
   const smi = {
