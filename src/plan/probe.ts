@@ -36,6 +36,11 @@ export interface ProbeEnv {
   run(cmd: string, args: string[], timeoutMs: number): Promise<RunResult>;
   readText(path: string): Promise<string | null>;
   cpus(): { model: string }[];
+  /**
+   * The CPUs this process may run on (its affinity: `taskset`, a container's cpuset), which
+   * /proc/cpuinfo and `cpus()` do not see; absent, all of them.
+   */
+  usableCpus?(): number;
   totalmem(): number;
   freemem(): number;
   now(): number;
@@ -58,6 +63,7 @@ export const realProbeEnv: ProbeEnv = {
     }
   },
   cpus: () => os.cpus(),
+  usableCpus: () => os.availableParallelism(),
   totalmem: () => os.totalmem(),
   freemem: () => os.freemem(),
   now: () => performance.now(),
@@ -121,9 +127,15 @@ async function probeCpu(
   } else if (env.platform === "win32") {
     physical = env.windows?.processorCores()?.cores ?? null;
   }
+  const found = `${logical} logical, ${physical ?? "?"} physical cores`;
+  const usable = env.usableCpus?.() ?? logical;
+  if (!(usable >= 1 && usable < logical))
+    return { value: { model, logical, physical, flags }, report: { status: "ok", message: found } };
+  // More threads than CPUs to run them spin at ggml's barriers: a 4-CPU cpuset on a 32-core
+  // machine ran -t 32, several times slower than -t 4.
   return {
-    value: { model, logical, physical, flags },
-    report: { status: "ok", message: `${logical} logical, ${physical ?? "?"} physical cores` },
+    value: { model, logical: usable, physical: physical === null ? null : Math.min(physical, usable), flags },
+    report: { status: "ok", message: `${found}; ${usable} usable by this process (its CPU affinity)` },
   };
 }
 

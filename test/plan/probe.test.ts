@@ -235,6 +235,19 @@ describe("probeHardware in a control group (a container, a systemd unit with Mem
   });
 });
 
+describe("probeHardware with a CPU affinity (taskset, a container's cpuset)", () => {
+  test("the cores counted are those the process may run on: the plan's -t is no more than those", async () => {
+    // fakeEnv: 3 logical CPUs, 2 physical cores.
+    const h = await probeHardware(fakeEnv({ usableCpus: () => 1 }));
+    expect(h.cpu).toMatchObject({ logical: 1, physical: 1 });
+    expect(h.probes.find((p) => p.id === "cpu")?.message).toContain("1 usable by this process");
+    expect((await probeHardware(fakeEnv({ usableCpus: () => 3 }))).cpu).toMatchObject({
+      logical: 3,
+      physical: 2,
+    });
+  });
+});
+
 describe("probeHardware with the llama-server that will run (docs/plan.md, Which GPUs)", () => {
   const BINARY = "/opt/app/llama-server";
   const smi = {
