@@ -1,8 +1,23 @@
 import { statSync } from "node:fs";
+import { stat } from "node:fs/promises";
 import { settingData } from "../config/model-entry.ts";
 import { CoreError, isCoreError } from "../protocol/errors.ts";
+import { within } from "../util/within.ts";
 import { readGgufHeader, shardPaths } from "./gguf-read.ts";
 import { type ModelInfo, modelInfo } from "./model.ts";
+
+/**
+ * How long a read waits for the file's stat before the synchronous reads that follow it: on a
+ * dead network mount a stat hangs for minutes, and a synchronous one held the whole core (ping,
+ * cancel, every chat) from initialize's read-ahead on.
+ */
+export const MODEL_STAT_WAIT_MS = 5000;
+
+/** Tests: the stat and its wait. */
+export interface MemoOptions {
+  stat?: (path: string) => Promise<unknown>;
+  statWaitMs?: number;
+}
 
 /** Files whose model is kept: a handful of configured models (big arrays are counted, not kept: gguf-scan.ts). */
 const MEMO_FILES = 8;
@@ -25,10 +40,17 @@ export class ModelMemo {
   parses = 0;
 
   /** `key` is the config key that holds the path, handed to `resolve` for a refusal to name. */
-  constructor(private readonly resolve: (configured: string, key?: string) => string = (path) => path) {}
+  /** A stat not answered yet, by file: a read after it waits on it rather than starting another. */
+  private readonly stats = new Map<string, Promise<void>>();
+
+  constructor(
+    private readonly resolve: (configured: string, key?: string) => string = (path) => path,
+    private readonly options: MemoOptions = {},
+  ) {}
 
   async read(configured: string, key?: string): Promise<ModelInfo> {
     const path = this.resolve(configured, key);
+    await this.answered(path, key);
     const identity = identityOf(path);
     const known = this.known.get(path);
     this.known.delete(path);
@@ -47,6 +69,38 @@ export class ModelMemo {
     }
     return info;
   }
+
+  private async answered(path: string, key: string | undefined): Promise<void> {
+    const refused = await answeredOrRefused(this.stats, path, this.options);
+    if (refused) throw keyed(refused, key);
+  }
+}
+
+/**
+ * Waits for `path`'s stat off the loop, or refuses the read as unreadable once the wait is over.
+ * A stat that never ends holds one of the runtime's file threads: one per file, however often asked.
+ */
+async function answeredOrRefused(
+  stats: Map<string, Promise<void>>,
+  path: string,
+  options: MemoOptions,
+): Promise<CoreError | null> {
+  let pending = stats.get(path);
+  if (!pending) {
+    const asked = (options.stat ?? stat)(path).then(
+      () => {},
+      () => {},
+    );
+    pending = asked.finally(() => stats.delete(path));
+    stats.set(path, pending);
+  }
+  const waitMs = options.statWaitMs ?? MODEL_STAT_WAIT_MS;
+  if ((await within(pending, waitMs, "late")) !== "late") return null;
+  return new CoreError(
+    "model_missing",
+    `model ${path}: unreadable: its drive did not answer within ${waitMs / 1000} s (a network drive offline?)`,
+    { path, problem: "unreadable" },
+  );
 }
 
 /** A refusal of the file names where its path was set (config key or request field), as an `hf:` one does. */

@@ -49,4 +49,33 @@ describe("ModelMemo", () => {
     expect(err).toBeInstanceOf(CoreError);
     expect((err as CoreError).code).toBe("model_missing");
   });
+
+  test("a file whose stat does not answer (a dead network mount) is unreadable after the wait, one stat asked", async () => {
+    using dir = tmpdir();
+    const path = writeGguf(dir.path, "m.gguf", llama7b());
+    let asked = 0;
+    let answer = () => {};
+    const stat = () =>
+      ++asked === 1
+        ? new Promise<void>((resolve) => {
+            answer = resolve;
+          })
+        : Promise.resolve();
+    const memo = new ModelMemo(undefined, { stat, statWaitMs: 1 });
+    for (let i = 0; i < 2; i++) {
+      const err = await memo.read(path, "model.path").catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(CoreError);
+      expect(err).toMatchObject({
+        code: "model_missing",
+        data: { path, problem: "unreadable", key: "model.path" },
+      });
+      expect((err as Error).message).toContain("did not answer");
+    }
+    // Nothing read synchronously behind it, and the second read joined the first stat.
+    expect(memo.parses).toBe(0);
+    expect(asked).toBe(1);
+    // The drive answers: the next read reads the file.
+    answer();
+    expect((await memo.read(path)).path).toBe(path);
+  });
 });
