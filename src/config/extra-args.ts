@@ -38,8 +38,19 @@ function secretFlag(name: string): boolean {
 }
 
 /**
+ * Whether `arg` is `--slot-save-path` as llama-server reads it (`_` as `-`, any `=` value). The
+ * core owns that folder (data_dir/kv: docs/agent.md "Prompt reuse"): after the planned flag, it
+ * won, and conversations' KV state went where neither llama.kv_disk_bytes nor the erase methods
+ * (sessions.delete, users.delete) look, kept for good.
+ */
+function slotSavePath(arg: string): boolean {
+  return /^--slot[-_]save[-_]path(=|$)/s.test(arg);
+}
+
+/**
  * `llama.extra_args` and a `models` entry's: strings passed to llama-server after the planned
- * flags, a flag and its credential as two entries (the value never quoted by the refusal).
+ * flags, a flag and its credential as two entries (the value never quoted by the refusal), no
+ * `--slot-save-path` (the core's own).
  */
 export const ExtraArgsSchema = z
   .array(
@@ -48,6 +59,10 @@ export const ExtraArgsSchema = z
       .refine(
         (arg) => !flagWithCredential(arg),
         "a flag and its value written as one entry: write them as two entries ([--api-key, …]), as llama-server reads them",
+      )
+      .refine(
+        (arg) => !slotSavePath(arg),
+        "--slot-save-path is the core's: conversations' KV state is kept under app.data_dir (kv), where llama.kv_disk_bytes bounds it and the erase methods reach it",
       ),
   )
   .default([]);

@@ -221,6 +221,25 @@ describe("a value where secrets live is never quoted by its error", () => {
     expect(JSON.stringify({ message: err.message, data: err.data })).not.toContain("918273645546");
   });
 
+  // After the plan's own, it won: KV state went where neither llama.kv_disk_bytes nor the erase
+  // methods look, and a deleted user's conversations stayed on disk.
+  test.each([
+    ["llama.extra_args.1", "llama:\n  extra_args: [--jinja, --slot-save-path, /elsewhere]\n"],
+    ["llama.extra_args.0", "llama:\n  extra_args: [--slot_save_path, /elsewhere]\n"],
+    ["llama.extra_args.0", "llama:\n  extra_args: [--slot-save-path=/elsewhere]\n"],
+    [
+      "models.0.extra_args.0",
+      "models:\n  - name: m\n    path: m.gguf\n    extra_args: [--slot-save-path, /x]\n",
+    ],
+  ])(
+    "%s: --slot-save-path is refused: the core keeps conversations' KV state under data_dir",
+    (key, text) => {
+      const err = coreErrorOf(() => parseConfigText(text, "/c/config.yaml"));
+      expect(err).toMatchObject({ code: "config_invalid", data: { key } });
+      expect(err.message).toContain("app.data_dir");
+    },
+  );
+
   test("a value with spaces after its flag, or a flag with spaces that holds no credential, is taken", () => {
     const text =
       'llama:\n  extra_args: ["--alias", "my model", "-r", "-- User:", "--chat-template", "{{ a }}"]\n';
