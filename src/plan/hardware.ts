@@ -11,6 +11,12 @@ export type { GpuInfo, GpuVendor, HardwareSnapshot, ProbeReport, ProbeStatus } f
 
 const MIB = 1024 * 1024;
 
+/**
+ * More memory than any GPU has (a PiB), as rpc/wire.ts bounds a worker's: a tool that prints more
+ * is broken, and the plan offloaded every layer to memory no device has.
+ */
+const MAX_GPU_BYTES = 2 ** 50;
+
 /** `/proc/meminfo` → total and available bytes (MemAvailable counts reclaimable cache). */
 export function parseMeminfo(text: string): { total_bytes: number; available_bytes: number | null } | null {
   const kb = (key: string) => {
@@ -102,7 +108,7 @@ function gpuMemory(
   const t = Number(total);
   // A total without a free figure: the whole of it, the budget's margin still taken.
   const fr = notAvailable(free) ? t : Number(free);
-  if (!Number.isFinite(t) || !Number.isFinite(fr) || t <= 0) return null;
+  if (!Number.isFinite(t) || !Number.isFinite(fr) || t <= 0 || t * MIB > MAX_GPU_BYTES) return null;
   return { total_bytes: t * MIB, free_bytes: Math.min(Math.max(fr, 0), t) * MIB, unified: false };
 }
 
@@ -123,7 +129,7 @@ export function parseRocmSmi(text: string): GpuInfo[] | null {
     if (!m || !card || typeof card !== "object") continue;
     const total = Number(card["VRAM Total Memory (B)"]);
     const used = Number(card["VRAM Total Used Memory (B)"] ?? 0);
-    if (!Number.isFinite(total) || total <= 0) continue;
+    if (!Number.isFinite(total) || total <= 0 || total > MAX_GPU_BYTES) continue;
     gpus.push({
       index: Number(m[1]),
       vendor: "amd",

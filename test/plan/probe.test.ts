@@ -107,6 +107,23 @@ describe("parsers", () => {
   });
 });
 
+describe("a GPU tool's figures past any GPU's memory", () => {
+  test("are garbage, not a GPU to offload to: nvidia-smi's MiB and rocm-smi's bytes past a PiB", () => {
+    expect(
+      parseNvidiaSmi("0, NVIDIA Fake, 99999999999999999999, 99999999999999999999, 550.54, 8.9"),
+    ).toBeNull();
+    expect(parseNvidiaSmi("0, NVIDIA Fake, 1073741825, 1000, 550.54, 8.9")).toBeNull();
+    expect(parseNvidiaSmi("0, NVIDIA Big, 1073741824, 1000, 550.54, 8.9")?.[0]?.total_bytes).toBe(2 ** 50);
+    const rocm = (bytes: string) =>
+      parseRocmSmi(
+        JSON.stringify({ card0: { "VRAM Total Memory (B)": bytes, "VRAM Total Used Memory (B)": "0" } }),
+      );
+    expect(rocm("1e30")).toBeNull();
+    expect(rocm(String(2 ** 50 + 4096))).toBeNull();
+    expect(rocm(String(24 * GIB))?.[0]?.total_bytes).toBe(24 * GIB);
+  });
+});
+
 describe("probeHardware", () => {
   test("reads CPU and RAM, reports absent tools softly", async () => {
     const h = await probeHardware(fakeEnv());
