@@ -7,10 +7,9 @@ import { decideEmbedding, type EmbeddingLaunch } from "./decide/embedding.ts";
 import { placeEmbedding } from "./decide/embedding-devices.ts";
 import { decideFlashAttn } from "./decide/flash-attn.ts";
 import { idleSleepDecision } from "./decide/idle-sleep.ts";
-import { logPrivacyWarnings } from "./decide/log-privacy.ts";
 import { decideMemoryFlags } from "./decide/memory-flags.ts";
 import { decideOffloadDevices } from "./decide/offload-devices.ts";
-import { extraArgsDecision } from "./decide/passthrough.ts";
+import { extraArgsDecision, extraArgsWarnings } from "./decide/passthrough.ts";
 import { decideThreads } from "./decide/threads.ts";
 import { applyOverrides, type HardwareSnapshot } from "./hardware.ts";
 import type { LaunchPlan } from "./launch-plan.ts";
@@ -48,7 +47,7 @@ export function planEmbedding(model: ModelInfo, rawHw: HardwareSnapshot, config:
   const warnings = [
     ...known,
     ...hardwareWarnings(config.hardware, rawHw, config.gpu_out_of_memory),
-    ...logPrivacyWarnings(llama.extra_args),
+    ...extraArgsWarnings(llama.extra_args),
   ];
   if (llama.rpc.length > 0)
     warnings.push("an embedding model runs on this machine: llama.rpc's workers are not used");

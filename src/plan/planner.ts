@@ -11,10 +11,9 @@ import { fitter } from "./decide/fit.ts";
 import { decideFlashAttn } from "./decide/flash-attn.ts";
 import { idleSleepDecision } from "./decide/idle-sleep.ts";
 import { type CacheTypes, cacheRequests, decideCacheTypes } from "./decide/kv-cache.ts";
-import { logPrivacyWarnings } from "./decide/log-privacy.ts";
 import { decideMemoryFlags } from "./decide/memory-flags.ts";
 import { decideOffloadDevices } from "./decide/offload-devices.ts";
-import { extraArgsDecision, jinjaDecision } from "./decide/passthrough.ts";
+import { extraArgsDecision, extraArgsWarnings, jinjaDecision } from "./decide/passthrough.ts";
 import { imagesOf, placeProjector, withProjector } from "./decide/projector.ts";
 import { explainingLeftOut, rpcDevices, rpcPlacement, withRpcDevices } from "./decide/rpc-devices.ts";
 import { decideSlotSave } from "./decide/slot-save.ts";
@@ -83,7 +82,7 @@ function planChat(
   const rpc = rpcDevices(llama.rpc, workers, local.gpus.length);
   const budgets = withRpcDevices(local, rpc);
   const warnings = [...model.warnings, ...hardwareWarnings(config.hardware, rawHw, config.gpu_out_of_memory)];
-  warnings.push(...rpc.warnings, ...logPrivacyWarnings(llama.extra_args));
+  warnings.push(...rpc.warnings, ...extraArgsWarnings(llama.extra_args));
   // Cache types first: the V type decides flash attention, and both shape the estimate.
   const cache = decideCacheTypes(model, cacheRequests(llama));
   const flashAttn = decideFlashAttn(llama.flash_attn, cache.value.v);

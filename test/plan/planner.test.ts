@@ -335,6 +335,25 @@ describe("config overrides and errors", () => {
     expect(p.warnings.filter((w) => w.includes("extra_args"))).toEqual([]);
   });
 
+  test("extra_args naming another model or projector file are warned of: the plan sized the configured one", async () => {
+    const m = await model("l7", llama7b);
+    const p = makePlan(
+      m,
+      CPU_ONLY,
+      config({ llama: { extra_args: ["-m", "/other/big.gguf", "--mmproj", "/other/p.gguf"] } }),
+    );
+    // llama-server takes the last -m: the file the plan read is not the one that runs.
+    expect(p.argv.slice(-4)).toEqual(["-m", "/other/big.gguf", "--mmproj", "/other/p.gguf"]);
+    expect(p.warnings).toEqual(
+      expect.arrayContaining([
+        expect.stringContaining("llama.extra_args -m: llama-server loads that file, not model.path's"),
+        expect.stringContaining(
+          "llama.extra_args --mmproj: llama-server loads that file, not model.mmproj's",
+        ),
+      ]),
+    );
+  });
+
   test("extra_args that make llama-server keep the conversation are warned of (plan/decide/log-privacy.ts)", async () => {
     const m = await model("l7", llama7b);
     const p = makePlan(

@@ -1,6 +1,7 @@
 import type { Decision } from "../../protocol/plan.ts";
-import { flags } from "../argv.ts";
+import { flags, llamaFlagName } from "../argv.ts";
 import { shownArgs } from "../secret-args.ts";
+import { logPrivacyWarnings } from "./log-privacy.ts";
 
 /** `--jinja`, always: tool calling needs the model's own chat template to render tools. */
 export function jinjaDecision(): Decision {
@@ -24,4 +25,33 @@ export function extraArgsDecision(extraArgs: readonly string[]): Decision | null
     flags: shown,
     reason: "llama.extra_args, passed through last (they win over planned flags)",
   };
+}
+
+/** Flags naming the file llama-server loads, by the key the plan read it from. */
+const FILE_FLAGS: ReadonlyMap<string, string> = new Map([
+  ["-m", "model.path"],
+  ["--model", "model.path"],
+  ["-mm", "model.mmproj"],
+  ["--mmproj", "model.mmproj"],
+]);
+
+/**
+ * `-m`/`--mmproj` in extra_args: llama-server takes the last one given, so it loads that file, not
+ * the one the plan read, checked and sized (the fingerprint of saved KV state follows the file it
+ * loads: agent/kv). The launch goes ahead, as the host asked; the plan's memory is another file's.
+ */
+function fileFlagWarnings(extraArgs: readonly string[]): string[] {
+  return extraArgs.flatMap((arg) => {
+    const key = FILE_FLAGS.get(llamaFlagName(arg));
+    return key
+      ? [
+          `llama.extra_args ${arg}: llama-server loads that file, not ${key}'s, which this plan read and sized: its memory and checks are not for the file that runs`,
+        ]
+      : [];
+  });
+}
+
+/** What the plan warns of in extra_args: flags that keep the conversation (log-privacy.ts), another file. */
+export function extraArgsWarnings(extraArgs: readonly string[]): string[] {
+  return [...logPrivacyWarnings(extraArgs), ...fileFlagWarnings(extraArgs)];
 }
