@@ -9,9 +9,10 @@ import { type ModelInfo, modelInfo } from "./model.ts";
 /**
  * How long a read waits for the file's stat before the synchronous reads that follow it: on a
  * dead network mount a stat hangs for minutes, and a synchronous one held the whole core (ping,
- * cancel, every chat) from initialize's read-ahead on.
+ * cancel, every chat) from initialize's read-ahead on. Long enough for a sleeping USB or network
+ * disk to spin up: a shorter wait called a model on one unreadable.
  */
-export const MODEL_STAT_WAIT_MS = 5000;
+export const MODEL_STAT_WAIT_MS = 30_000;
 
 /** Tests: the stat and its wait. */
 export interface MemoOptions {
