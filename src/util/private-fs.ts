@@ -9,6 +9,7 @@ import {
   writeSync,
 } from "node:fs";
 import { join } from "node:path";
+import { kindOf, NotRegularFile } from "./read-file.ts";
 
 /**
  * Owner-only modes for what the core keeps under data_dir: folder names are user and session
@@ -27,6 +28,8 @@ const tightens = process.platform !== "win32";
 /** 0 where the OS has no such flag (Windows: there the lstat checks alone guard). */
 const NOFOLLOW = constants.O_NOFOLLOW ?? 0;
 const DIRECTORY = constants.O_DIRECTORY ?? 0;
+/** On a FIFO with no reader, the open fails (ENXIO) rather than waiting; no effect on a regular file. */
+const NONBLOCK = constants.O_NONBLOCK ?? 0;
 
 /**
  * Creates `dir` (and missing parents) owner-only, and tightens `dir` itself if it already
@@ -76,11 +79,20 @@ export function tightenOpenFile(fd: number): void {
 /**
  * Opens a file of the core's owner-only, never through a link: `flags` as Node's numeric
  * `fs.constants` (O_CREAT and friends), O_NOFOLLOW added; a link there fails with ELOOP.
+ * Never blocking, and a regular file only: a FIFO planted at the name blocked the open for good
+ * (the store's open, at its reserve) with no reader, and with one took what was written.
  */
 export function openPrivateFile(path: string, flags: number): number {
   refuseLink(path);
-  const fd = openSync(path, flags | NOFOLLOW, PRIVATE_FILE_MODE);
-  tightenOpenFile(fd);
+  const fd = openSync(path, flags | NOFOLLOW | NONBLOCK, PRIVATE_FILE_MODE);
+  try {
+    const stats = fstatSync(fd);
+    if (!stats.isFile()) throw new NotRegularFile(path, kindOf(stats));
+    tightenOpenFile(fd);
+  } catch (err) {
+    closeSync(fd);
+    throw err;
+  }
   return fd;
 }
 

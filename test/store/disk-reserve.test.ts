@@ -1,4 +1,5 @@
 import { afterAll, describe, expect, test } from "bun:test";
+import { spawnSync } from "node:child_process";
 import { existsSync, lstatSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { DiskReserve } from "../../src/store/disk-reserve.ts";
@@ -93,5 +94,21 @@ describe.skipIf(process.platform === "win32")("DiskReserve.ensure over a link", 
     reserve.ensure();
     expect(lstatSync(reserve.path).isFile()).toBe(true);
     expect(readFileSync(big)).toEqual(Buffer.alloc(8192, 7));
+  });
+});
+
+// Other things at the reserve's name: the core's open must neither stop on them nor write into them.
+describe.skipIf(process.platform === "win32")("DiskReserve.ensure over what is not a file", () => {
+  test("a FIFO with no reader does not stop the open, and is replaced by a reserve", () => {
+    using dir = tmpdir();
+    const path = join(dir.path, "local-ai.db.reserve");
+    expect(spawnSync("mkfifo", [path]).status).toBe(0);
+    // In a child: an open that blocks on the FIFO would block this test's own thread for good.
+    // The limit only ends a child that hangs; it times nothing.
+    const code = `import { DiskReserve } from ${JSON.stringify(join(import.meta.dir, "../../src/store/disk-reserve.ts"))};
+      console.log(JSON.stringify([new DiskReserve(${JSON.stringify(path)}, 4096).ensure(), new DiskReserve(${JSON.stringify(path)}, 4096).ensure()]));`;
+    const child = spawnSync(process.execPath, ["-e", code], { timeout: 20_000, encoding: "utf8" });
+    expect({ signal: child.signal, out: child.stdout.trim() }).toEqual({ signal: null, out: "[false,true]" });
+    expect(lstatSync(path).isFile()).toBe(true);
   });
 });

@@ -1,10 +1,13 @@
 import { describe, expect, test } from "bun:test";
+import { spawnSync } from "node:child_process";
 import {
   chmodSync,
   closeSync,
+  constants,
   mkdirSync,
   openSync,
   readFileSync,
+  readSync,
   statSync,
   symlinkSync,
   writeFileSync,
@@ -76,5 +79,26 @@ describe("writes until all is taken", () => {
     writeAllSync(fd, text);
     closeSync(fd);
     expect(readFileSync(path, "utf8")).toBe(text);
+  });
+});
+
+// A FIFO planted at a file's name (the damage note's, the reserve's): with a reader there the
+// write went into the pipe; with none the open blocked the core (test/store/disk-reserve.test.ts).
+describe.skipIf(!posix)("the core's files are regular files only", () => {
+  test("a FIFO with a reader is refused, nothing written into it", () => {
+    using dir = tmpdir();
+    const path = join(dir.path, "local-ai.db.damaged");
+    expect(spawnSync("mkfifo", [path]).status).toBe(0);
+    const reader = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+    try {
+      expect(() => writePrivateFile(path, "a problem\n")).toThrow("a FIFO");
+      let read = 0;
+      try {
+        read = readSync(reader, Buffer.alloc(64));
+      } catch {} // EAGAIN: the pipe is empty.
+      expect(read).toBe(0);
+    } finally {
+      closeSync(reader);
+    }
   });
 });
