@@ -45,16 +45,23 @@ export class DiskReserve {
       );
       if (fd !== undefined) closeSync(fd);
       fd = undefined;
-      rmSync(this.path, { force: true });
+      this.release();
       return false;
     } finally {
       if (fd !== undefined) closeSync(fd);
     }
   }
 
-  /** Frees the reserve's space for an erase. */
+  /**
+   * Frees the reserve's space for an erase. A folder at its name is left as it is (it may hold
+   * the user's files): rmSync threw on it, which failed the store's open for good.
+   */
   release(): void {
-    rmSync(this.path, { force: true });
+    try {
+      rmSync(this.path, { force: true });
+    } catch (err) {
+      logger.warn(`the reserve ${this.path} could not be removed: ${(err as Error).message}`);
+    }
   }
 
   /**

@@ -1,6 +1,14 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
-import { existsSync, lstatSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { DiskReserve } from "../../src/store/disk-reserve.ts";
 import { fillDisk, smallDisk } from "../fixtures/full-disk.ts";
@@ -110,5 +118,15 @@ describe.skipIf(process.platform === "win32")("DiskReserve.ensure over what is n
     const child = spawnSync(process.execPath, ["-e", code], { timeout: 20_000, encoding: "utf8" });
     expect({ signal: child.signal, out: child.stdout.trim() }).toEqual({ signal: null, out: "[false,true]" });
     expect(lstatSync(path).isFile()).toBe(true);
+  });
+
+  test("a folder does not fail the open, and is left as it is", () => {
+    using dir = tmpdir();
+    const reserve = new DiskReserve(join(dir.path, "local-ai.db.reserve"), 4096);
+    mkdirSync(reserve.path);
+    writeFileSync(join(reserve.path, "kept.txt"), "the user's own file");
+    expect(reserve.ensure()).toBe(false);
+    expect(readFileSync(join(reserve.path, "kept.txt"), "utf8")).toBe("the user's own file");
+    reserve.release();
   });
 });
