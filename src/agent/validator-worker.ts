@@ -1,3 +1,4 @@
+import { placedPatternProblem } from "../protocol/schema-problem.ts";
 import { parseAnswer } from "./answer-json.ts";
 import { type AnswerError, compileSchema, SHOWN_ANSWER_ERRORS } from "./json-validator.ts";
 import type { ValidatorAnswer, ValidatorAsk } from "./validator-thread.ts";
@@ -16,11 +17,15 @@ declare const self: {
 
 function answer(ask: ValidatorAsk): ValidatorAnswer {
   let validate: ReturnType<typeof compileSchema>;
+  let schema: Record<string, unknown> | undefined;
   try {
-    validate = compileSchema(JSON.parse(ask.schema) as Record<string, unknown>);
+    schema = JSON.parse(ask.schema) as Record<string, unknown>;
+    validate = compileSchema(schema);
   } catch (err) {
-    // A stack overflow in the compiler is the schema's fault too.
-    return { id: ask.id, kind: "refused", message: (err as Error).message };
+    // A stack overflow in the compiler is the schema's fault too. A pattern RE2 refuses is named
+    // by its place, as the params check names one (its patterns too long to read on the loop).
+    const placed = schema && placedPatternProblem(schema);
+    return { id: ask.id, kind: "refused", message: placed ?? (err as Error).message };
   }
   if (ask.text === undefined) return { id: ask.id, kind: "compiled" };
   const parsed = parseAnswer(ask.text);

@@ -291,6 +291,7 @@ describe("chat: response_format", () => {
       data: { field: "response_format" },
     });
     expect(String(terminal.message)).toContain("(?<=a)");
+    expect(String(terminal.message)).toContain("the pattern at #/pattern cannot be matched in linear time");
     expect(h.llama.requests.length).toBe(before);
     expect(h.checkpoint("s")).toBeUndefined();
   });

@@ -112,4 +112,24 @@ describe("response_format: what the params alone refuse", () => {
     // Data is not a pattern, so it counts toward nothing.
     expect(patternsLeftToCompile({ const: { pattern: "x".repeat(5000) } })).toBe(false);
   });
+
+  test("a long schema's pattern RE2 refuses is named by its place, as a short one is", async () => {
+    const past = {
+      properties: {
+        a: { pattern: "x".repeat(MAX_LOOP_PATTERN_CHARS) },
+        "b/c": { pattern: "(?<=a)b" },
+      },
+    };
+    expect(schemaProblem(past)).toBeUndefined();
+    const answer = await askValidator(JSON.stringify(past), undefined, 30_000);
+    expect(answer).toMatchObject({ kind: "refused" });
+    const message = (answer as { message: string }).message;
+    expect(message).toContain("the pattern at #/properties/b~1c/pattern cannot be matched in linear time");
+    expect(message).toContain("lookaround and backreferences are not taken");
+    // Another refusal keeps the compiler's own words.
+    const dangling = { properties: { a: past.properties.a }, $ref: "#/nowhere" };
+    const other = await askValidator(JSON.stringify(dangling), undefined, 30_000);
+    expect(other).toMatchObject({ kind: "refused" });
+    expect((other as { message: string }).message).not.toContain("the pattern at");
+  });
 });

@@ -1,0 +1,222 @@
+import { linearRegExpProblem } from "../util/linear-regexp.ts";
+
+/**
+ * `response_format` (docs/agent.md#thinking-and-structured-output): the chat's answer constrained
+ * to JSON (llama-server's grammar) and validated by the core. What the params alone can refuse is
+ * refused here, before a turn starts: a schema that is not an object, one too big or too deep for a
+ * grammar, and a `$ref` cycle that never reaches a value (it would recurse without end, in
+ * llama-server's converter and in any validator). What only llama-server can judge comes back as
+ * its 400 (test/fixtures/llama-server/transcripts/95d).
+ */
+
+/** Longest schema taken, as JSON text: a grammar grows with it, and every step's request carries it. */
+export const MAX_SCHEMA_CHARS = 256 * 1024;
+/** Deepest nesting of the schema's JSON taken (llama-server converts it recursively). */
+export const MAX_SCHEMA_DEPTH = 64;
+
+/**
+ * Most objects (subschemas and the like) a schema may hold: Ajv's compile grows faster than the
+ * schema (an `anyOf` nests its generated code once per branch), so these bound what the
+ * validator's thread may be asked to compile (docs/protocol.md, Structured output).
+ */
+export const MAX_SCHEMA_OBJECTS = 2000;
+/** Most branches of one `anyOf`, `oneOf` or `allOf`. */
+export const MAX_SCHEMA_BRANCHES = 128;
+/** Most regular expressions (`pattern` values and `patternProperties` keys) in one schema. */
+export const MAX_SCHEMA_PATTERNS = 256;
+/**
+ * Most characters of a schema's patterns, all together, whose syntax the params check reads on
+ * the core's loop: RE2's parse costs microseconds a character (a Unicode class such as
+ * `\p{L}` far more), and a schema's worth of patterns held the loop most of a second, ping and
+ * cancel with it. Past this the patterns are left to the validator's compile on its thread,
+ * before the request (`patternsLeftToCompile`).
+ */
+export const MAX_LOOP_PATTERN_CHARS = 1024;
+
+/** Keywords whose subschemas apply to the value itself, not to a part of it. */
+const IN_PLACE = ["allOf", "anyOf", "oneOf"] as const;
+const IN_PLACE_ONE = ["not", "if", "then", "else"] as const;
+
+type Node = Record<string, unknown>;
+const isNode = (v: unknown): v is Node => typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** Why a JSON Schema cannot be used, or undefined when it can. */
+export function schemaProblem(schema: Node): string | undefined {
+  const walked = walk(schema);
+  if (typeof walked === "string") return walked;
+  const refused = patternsProblem(walked.patterns);
+  if (refused) return refused;
+  const cycle = inPlaceCycle(schema, walked.pointers);
+  return cycle
+    ? `a $ref cycle that never reaches a value (${cycle.join(" → ")}); a recursive schema must go through properties or items`
+    : undefined;
+}
+
+/**
+ * Whether the schema's patterns are too long together for the params check to read their
+ * syntax on the loop (MAX_LOOP_PATTERN_CHARS): the validator's compile, off the loop, must
+ * then answer before the chat's request, refusing one RE2 cannot take.
+ */
+export function patternsLeftToCompile(schema: Node): boolean {
+  const walked = walk(schema);
+  return typeof walked !== "string" && patternChars(walked.patterns) > MAX_LOOP_PATTERN_CHARS;
+}
+
+const patternChars = (patterns: [string, string][]) => patterns.reduce((n, [p]) => n + p.length, 0);
+
+/** The schema's objects (with their pointers) and patterns, or why its size or shape is refused. */
+function walk(schema: Node): string | { pointers: Map<Node, string>; patterns: [string, string][] } {
+  let text: string;
+  try {
+    text = JSON.stringify(schema);
+  } catch {
+    // JSON.stringify recurses: nesting past the stack (~100,000 levels) throws, far past the bound.
+    return `the schema nests deeper than ${MAX_SCHEMA_DEPTH} levels`;
+  }
+  if (text.length > MAX_SCHEMA_CHARS)
+    return `the schema is ${text.length} characters of JSON; at most ${MAX_SCHEMA_CHARS} are taken`;
+  const pointers = new Map<Node, string>();
+  const patterns: [string, string][] = [];
+  // Iterative: a hostile document may nest deeper than the stack. `data`: inside a value
+  // (enum, const, default, examples), where a key named like a keyword is only data.
+  const pending: [unknown, string, number, boolean][] = [[schema, "#", 0, false]];
+  for (let item = pending.pop(); item; item = pending.pop()) {
+    const [value, pointer, depth, data] = item;
+    if (typeof value !== "object" || value === null) continue;
+    if (depth > MAX_SCHEMA_DEPTH) return `the schema nests deeper than ${MAX_SCHEMA_DEPTH} levels`;
+    if (isNode(value)) pointers.set(value, pointer);
+    if (pointers.size > MAX_SCHEMA_OBJECTS) return `the schema holds more than ${MAX_SCHEMA_OBJECTS} objects`;
+    if (!data && isNode(value)) {
+      const problem = keywordProblem(value, pointer, patterns);
+      if (problem) return problem;
+    }
+    for (const [key, child] of Object.entries(value))
+      pending.push([
+        child,
+        `${pointer}/${escapePointer(key)}`,
+        depth + 1,
+        data || (isNode(value) && DATA.has(key)),
+      ]);
+  }
+  return { pointers, patterns };
+}
+
+/** Keywords whose values are data, not schemas. */
+const DATA = new Set(["enum", "const", "default", "examples"]);
+
+/** Too many branches in a node, or its patterns (collected into `patterns` with where they are). */
+function keywordProblem(node: Node, pointer: string, patterns: [string, string][]): string | undefined {
+  for (const key of IN_PLACE) {
+    const list = node[key];
+    if (Array.isArray(list) && list.length > MAX_SCHEMA_BRANCHES)
+      return `${pointer}/${key} has ${list.length} branches; at most ${MAX_SCHEMA_BRANCHES} are taken`;
+  }
+  if (typeof node.pattern === "string") patterns.push([node.pattern, `${pointer}/pattern`]);
+  if (isNode(node.patternProperties))
+    for (const key of Object.keys(node.patternProperties))
+      patterns.push([key, `${pointer}/patternProperties/${escapePointer(key)}`]);
+  return undefined;
+}
+
+/**
+ * Patterns are matched by RE2, in linear time (`util/linear-regexp.ts`): one RE2 cannot
+ * compile (lookaround, a backreference) is refused here, naming it, while they are short
+ * enough to read on the loop; longer ones are the validator's compile's to refuse.
+ */
+function patternsProblem(patterns: [string, string][]): string | undefined {
+  if (patterns.length > MAX_SCHEMA_PATTERNS)
+    return `the schema has ${patterns.length} patterns; at most ${MAX_SCHEMA_PATTERNS} are taken`;
+  if (patternChars(patterns) > MAX_LOOP_PATTERN_CHARS) return undefined;
+  return firstRefusedPattern(patterns);
+}
+
+function firstRefusedPattern(patterns: [string, string][]): string | undefined {
+  for (const [pattern, pointer] of patterns) {
+    const problem = linearRegExpProblem(pattern);
+    if (problem)
+      return `the pattern at ${pointer} cannot be matched in linear time (RE2: ${problem}); lookaround and backreferences are not taken`;
+  }
+  return undefined;
+}
+
+/**
+ * The validator's thread, when its compile refuses a schema whose patterns were too long to read
+ * on the loop: the pattern RE2 refuses, named by its place as the params check names a short
+ * one (Ajv's message named neither the place nor the rule), or undefined for another refusal.
+ */
+export function placedPatternProblem(schema: Node): string | undefined {
+  const walked = walk(schema);
+  return typeof walked === "string" ? undefined : firstRefusedPattern(walked.patterns);
+}
+
+/** The subschemas a node applies to the value itself: its `$ref` target, allOf/anyOf/oneOf, not, if/then/else. */
+function inPlaceEdges(node: Node, root: Node): Node[] {
+  const out: Node[] = [];
+  if (typeof node.$ref === "string") {
+    const target = resolveLocal(root, node.$ref);
+    if (target) out.push(target);
+  }
+  for (const key of IN_PLACE) {
+    const list = node[key];
+    if (Array.isArray(list)) for (const s of list) if (isNode(s)) out.push(s);
+  }
+  for (const key of IN_PLACE_ONE) if (isNode(node[key])) out.push(node[key] as Node);
+  return out;
+}
+
+/** A cycle of in-place edges, as the pointers along it; undefined when there is none. */
+function inPlaceCycle(root: Node, pointers: Map<Node, string>): string[] | undefined {
+  const state = new Map<Node, "open" | "done">();
+  for (const start of pointers.keys()) {
+    if (state.has(start)) continue;
+    const path: Node[] = [];
+    const stack: { node: Node; edges: Node[]; next: number }[] = [];
+    const enter = (node: Node) => {
+      state.set(node, "open");
+      path.push(node);
+      stack.push({ node, edges: inPlaceEdges(node, root), next: 0 });
+    };
+    enter(start);
+    while (stack.length > 0) {
+      const top = stack[stack.length - 1] as (typeof stack)[number];
+      const edge = top.edges[top.next++];
+      if (!edge) {
+        state.set(top.node, "done");
+        stack.pop();
+        path.pop();
+        continue;
+      }
+      const seen = state.get(edge);
+      if (seen === "open") {
+        const loop = [...path.slice(path.indexOf(edge)), edge];
+        return loop.map((n) => pointers.get(n) ?? "?");
+      }
+      if (seen === undefined) enter(edge);
+    }
+  }
+  return undefined;
+}
+
+/** A `#`-pointer's target in the document; undefined for other documents or a dangling pointer. */
+function resolveLocal(root: Node, ref: string): Node | undefined {
+  if (!ref.startsWith("#")) return undefined;
+  let at: unknown = root;
+  const body = ref.slice(1);
+  if (body === "") return root;
+  if (!body.startsWith("/")) return undefined;
+  for (const raw of body.slice(1).split("/")) {
+    let key: string;
+    try {
+      key = decodeURIComponent(raw).replaceAll("~1", "/").replaceAll("~0", "~");
+    } catch {
+      return undefined;
+    }
+    if (typeof at !== "object" || at === null || !Object.hasOwn(at, key)) return undefined;
+    at = (at as Record<string, unknown>)[key];
+  }
+  return isNode(at) ? at : undefined;
+}
+
+function escapePointer(key: string): string {
+  return key.replaceAll("~", "~0").replaceAll("/", "~1");
+}
