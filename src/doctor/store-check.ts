@@ -5,7 +5,7 @@ import type { Config } from "../config/schema.ts";
 import { ChunkThread } from "../store/chunk-thread.ts";
 import { fsProblemText } from "../store/data-dir-problem.ts";
 import type { FileVerdict } from "../store/db/file-check.ts";
-import { DB_FILE, damagedMarker, damageNote } from "../store/db/open.ts";
+import { DB_FILE, damagedMarker, damageNote, damageNoted } from "../store/db/open.ts";
 import { kindOf } from "../util/read-file.ts";
 import { seconds } from "../util/seconds.ts";
 import { within } from "../util/within.ts";
@@ -67,7 +67,7 @@ export async function storeCheck(
       data,
     };
   }
-  if (existsSync(damagedMarker(path))) {
+  if (damageNoted(path)) {
     const why = damageNote(damagedMarker(path));
     return {
       id: "store",

@@ -5,7 +5,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, wr
 import { join } from "node:path";
 import { ConfigSchema } from "../../src/config/schema.ts";
 import { storeCheck } from "../../src/doctor/store-check.ts";
-import { DB_FILE, markDamaged } from "../../src/store/db/open.ts";
+import { DAMAGE_NOTE_BYTES, DB_FILE, markDamaged } from "../../src/store/db/open.ts";
 import { Store } from "../../src/store/store.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
@@ -63,10 +63,17 @@ describe("doctor: the conversation database", () => {
   test("a damage note that cannot be read still reports the damage, never throws", async () => {
     using dir = tmpdir();
     Store.open(dir.path).close();
-    mkdirSync(`${join(dir.path, DB_FILE)}.damaged`);
+    const note = `${join(dir.path, DB_FILE)}.damaged`;
+    // Past the note's read cap (it holds one SQLite message): not read, still the damage.
+    writeFileSync(note, "x".repeat(DAMAGE_NOTE_BYTES + 1));
     const c = await storeCheck(configAt(dir.path));
     expect([c.id, c.status]).toEqual(["store", "warn"]);
-    expect(c.message).toContain("met damage (its note cannot be read: a directory)");
+    expect(c.message).toContain("met damage (its note cannot be read:");
+    expect(c.message).toContain(`over the limit of ${DAMAGE_NOTE_BYTES} bytes`);
+    // A folder at its name is no note (the core's open leaves it, and the database, as they are).
+    rmSync(note);
+    mkdirSync(note);
+    expect((await storeCheck(configAt(dir.path))).message).not.toContain("met damage");
   });
 
   test("damage inside the file fails the check; without FTS5 it warns", async () => {

@@ -1,5 +1,5 @@
 import type { Database } from "bun:sqlite";
-import { existsSync, renameSync, rmSync, statSync } from "node:fs";
+import { existsSync, lstatSync, renameSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { CoreError } from "../../protocol/errors.ts";
 import { logger } from "../../util/logger.ts";
@@ -143,6 +143,18 @@ export function markDamaged(path: string, problem: string): void {
 }
 
 /**
+ * Whether the database has a damage note. A folder at its name is none (the core writes the note
+ * as a file): taken for one, every open set the healthy database aside, then failed removing it.
+ */
+export function damageNoted(path: string): boolean {
+  const note = damagedMarker(path);
+  if (!existsSync(note)) return false;
+  if (!lstatSync(note).isDirectory()) return true;
+  logger.warn(`${note} is a folder, not the core's damage note: left as it is`);
+  return false;
+}
+
+/**
  * What a damage note says; one that cannot be read is named so, never thrown (doctor reads it
  * too). Only a small regular file is read: a FIFO at its name blocked the open for good.
  */
@@ -164,8 +176,7 @@ function healthProblem(db: Database, path: string): string | undefined {
       `the database was written by a newer local-ai (schema ${version}; this one knows ${SCHEMA_VERSION}); use that version, or move the file aside`,
     );
   }
-  if (existsSync(damagedMarker(path)))
-    return `a statement met damage in it (${damageNote(damagedMarker(path))})`;
+  if (damageNoted(path)) return `a statement met damage in it (${damageNote(damagedMarker(path))})`;
   if (statSync(path).size > FULL_CHECK_BYTES) {
     db.query("SELECT count(*) FROM sqlite_schema").get();
     return undefined;

@@ -339,3 +339,24 @@ store.close();`;
     }
   });
 });
+
+// The core writes its damage note only as a regular file, so a folder at that name is none: it
+// had every open set the healthy database aside and then fail on removing the folder (rmSync
+// without recursive), the log and its index left at the live name, again at each open.
+describe("a folder at the damage note's name", () => {
+  test("is no note: the database opens as it is, the folder left alone", () => {
+    using dir = tmpdir();
+    Store.open(dir.path).close();
+    const note = damagedMarker(join(dir.path, DB_FILE));
+    mkdirSync(note);
+    writeFileSync(join(note, "kept.txt"), "the user's own file");
+    for (let i = 0; i < 2; i++) {
+      const store = Store.open(dir.path);
+      const reset = store.takeReset();
+      store.close();
+      expect(reset).toBeUndefined();
+    }
+    expect(readdirSync(dir.path).filter((n) => n.includes(".corrupt-"))).toEqual([]);
+    expect(readFileSync(join(note, "kept.txt"), "utf8")).toBe("the user's own file");
+  });
+});
