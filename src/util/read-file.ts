@@ -71,13 +71,13 @@ export function openRegularFile(path: string, options: ReadOptions = {}): { fd: 
 }
 
 /** A small file's text (a ref, a token, a lock), read whole: NotRegularFile, FileTooLarge or the OS error. */
-export function readSmallFile(path: string, maxBytes: number): string {
-  return readSmallFileBytes(path, maxBytes).toString("utf8");
+export function readSmallFile(path: string, maxBytes: number, options: ReadOptions = {}): string {
+  return readSmallFileBytes(path, maxBytes, options).toString("utf8");
 }
 
 /** As readSmallFile, the bytes as they are (a caller that decodes them itself). */
-export function readSmallFileBytes(path: string, maxBytes: number): Buffer {
-  const { fd, size } = openRegularFile(path);
+export function readSmallFileBytes(path: string, maxBytes: number, options: ReadOptions = {}): Buffer {
+  const { fd, size } = openRegularFile(path, options);
   try {
     if (size > maxBytes) throw new FileTooLarge(path, size, maxBytes);
     // The read stops past the cap too, in case the file grew after the fstat.

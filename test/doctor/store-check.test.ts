@@ -188,3 +188,19 @@ console.log(JSON.stringify(c));`;
     }
   });
 });
+
+// The damage note is the core's own file in data_dir, whose links are never followed: read through
+// one planted there (a data_dir others may write), a private file of the user's was quoted whole in
+// doctor's report (pasted into bug reports) and in the chat's store_reset warning.
+describe.skipIf(process.platform === "win32")("doctor: a damage note planted as a link", () => {
+  test("its target is never read into the report", async () => {
+    using dir = tmpdir();
+    Store.open(dir.path).close();
+    const secret = join(dir.path, "private-key.txt");
+    writeFileSync(secret, "SECRETKEYBYTES");
+    symlinkSync(secret, `${join(dir.path, DB_FILE)}.damaged`);
+    const c = await storeCheck(configAt(dir.path));
+    expect(c.message).toContain("met damage (its note cannot be read: a symbolic link)");
+    expect(JSON.stringify(c)).not.toContain("SECRETKEYBYTES");
+  });
+});

@@ -156,11 +156,13 @@ export function damageNoted(path: string): boolean {
 
 /**
  * What a damage note says; one that cannot be read is named so, never thrown (doctor reads it
- * too). Only a small regular file is read: a FIFO at its name blocked the open for good.
+ * too). Only a small regular file is read: a FIFO at its name blocked the open for good. Never
+ * through a link, as no file of the core's in data_dir is: one planted there had a private file
+ * of the user's quoted whole in doctor's report and the chat's store_reset warning.
  */
 export function damageNote(file: string): string {
   try {
-    return readSmallFile(file, DAMAGE_NOTE_BYTES).trim();
+    return readSmallFile(file, DAMAGE_NOTE_BYTES, { follow: false }).trim();
   } catch (err) {
     const why = err instanceof NotRegularFile ? err.kind : (err as NodeJS.ErrnoException).code;
     return `its note cannot be read: ${why ?? (err as Error).message}`;
