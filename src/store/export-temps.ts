@@ -1,9 +1,10 @@
 import { randomBytes } from "node:crypto";
-import { lstatSync, readFileSync, rmSync } from "node:fs";
+import { lstatSync, rmSync } from "node:fs";
 import { basename, join } from "node:path";
 import { logger } from "../util/logger.ts";
 import { namesIn } from "../util/names-in.ts";
 import { ensurePrivateTree, writePrivateFile } from "../util/private-fs.ts";
+import { readSmallFile } from "../util/read-file.ts";
 import { syncFolder } from "./atomic.ts";
 import { processAlive } from "./session-lease.ts";
 
@@ -17,6 +18,9 @@ import { processAlive } from "./session-lease.ts";
 const NOTE = /^(\d+)-[0-9a-f]{12}\.json$/;
 /** Only a name exportToFile gives its temp files is ever removed: `.<target>.<12 hex>.tmp`. */
 const TEMP = /^\..+\.[0-9a-f]{12}\.tmp$/;
+
+/** The most of a note read: it holds one path. */
+const NOTE_BYTES = 64 * 1024;
 
 const notesDir = (dataDir: string) => join(dataDir, "run", "exports");
 /** This process's notes of exports under way: never swept (an export may come before the sweep). */
@@ -61,7 +65,8 @@ export function sweepExportTemps(dataDir: string): void {
     const note = join(notesDir(dataDir), name);
     if (!m || live.has(note) || (Number(m[1]) !== process.pid && processAlive(Number(m[1])))) continue;
     try {
-      const { tmp } = JSON.parse(readFileSync(note, "utf8")) as { tmp: unknown };
+      // A small regular file only, never through a link: a FIFO here blocked the core's start.
+      const { tmp } = JSON.parse(readSmallFile(note, NOTE_BYTES, { follow: false })) as { tmp: unknown };
       if (
         typeof tmp === "string" &&
         TEMP.test(basename(tmp)) &&

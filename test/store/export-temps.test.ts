@@ -1,4 +1,5 @@
 import { afterAll, describe, expect, test } from "bun:test";
+import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { exportToFile } from "../../src/store/export-file.ts";
@@ -58,5 +59,24 @@ describe("the start-up sweep of unfinished exports", () => {
     sweepExportTemps(dataDir);
     expect(existsSync(tmp)).toBe(false);
     expect(existsSync(join(notes, `${dead}-aaaaaaaaaaaa.json`))).toBe(false);
+  });
+});
+
+// The start-up sweep read each note with readFileSync: a FIFO at a note's name (a run folder made
+// beforehand by another user in a data_dir others may write, which the core cannot tighten)
+// blocked the core's start for good. In a child: a blocked read would block this test's thread.
+describe.skipIf(process.platform === "win32")("the sweep of a note that is not a regular file", () => {
+  test("a FIFO is not waited on: the start goes on and the name is cleared", () => {
+    using dir = tmpdir();
+    const notes = join(dir.path, "run", "exports");
+    mkdirSync(notes, { recursive: true });
+    const note = join(notes, "999999999-0123456789ab.json");
+    expect(spawnSync("mkfifo", [note]).status).toBe(0);
+    const code = `import { sweepExportTemps } from ${JSON.stringify(join(import.meta.dir, "../../src/store/export-temps.ts"))};
+      sweepExportTemps(${JSON.stringify(dir.path)}); console.log("swept");`;
+    // The limit only ends a child that hangs; it times nothing.
+    const child = spawnSync(process.execPath, ["-e", code], { timeout: 20_000, encoding: "utf8" });
+    expect({ signal: child.signal, out: child.stdout.trim() }).toEqual({ signal: null, out: "swept" });
+    expect(existsSync(note)).toBe(false);
   });
 });
