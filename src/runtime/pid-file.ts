@@ -1,8 +1,9 @@
-import { readFileSync, renameSync, rmSync, unlinkSync } from "node:fs";
+import { renameSync, rmSync, unlinkSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { logger } from "../util/logger.ts";
 import { namesIn } from "../util/names-in.ts";
 import { ensurePrivateTree, writePrivateFile } from "../util/private-fs.ts";
+import { readSmallFile } from "../util/read-file.ts";
 import { sameFile } from "../util/same-file.ts";
 import { judgeLeftover } from "./leftover-verdict.ts";
 import { isAlive, type ProcIdentity, procIdentity } from "./proc-info.ts";
@@ -77,7 +78,7 @@ export function removePidRecord(dataDir: string, instance?: string, pid?: number
 
 function recordedPid(file: string): number | undefined {
   try {
-    const pid = (JSON.parse(readFileSync(file, "utf8")) as { pid?: unknown }).pid;
+    const pid = (JSON.parse(readRecordText(file)) as { pid?: unknown }).pid;
     return typeof pid === "number" ? pid : undefined;
   } catch {
     return undefined;
@@ -234,9 +235,17 @@ async function reapFile(
   return { file, kind, pid, ...stopped };
 }
 
+/**
+ * A record's text: a small regular file only, non-blocking, never through a link (a FIFO at its
+ * name, in a run folder another user made first, blocked the core's start for good).
+ */
+const readRecordText = (file: string) => readSmallFile(file, RECORD_BYTES, { follow: false });
+/** The most of a record read: past any command line the OS takes (2 MiB on Linux), twice (cmdline, argv). */
+const RECORD_BYTES = 8 * 2 ** 20;
+
 function readRecord(file: string): PidRecord | null {
   try {
-    const r = JSON.parse(readFileSync(file, "utf8")) as PidRecord;
+    const r = JSON.parse(readRecordText(file)) as PidRecord;
     if (!isPid(r.pid) || typeof r.start_time !== "string" || typeof r.cmdline !== "string") return null;
     if (!r.owner || !isPid(r.owner.pid)) return null;
     if (r.binary !== undefined && typeof r.binary !== "string") return null;

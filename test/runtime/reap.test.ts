@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type PidRecord, reapLeftover } from "../../src/runtime/pid-file.ts";
@@ -167,5 +168,28 @@ describe.skipIf(process.platform !== "linux")("reaping a llama-server left by a 
     const outcomes = await reapLeftover(data, configured(dir.path));
     expect(outcomes.map((o) => o.action)).toEqual(records.map(() => "unreadable"));
     expect(files.filter((f) => existsSync(f))).toEqual([]);
+  });
+});
+
+// Records were read with readFileSync at every start: a FIFO at a record's name (a run folder made
+// beforehand by another user in a data_dir others may write, which the core cannot tighten)
+// blocked the start for good. In a child: a blocked read would block this test's thread too.
+describe.skipIf(process.platform === "win32")("a process record that is not a regular file", () => {
+  test("a FIFO is not waited on: unreadable, and its name cleared", () => {
+    using dir = tmpdir();
+    const run = join(dir.path, "run");
+    mkdirSync(run, { recursive: true });
+    const record = join(run, "llama-server-999999999.json");
+    expect(spawnSync("mkfifo", [record]).status).toBe(0);
+    const code = `import { reapLeftover } from ${JSON.stringify(join(import.meta.dir, "../../src/runtime/pid-file.ts"))};
+      const o = await reapLeftover(${JSON.stringify(dir.path)}, { configured: { "llama-server": ["/x/llama-server"] } });
+      console.log(JSON.stringify(o.map((r) => r.action)));`;
+    // The limit only ends a child that hangs; it times nothing.
+    const child = spawnSync(process.execPath, ["-e", code], { timeout: 20_000, encoding: "utf8" });
+    expect({ signal: child.signal, out: child.stdout.trim() }).toEqual({
+      signal: null,
+      out: '["unreadable"]',
+    });
+    expect(existsSync(record)).toBe(false);
   });
 });
