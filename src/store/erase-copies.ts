@@ -14,12 +14,24 @@ export type CopyOutcome =
   | { path: string; outcome: "scrubbed"; deleted_sessions: number }
   | { path: string; outcome: "removed"; problem: string };
 
-/** The databases set aside under `dataDir` (`local-ai.db.corrupt-<time>`), oldest first. */
+/**
+ * The databases set aside under `dataDir` (`local-ai.db.corrupt-<time>`), oldest first. A folder
+ * so named is none (the core sets a file aside): its removal threw, and every delete with it.
+ */
 export function setAsideCopies(dataDir: string): string[] {
   return namesIn(dataDir)
     .filter((n) => n.startsWith(`${DB_FILE}${ASIDE_INFIX}`) && !/-(wal|shm|journal)$/.test(n))
     .sort()
-    .map((n) => join(dataDir, n));
+    .map((n) => join(dataDir, n))
+    .filter((path) => !isFolder(path));
+}
+
+function isFolder(path: string): boolean {
+  try {
+    return lstatSync(path).isDirectory();
+  } catch {
+    return false; // Gone meanwhile, or unreadable: the scrub says what it meets.
+  }
 }
 
 /**

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, lstatSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { eraseFromCopies } from "../../../src/store/erase-copies.ts";
 import { Store } from "../../../src/store/store.ts";
@@ -57,5 +57,19 @@ describe.skipIf(process.platform === "win32")("a link named like a copy set asid
     expect(readFileSync(join(other, "local-ai.db")).includes("OTHER CORE WORDS")).toBe(true);
     expect(lstatSync(linkToFile, { throwIfNoEntry: false })).toBeUndefined();
     expect(existsSync(linkToDb)).toBe(false);
+  });
+});
+
+// The core sets a copy aside only as a file: a folder named like one threw out of its removal
+// (rmSync without recursive), and with it every sessions.delete, users.delete and documents.delete.
+describe("a folder named like a copy set aside", () => {
+  test("is no copy: the erase goes on, the folder left as it is", async () => {
+    await using dir = tmpdir();
+    Store.open(dir.path).close();
+    const folder = join(dir.path, "local-ai.db.corrupt-2026-01-01T00-00-00-000Z");
+    mkdirSync(folder);
+    writeFileSync(join(folder, "kept.txt"), "the user's own file");
+    expect(eraseFromCopies(dir.path, "bob")).toEqual([]);
+    expect(readFileSync(join(folder, "kept.txt"), "utf8")).toBe("the user's own file");
   });
 });
