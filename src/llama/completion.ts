@@ -99,6 +99,12 @@ export interface StreamOptions {
    * throws ends the request and is thrown as it is. A connection that fails first never calls it.
    */
   onSent?: () => void;
+  /**
+   * Called once llama-server answered 2xx: it launched the task in a slot (the headers go with
+   * its first event, transcripts 98b), cutting the slot's old tokens past the common prefix. An
+   * error status (an overflow's 400, a 500) comes before any: the slot is left as it was.
+   */
+  onStarted?: () => void;
   /** A connection opened ahead to the same server, used for this request when it can be (spare-connection.ts). */
   spare?: SpareConnection;
   /**
@@ -140,6 +146,7 @@ export async function streamCompletion(
     result.writtenAt = performance.now();
     options.onSent?.();
   });
+  options.onStarted?.();
 
   const assembler = new ToolCallAssembler();
   let done = false;

@@ -104,15 +104,17 @@ export class SlotUse {
 
   /**
    * The turn is over: the slot holds its session, changed unless nothing was sent; what it held
-   * before is replaced once llama-server answered a request (`read`).
+   * before is replaced once llama-server took up a request (`started`). Until then its tokens are
+   * still the prior's: not this session's to save (a file named for it that a delete of the prior
+   * would never find), so the slot is not changed by a request refused or failed first.
    */
-  release(slot: number, key: string, sent: boolean, now: number, read = sent): void {
+  release(slot: number, key: string, sent: boolean, now: number, started = sent): void {
     const s = this.slots[slot];
     if (!s) return;
     s.busy = false;
     s.holder = key;
-    s.dirty ||= sent;
-    if (read) s.prior = undefined;
+    if (started) s.prior = undefined;
+    s.dirty ||= sent && s.prior === undefined;
     s.lastUsed = now;
   }
 

@@ -77,6 +77,23 @@ describe("SlotUse (slot affinity, docs/agent.md#prompt-reuse)", () => {
     expect(t.holderOf(a.slot)).toBe("u/c");
   });
 
+  test("a slot handed over holds the prior's tokens until a request of the taker is taken up: never saved as the taker's", () => {
+    const t = new SlotUse(1);
+    const a = t.take("u/a", 1)!;
+    t.release(a.slot, "u/a", true, 1);
+    expect(t.beginSave(a.slot, "u/a")).toBe(true);
+    const b = t.take("u/b", 2)!;
+    t.handTo(b.slot, "u/b");
+    // Sent, refused before llama-server started it: a's tokens are still there.
+    t.release(b.slot, "u/b", true, 2, false);
+    expect(t.dirty()).toEqual([]);
+    expect(t.forget((h) => h === "u/a")).toEqual([b.slot]);
+    // Taken up: the slot is b's own now, and changed.
+    t.take("u/b", 3);
+    t.release(b.slot, "u/b", true, 3, true);
+    expect(t.dirty()).toEqual([{ slot: b.slot, holder: "u/b" }]);
+  });
+
   test("a slot a turn of its own session has taken is not saved quietly; the taker saves the one it evicts", () => {
     const t = new SlotUse(1);
     const a = t.take("u/a", 1)!;

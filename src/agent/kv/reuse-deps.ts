@@ -28,11 +28,15 @@ export interface ReusedTurn {
   slot: number | undefined;
   record: PromptRecord;
   /**
-   * The turn is over (before its lease goes): the record it leaves, whether it sent a request,
-   * `lost`: another core took its session over (its slot is then never saved), and `read`:
-   * llama-server answered one (what the slot held before the turn is surely replaced).
+   * llama-server took up a request of the turn (answered 2xx): what the slot held before the
+   * turn is replaced. Sent but never taken up (refused, failed first), it holds what it did.
    */
-  end(record: PromptRecord, sent: boolean, lost?: boolean, read?: boolean): void;
+  started(): void;
+  /**
+   * The turn is over (before its lease goes): the record it leaves, whether it sent a request,
+   * and `lost`: another core took its session over (its slot is then never saved).
+   */
+  end(record: PromptRecord, sent: boolean, lost?: boolean): void;
   /** Void, nothing sent: its server died first (a restore that killed it, 93f). No record is kept. */
   abandon(): void;
 }

@@ -95,8 +95,8 @@ export class PromptReuse {
       this.underWay.end(turn);
       if (pick) table.abandon(pick.slot);
     };
-    if (!pick)
-      return { slot: undefined, record: this.recordOf(key, fp), end: (r) => this.ended(turn, r), abandon };
+    const none = { slot: undefined, started: () => {}, end: (r: PromptRecord) => this.ended(turn, r) };
+    if (!pick) return { ...none, record: this.recordOf(key, fp), abandon };
     let looked: Looked;
     try {
       await table.workOn(pick.slot); // an erase emptying it (clearSlots), whoever held it
@@ -106,11 +106,15 @@ export class PromptReuse {
       abandon();
       throw err;
     }
+    let started = false;
     return {
       slot: pick.slot,
       record: this.recordOf(key, fp, looked),
-      end: (r, sent, lost, read = sent) => {
-        table.release(pick.slot, k, sent, this.now(), read);
+      started: () => {
+        started = true;
+      },
+      end: (r, sent, lost) => {
+        table.release(pick.slot, k, sent, this.now(), started);
         this.ended(turn, r, lost);
         this.whenQuiet();
       },

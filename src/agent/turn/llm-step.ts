@@ -40,6 +40,8 @@ export interface StepSetup {
   layout: PromptLayout;
   /** The slot the session keeps (`id_slot`, agent/kv/); undefined: llama-server picks one. */
   slot: number | undefined;
+  /** llama-server took up a request of the step (answered 2xx): the slot no longer holds what it did. */
+  started?: () => void;
   /** The model's markers, broken wherever text not the core's spells them (marker-break.ts). */
   markers?: readonly string[];
 }
@@ -98,6 +100,7 @@ export async function llmStep(ctx: TurnContext, setup: StepSetup, step: number):
           partial.content += delta;
           if (!deps.signal.aborted) deps.emit("llm_chunk", { step, delta });
         },
+        ...(setup.started ? { onStarted: setup.started } : {}),
         onSent: () => {
           setup.format?.prepare();
           // While llama-server reads the prompt: what the same prompt is without its images.

@@ -89,7 +89,7 @@ export class Turn {
       return result;
     } finally {
       const lost = !committed && ctx.session.leaseLost(); // taken over: its slot's tokens are not saved
-      if (this.layout) this.reused?.end(this.recordLeft(ending, committed), this.sent, lost, this.read);
+      if (this.layout) this.reused?.end(this.recordLeft(ending, committed), this.sent, lost);
       this.lease?.release();
       if (ctx.session.images.heldBytes() >= COLLECT_AFTER_IMAGE_BYTES) setTimeout(() => Bun.gc(true), 0);
     }
@@ -142,7 +142,7 @@ export class Turn {
     vision: boolean,
     markers: string[],
   ): Promise<StepSetup> {
-    const { agent, deps } = this.ctx;
+    const { agent, deps, session } = this.ctx;
     const contextSize =
       (await lease.launch.contextSize(deps.signal)) ??
       (typeof deps.config.model.context === "number" ? deps.config.model.context : FALLBACK_CONTEXT);
@@ -150,7 +150,6 @@ export class Turn {
     const key = { userId: this.ctx.params.user_id, sessionId: this.ctx.sessionId };
     // Its server dead before the first request (93f): restarted, heard as at acquire.
     this.reused = await turnSlot(deps.reuse, lease, key, deps.signal, warmup(deps));
-    const { session } = this.ctx;
     session.images.learn([...refsOf(session.history), ...refsOf(session.state.turn)]);
     // What was erased while the turn waited is neither sent nor cited.
     const kept = stillStored(this.ctx, hits);
@@ -172,6 +171,7 @@ export class Turn {
       think: this.ctx.params.think ?? agent.think,
       layout: this.layout,
       slot: this.reused?.slot,
+      started: this.reused?.started,
     };
   }
 

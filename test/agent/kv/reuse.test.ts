@@ -51,6 +51,11 @@ function harness(
   );
 }
 
+/** The plan's --cache-ram, as the supervisor's snapshot says it. */
+const withRamCache = (h: ChatHarness) =>
+  Object.assign(h.provider, {
+    snapshot: () => ({ state: "ready", sleep: "awake", cacheRamBytes: 2 ** 20 }) as SupervisorSnapshot,
+  });
 const kvFiles = (h: ChatHarness) => readdirSync(join(h.dataDir, "kv")).sort();
 /** The saved states (the stand-in's slot files: a header line, then its tokens as JSON) whose tokens spell `text`. */
 const statesHolding = (h: ChatHarness, text: string) =>
@@ -130,10 +135,7 @@ describe("prompt reuse with the stand-in", () => {
 
   test("with llama-server's RAM cache, the session giving way is left to it: nothing on the taking turn's path", async () => {
     await using h = harness();
-    // The plan's --cache-ram, as the supervisor's snapshot says it.
-    Object.assign(h.provider, {
-      snapshot: () => ({ state: "ready", sleep: "awake", cacheRamBytes: 2 ** 20 }) as SupervisorSnapshot,
-    });
+    withRamCache(h);
     await say(h, "a", "tell me about the sea and the waves");
     await say(h, "b", "tell me about mountains and rivers");
     const back = await say(h, "a", "and the moon?");
@@ -146,9 +148,7 @@ describe("prompt reuse with the stand-in", () => {
 
   test("with the RAM cache, sessions that gave way and never came back are not remembered without bound", async () => {
     await using h = harness({ config: { llama: { kv_disk_bytes: 0 } } });
-    Object.assign(h.provider, {
-      snapshot: () => ({ state: "ready", sleep: "awake", cacheRamBytes: 2 ** 20 }) as SupervisorSnapshot,
-    });
+    withRamCache(h);
     // Each new session takes the one slot; the one giving way is left to the RAM cache.
     for (let i = 0; i < 600; i++) await say(h, `s${i}`, "hi");
     const inRam = (h.services.promptReuse() as unknown as { inRam: Map<string, string> }).inRam;
@@ -276,9 +276,7 @@ describe("prompt reuse with the stand-in", () => {
 
   test("sessions.delete empties a slot another session took before llama-server read a request of it: nothing of it reaches the RAM cache", async () => {
     await using h = harness();
-    Object.assign(h.provider, {
-      snapshot: () => ({ state: "ready", sleep: "awake", cacheRamBytes: 2 ** 20 }) as SupervisorSnapshot,
-    });
+    withRamCache(h);
     await say(h, "gone", "my code word is ORYX-5521");
     const kv = h.llama.model.kv;
     // b takes the slot (gone left to the RAM cache), and its turn ends before llama-server read
@@ -549,6 +547,25 @@ describe("an erased session in another session's saved state", () => {
     expect(filesHolding(join(h.dataDir, "kv"), WORDS)).toEqual([]);
     const held = () => kv.slots.some((s) => s.tokens.join("").includes(WORDS));
     expect(await waitFor(() => !held(), { timeoutMs: 5000 })).toBe(true);
+  }, 20_000);
+
+  test("b's request refused before llama-server took it up: a's tokens left in the slot are not saved as b's", async () => {
+    await using h = harness();
+    withRamCache(h);
+    await say(h, "b", "hello there");
+    await say(h, "a", "my code word is ORYX-5521");
+    // b takes the slot back (a left to the RAM cache, b's own prefix there: nothing restored);
+    // its request is answered with an error before any task started: the slot still holds a's prompt.
+    h.llama.script({ error: { status: 500, message: "boom" } });
+    const { terminal } = await h.chat(++id, { session_id: "b", input: "and now?" });
+    expect(terminal.type).toBe("error");
+    expect(h.llama.model.kv.slots[0]?.tokens.join("")).toContain("ORYX-5521");
+    // What changed is saved (as when quiet): a's tokens must not land in a file named for b,
+    // which a delete of a would never find.
+    await h.services.promptReuse().saveBeforeUnload();
+    h.send("d", "sessions.delete", { session_id: "a" });
+    expect((await h.terminal("d")).result).toMatchObject({ deleted: true });
+    expect(filesHolding(join(h.dataDir, "kv"), "ORYX-5521")).toEqual([]);
   }, 20_000);
 
   test("the same when b's turn quoting a was cancelled after its request", async () => {
