@@ -3,6 +3,7 @@ import { realpathSync } from "node:fs";
 import { chooseEmbedModel, type ModelChoice } from "../config/choose-model.ts";
 import type { Config } from "../config/schema.ts";
 import { resolveModelPath } from "../models/resolve.ts";
+import { adapterFiles } from "../plan/adapter-files.ts";
 import { shownArgs } from "../plan/secret-args.ts";
 import { HF_PREFIX } from "../protocol/model-ref.ts";
 import { filesUnchanged, type LaunchFiles } from "../runtime/launch.ts";
@@ -52,13 +53,17 @@ export function memoryEmbedder(config: Config, store: Store, models: ModelsApi):
  * vectors, searched with the new model's queries and never embedded again. The flags' secrets
  * (a key, a token: plan/secret-args.ts) are masked: they change no vector, and a rotated token
  * made every row of memory embedded again. Only the flags that may change a vector count
- * (server/vector-flags.ts): `--threads 4` added was every row embedded again too.
+ * (server/vector-flags.ts): `--threads 4` added was every row embedded again too. The LoRA
+ * adapters and control vectors they load are identified as the model is (plan/adapter-files.ts):
+ * the flags name only their paths, and one retrained in place changes every vector. Without any,
+ * the fingerprint is what it was before they counted.
  */
 export function embeddingFingerprint(path: string, extraArgs: readonly string[]): string {
   const model = modelFile(path) ?? { path };
   const flags = shownArgs(vectorArgs(extraArgs));
+  const adapters = adapterFiles(extraArgs).map((file) => fileIdentity(file) ?? { path: file });
   return createHash("sha256")
-    .update(JSON.stringify({ model, extraArgs: flags }))
+    .update(JSON.stringify({ model, extraArgs: flags, ...(adapters.length > 0 ? { adapters } : {}) }))
     .digest("hex")
     .slice(0, 32);
 }

@@ -41,6 +41,39 @@ describe("the embedding model's fingerprint", () => {
   });
 });
 
+describe("the embedding model's fingerprint and the adapters its flags load", () => {
+  test("a LoRA or control vector retrained in place (the same path) gives another fingerprint", () => {
+    using dir = tmpdir();
+    const path = join(dir.path, "embed.gguf");
+    writeFileSync(path, "GGUF one");
+    const lora = join(dir.path, "style.gguf");
+    const cvec = join(dir.path, "calm.gguf");
+    writeFileSync(lora, "LoRA one");
+    writeFileSync(cvec, "cvec one");
+    const retrain = (file: string, bytes: string) => {
+      writeFileSync(`${file}.new`, bytes);
+      renameSync(`${file}.new`, file);
+    };
+    for (const args of [
+      ["--lora", lora],
+      [`--lora-scaled=${lora}:0.5`],
+      ["--control-vector-scaled", `${cvec}:0.8,${lora}:1`],
+    ]) {
+      const before = embeddingFingerprint(path, args);
+      expect(embeddingFingerprint(path, args)).toBe(before);
+      retrain(lora, "LoRA retrained");
+      retrain(cvec, "cvec retrained");
+      expect(embeddingFingerprint(path, args)).not.toBe(before);
+    }
+    // Without any, the fingerprint is what it was before adapters counted: no row embedded again.
+    const plain = createHash("sha256")
+      .update(JSON.stringify({ model: fileIdentity(path), extraArgs: ["--pooling", "cls"] }))
+      .digest("hex")
+      .slice(0, 32);
+    expect(embeddingFingerprint(path, ["--pooling", "cls"])).toBe(plain);
+  });
+});
+
 describe("the embedding model's fingerprint and flags that change no vector", () => {
   test("threads, placement, the server's own settings: the same vectors, the same fingerprint", () => {
     using dir = tmpdir();
