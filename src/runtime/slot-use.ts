@@ -135,6 +135,15 @@ export class SlotUse {
     s.dirty = false;
   }
 
+  /**
+   * The holder's saved state was restored into the slot: nothing of the prior's is left there, and
+   * the next hand-over names the holder as the one whose tokens it holds (an erase of it empties it).
+   */
+  restored(slot: number): void {
+    const s = this.slots[slot];
+    if (s) s.prior = undefined;
+  }
+
   holderOf(slot: number): string | undefined {
     return this.slots[slot]?.holder;
   }

@@ -88,6 +88,16 @@ describe("SlotUse (slot affinity, docs/agent.md#prompt-reuse)", () => {
     t.release(b.slot, "u/b", true, 2, false);
     expect(t.dirty()).toEqual([]);
     expect(t.forget((h) => h === "u/a")).toEqual([b.slot]);
+    // Handed on again, the tokens are still a's; once c's own state is restored, they are c's.
+    t.take("u/c", 3);
+    t.handTo(b.slot, "u/c");
+    t.restored(b.slot);
+    t.release(b.slot, "u/c", false, 3);
+    expect(t.forget((h) => h === "u/a")).toEqual([]);
+    t.take("u/b", 3);
+    t.handTo(b.slot, "u/b");
+    expect(t.forget((h) => h === "u/c")).toEqual([b.slot]);
+    t.release(b.slot, "u/b", false, 3);
     // Taken up: the slot is b's own now, and changed.
     t.take("u/b", 3);
     t.release(b.slot, "u/b", true, 3, true);

@@ -23,7 +23,8 @@ export interface SlotRestore {
   failed(err: unknown, what: string): void;
 }
 
-export async function restoreSlotState(r: SlotRestore): Promise<void> {
+/** True when the slot now holds the saved state (llama-server replaced all it held with it). */
+export async function restoreSlotState(r: SlotRestore): Promise<boolean> {
   const { launch, slot, entry, disk, signal } = r;
   const session = entry.session_id;
   const name = disk.nameOf(entry.user_id, session);
@@ -35,6 +36,7 @@ export async function restoreSlotState(r: SlotRestore): Promise<void> {
     logger.debug(
       `KV state of session ${session} restored into slot ${slot}: ${restored.n_restored} tokens, ${Math.round(performance.now() - t0)} ms`,
     );
+    return true;
   } catch (err) {
     if (signal.aborted) throw signal.reason;
     // Refused (93b), or it killed the server or did not end (93f): never asked for again.
@@ -45,5 +47,6 @@ export async function restoreSlotState(r: SlotRestore): Promise<void> {
     if (err instanceof LlmError && err.kind === "connection_lost")
       await deathReason(launch.died, signal, deathGraceMs(launch));
     signal.throwIfAborted();
+    return false;
   }
 }

@@ -169,7 +169,8 @@ export class PromptReuse {
     const disk = this.deps.disk;
     if (entry && disk) {
       const failed = (err: unknown, what: string) => this.slotFailed(err, what);
-      await restoreSlotState({ launch: server.launch, slot, entry, disk, signal, failed });
+      if (await restoreSlotState({ launch: server.launch, slot, entry, disk, signal, failed }))
+        server.launch.slots.restored(slot);
     }
     return entry;
   }

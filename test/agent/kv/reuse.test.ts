@@ -293,6 +293,26 @@ describe("prompt reuse with the stand-in", () => {
     expect(kv.slots[0]?.tokens.join("")).not.toContain("ORYX-5521");
   });
 
+  test("sessions.delete empties a slot holding its restored state, handed on by two turns llama-server never took up", async () => {
+    await using h = harness();
+    const kv = h.llama.model.kv;
+    await say(h, "gone", "my code word is ORYX-5521");
+    await say(h, "a", "tell me about the sea");
+    // gone comes back: its state is restored from disk (a saved as it gives way); its request
+    // fails before any task started. Then c takes the slot, its request failing the same way.
+    for (const session of ["gone", "c"]) {
+      h.llama.script({ error: { status: 500, message: "boom" } });
+      expect((await h.chat(++id, { session_id: session, input: "and now?" })).terminal.type).toBe("error");
+    }
+    expect(slotActions(h, "restore")).toBe(1);
+    expect(kv.slots[0]?.tokens.join("")).toContain("ORYX-5521");
+    h.send("d", "sessions.delete", { session_id: "gone" });
+    expect((await h.terminal("d")).result).toMatchObject({ deleted: true });
+    expect(
+      await waitFor(() => !kv.slots[0]?.tokens.join("").includes("ORYX-5521"), { timeoutMs: 5000 }),
+    ).toBe(true);
+  });
+
   /** A pull updating the model where it is (a rename: another inode), while llama-server runs on the old. */
   const replaceModel = (h: ChatHarness) => {
     const model = h.llama.model.options.modelPath;
