@@ -34,9 +34,11 @@ export interface ReusedTurn {
   started(): void;
   /**
    * The turn is over (before its lease goes): the record it leaves, whether it sent a request,
-   * and `lost`: another core took its session over (its slot is then never saved).
+   * and `lost`: another core took its session over (its slot is then never saved). No record:
+   * its setup failed before it laid out a prompt (nothing sent), as `abandon`; left busy, the
+   * slot was no turn's again and nothing was ever saved quietly.
    */
-  end(record: PromptRecord, sent: boolean, lost?: boolean): void;
+  end(record: PromptRecord | undefined, sent: boolean, lost?: boolean): void;
   /** Void, nothing sent: its server died first (a restore that killed it, 93f). No record is kept. */
   abandon(): void;
 }

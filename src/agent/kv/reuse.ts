@@ -95,7 +95,11 @@ export class PromptReuse {
       this.underWay.end(turn);
       if (pick) table.abandon(pick.slot);
     };
-    const none = { slot: undefined, started: () => {}, end: (r: PromptRecord) => this.ended(turn, r) };
+    const none = {
+      slot: undefined,
+      started: () => {},
+      end: (r: PromptRecord | undefined) => (r ? this.ended(turn, r) : abandon()),
+    };
     if (!pick) return { ...none, record: this.recordOf(key, fp), abandon };
     let looked: Looked;
     try {
@@ -114,6 +118,7 @@ export class PromptReuse {
         started = true;
       },
       end: (r, sent, lost) => {
+        if (!r) return abandon();
         table.release(pick.slot, k, sent, this.now(), started);
         this.ended(turn, r, lost);
         this.whenQuiet();

@@ -89,7 +89,7 @@ export class Turn {
       return result;
     } finally {
       const lost = !committed && ctx.session.leaseLost(); // taken over: its slot's tokens are not saved
-      if (this.layout) this.reused?.end(this.recordLeft(ending, committed), this.sent, lost);
+      this.reused?.end(this.layout && this.recordLeft(ending, committed), this.sent, lost);
       this.lease?.release();
       if (ctx.session.images.heldBytes() >= COLLECT_AFTER_IMAGE_BYTES) setTimeout(() => Bun.gc(true), 0);
     }

@@ -14,6 +14,7 @@ import type { SupervisorSnapshot } from "../../../src/runtime/snapshot.ts";
 import { CoreServices } from "../../../src/server/services.ts";
 import { Store } from "../../../src/store/store.ts";
 import { filesHolding } from "../../fixtures/files-holding.ts";
+import { b64, png } from "../../fixtures/images.ts";
 import { writeFakeModel } from "../../fixtures/llama-stand-in/binary.ts";
 import type { InProcessOptions } from "../../fixtures/llama-stand-in/in-process.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
@@ -311,6 +312,23 @@ describe("prompt reuse with the stand-in", () => {
     expect(
       await waitFor(() => !kv.slots[0]?.tokens.join("").includes("ORYX-5521"), { timeoutMs: 5000 }),
     ).toBe(true);
+  });
+
+  test("a turn whose setup fails after it took its slot gives the slot back: the next turn names it", async () => {
+    await using h = harness({ standIn: { vision: { tokensPerImage: 64 }, nCtx: 8192 } });
+    const seen = await h.chat(++id, { session_id: "s", input: "see", images: [{ data: b64(png(8, 8)) }] });
+    expect(seen.terminal.type).toBe("result");
+    // The next turn reads the history's image counts once it has its slot: the database fails.
+    const tokens = spyOn(h.services.store().conversations.attachments, "tokens").mockImplementationOnce(
+      () => {
+        throw new Error("disk I/O error");
+      },
+    );
+    expect((await h.chat(++id, { session_id: "s", input: "and?" })).terminal.type).toBe("error");
+    expect(tokens).toHaveBeenCalled();
+    tokens.mockRestore();
+    await say(h, "s", "again?");
+    expect(h.llama.requests.at(-1)?.body.id_slot).toBe(0);
   });
 
   /** A pull updating the model where it is (a rename: another inode), while llama-server runs on the old. */
