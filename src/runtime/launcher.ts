@@ -380,9 +380,10 @@ function launchFiles(plan: LaunchPlan): LaunchFiles {
 /**
  * What a start launches: the binary, its arguments, and its files as they were then (a projector
  * pulled again, at the same path, is another launch, as a model file is, and so is a llama-server
- * upgraded in place to read a model it could not).
+ * upgraded in place to read a model it could not, or an adapter its trainer finished writing).
  */
 function launchKey(request: Pick<Prepared["request"], "binary" | "argv">, files: LaunchFiles): string {
   const binary = fileIdentity(request.binary) ?? request.binary;
-  return JSON.stringify([binary, request.argv, files.model, files.projector ?? null]);
+  const adapters = (files.adapters ?? []).map((a) => a ?? null);
+  return JSON.stringify([binary, request.argv, files.model, files.projector ?? null, adapters]);
 }

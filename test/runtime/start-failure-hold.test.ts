@@ -287,3 +287,24 @@ describe.skipIf(process.platform === "win32")("the hold asked before a load (sev
     }
   });
 });
+
+describe.skipIf(process.platform === "win32")("a start that failed with a LoRA adapter", () => {
+  test("launches again once the adapter file is replaced (retrained), as for the projector's", async () => {
+    await using dir = tmpdir();
+    const adapter = join(dir.path, "style.gguf");
+    writeFileSync(adapter, "an adapter half written by its trainer");
+    const h = crashingAtLoad(dir.path);
+    h.replan(["--lora", adapter]);
+    try {
+      await rejection(h.supervisor.acquire(never()));
+      expect(h.spawns()).toBe(1);
+      // The trainer's finished file at the same path (a new inode, as its rename makes).
+      rmSync(adapter);
+      writeFileSync(adapter, "the adapter trained to the end, whole");
+      await rejection(h.supervisor.acquire(never()));
+      expect(h.spawns()).toBe(2);
+    } finally {
+      await h.supervisor.stop();
+    }
+  });
+});
