@@ -123,10 +123,15 @@ export class PromptLayout {
     );
     // Then the tool results (imagesFrom's steps, their costs in place of the images'), before any
     // whole turn: a turn that read a large one went with its answer, and the cut never comes back.
-    const bare = (i: number) => (at(i).role === "tool" ? estimateTokens(withoutResult(at(i))) : text(i));
-    const withImage = (i: number) => bare(i) + (i >= this.imageCut ? image(i) : 0);
-    const result = (i: number) => text(i) - bare(i);
-    this.resultCut = imagesFrom(history, withImage, result, this.cutAt, this.resultCut, budget);
+    const noted = (i: number) => (at(i).role === "tool" ? estimateTokens(withoutResult(at(i))) : text(i));
+    const withImage = (i: number) => noted(i) + (i >= this.imageCut ? image(i) : 0);
+    const result = (i: number) => text(i) - noted(i);
+    const results = imagesFrom(history, withImage, result, this.cutAt, this.resultCut, budget);
+    // Every result left out and still over budget: whole turns go all the same, and those kept
+    // keep their results (the last turn's, which fitted, was a note from then on: the cut sticks).
+    let bare = 0;
+    for (let i = this.cutAt; i < history.length; i++) bare += withImage(i);
+    if (results < history.length || bare <= budget) this.resultCut = results;
     const cost = (i: number) => withImage(i) + (i >= this.resultCut ? result(i) : 0);
     this.cutAt = trimInSteps(history, cost, this.cutAt, budget);
     const sent = (i: number) => {

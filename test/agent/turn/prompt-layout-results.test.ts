@@ -61,3 +61,19 @@ test("a chat after a turn that read a large result still sends that turn's answe
   expect(sent).toContain("The file says forty-two.");
   expect(sent.at(-1)).toBe("what did the file say?");
 });
+
+// A history over its budget for its words, not its results: leaving every result out could not
+// make it fit, so whole turns went as well, and the last turn's result, which fitted in what was
+// kept, was sent as a note from then on (the result cut is sticky): the turns dropped were enough.
+test("a recent result that fits once older turns are dropped is sent whole", () => {
+  const talk = (i: number): ChatMessage[] => [
+    { role: "user", content: `question ${i} ${"w".repeat(2000)}` },
+    { role: "assistant", content: `answer ${i}` },
+  ];
+  const history = [...Array.from({ length: 10 }, (_, i) => talk(i)).flat(), ...toolTurn("z".repeat(1000))];
+  const layout = new PromptLayout(emptyRecord(), [], history.length);
+  const sent = layout.history(history, 2000);
+  expect(layout.cut).toBeGreaterThan(0);
+  expect(sent).toEqual(history.slice(layout.cut));
+  expect(layout.record(true).result_cut).toBeUndefined();
+});
