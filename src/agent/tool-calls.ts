@@ -48,8 +48,8 @@ const TAG = /<tool_call>([\s\S]*?)(?:<\/tool_call>|$)/g;
 /**
  * Decides what a finished step asked for. Native tool calls (llama-server --jinja) win; without
  * them, `<tool_call>{"name":…,"arguments":{…}}</tool_call>` in the text is the fallback, and a
- * reply that is nothing but such a JSON object naming a known tool counts too (without tools,
- * the text is the answer whatever it holds). A call that is
+ * reply that is nothing but such a JSON object naming a known tool counts too (for an agent
+ * without tools, the text is the answer whatever it holds). A call that is
  * recognisably a call but cannot be used (bad JSON, unknown tool, arguments not an object) is
  * `malformed`, with problems worded for the model to fix.
  */
@@ -58,6 +58,8 @@ export function interpretStep(
   native: ToolCall[],
   known: ReadonlySet<string>,
   step: number,
+  /** The agent names tools, none of which could be loaded: a call is one, told none is available. */
+  toolsNamed = false,
 ): StepOutcome {
   if (native.length > 0) {
     const problems: string[] = [];
@@ -77,9 +79,11 @@ export function interpretStep(
     }
     return { kind: "calls", text: content, calls, toolCalls: native.map(withObjectArguments) };
   }
-  // No tool offered, none can be called: `<tool_call>` text (the syntax explained, or a model's
-  // habit) was re-prompted as an unknown tool up to max_parse_errors, the answer cut around it.
-  if (known.size === 0) return { kind: "final", text: content };
+  // An agent without tools: `<tool_call>` text (the syntax explained, or a model's habit) was
+  // re-prompted as an unknown tool up to max_parse_errors, the answer cut around it. One whose
+  // tools could not be loaded is told so instead: its prompt told the model of them, and its
+  // call, markup and all, would be the response.
+  if (known.size === 0 && !toolsNamed) return { kind: "final", text: content };
 
   const tagged = taggedBodies(content);
   const outside = content.replace(TAG, "").trim();

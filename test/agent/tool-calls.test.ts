@@ -88,3 +88,20 @@ test("a chat of an agent without tools answers with <tool_call> text as it was w
   expect(terminal.result).toMatchObject({ response: text, warnings: [] });
   expect(h.llama.requests).toHaveLength(1);
 });
+
+// An agent whose tools could not be loaded (its server did not start): a model its prompt told of
+// them still calls one, and that call came back as the response, its markup and all, where the
+// model was told no tool is available and answered in words.
+test("a call of an agent whose tools could not be loaded is told none is available", async () => {
+  const { ChatHarness } = await import("./harness.ts");
+  await using h = new ChatHarness({
+    mcp_servers: [{ name: "t", command: "/nonexistent/mcp-server" }],
+  });
+  h.llama.script(
+    { content: '<tool_call>{"name": "t__echo", "arguments": {"text": "hi"}}</tool_call>' },
+    { content: "I cannot reach that tool now." },
+  );
+  const { terminal } = await h.chat("c", { input: "echo hi" });
+  expect(terminal.result).toMatchObject({ response: "I cannot reach that tool now." });
+  expect(JSON.stringify(h.llama.requests[1]?.body.messages)).toContain("available: none");
+});

@@ -239,10 +239,10 @@ export class Turn {
   ): Promise<TurnEnding | undefined> {
     const { ctx } = this;
     const { maxTokens, contextSize } = setup;
-    const { session } = ctx;
-    const { state } = session;
+    const { state } = ctx.session;
+    const named = ctx.agent.tools.length > 0;
     logStep(ctx, step, reply);
-    const outcome = interpretStep(reply.content, reply.toolCalls, this.known, step);
+    const outcome = interpretStep(reply.content, reply.toolCalls, this.known, step, named);
     state.step = step + 1;
     if (outcome.text.trim() !== "") state.best_text = outcome.text;
     const { reasoning } = reply;
@@ -271,7 +271,7 @@ export class Turn {
         // Sent back within the turn: a model that thinks between tool calls builds on it.
         ...(reasoning !== "" ? { reasoning_content: reasoning } : {}),
       });
-      await session.save();
+      await ctx.session.save();
       return undefined;
     }
     // A malformed call goes back to the model saying what was wrong.
