@@ -30,10 +30,18 @@ export interface LaunchFiles {
  * runs the old weights until it re-reads the file, as it does on waking from an idle sleep.
  */
 export function filesUnchanged(files: LaunchFiles | null): boolean {
-  if (!files) return true;
+  return changedFile(files) === undefined;
+}
+
+/** Which of them is no longer the file it was, as a log names it; undefined when none is (or not known). */
+export function changedFile(files: LaunchFiles | null): string | undefined {
+  if (!files) return undefined;
   const same = (then: FileIdentity | undefined) =>
     then === undefined || sameFile(then, fileIdentity(then.path));
-  return same(files.model) && same(files.projector) && (files.adapters ?? []).every(same);
+  if (!same(files.model)) return "the model file";
+  if (!same(files.projector)) return "the vision projector file";
+  if (!(files.adapters ?? []).every(same)) return "a LoRA adapter or control vector file";
+  return undefined;
 }
 
 /** What a lease's holder may read of its server (prompt reuse asks its slot table). */

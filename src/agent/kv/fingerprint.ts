@@ -3,7 +3,7 @@ import type { Config } from "../../config/schema.ts";
 import type { LlamaProps } from "../../llama/props.ts";
 import { adapterFiles } from "../../plan/adapter-files.ts";
 import { shownArgs } from "../../plan/secret-args.ts";
-import { filesUnchanged, type LaunchFiles, type LaunchView } from "../../runtime/launch.ts";
+import { changedFile, type LaunchFiles, type LaunchView } from "../../runtime/launch.ts";
 import { type FileIdentity, fileIdentity } from "../../util/file-identity.ts";
 import { logger } from "../../util/logger.ts";
 import { kvArgs } from "./kv-flags.ts";
@@ -111,10 +111,12 @@ export function launchFingerprinter(
   let said = false;
   return async () => {
     const fp = await once;
-    if (fp === undefined || filesUnchanged(launch.files)) return fp;
+    const changed = fp === undefined ? undefined : changedFile(launch.files);
+    if (changed === undefined) return fp;
+    // Named: an adapter retrained in place is no "model file" to whoever reads the log.
     if (!said)
       logger.warn(
-        "the model file changed since llama-server loaded it: KV state is neither saved nor restored until it starts again",
+        `${changed} changed since llama-server loaded it: KV state is neither saved nor restored until it starts again`,
       );
     said = true;
     return undefined;

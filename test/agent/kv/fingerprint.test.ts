@@ -203,3 +203,36 @@ describe("launchFingerprint", () => {
     expect(launchFingerprint(props, llama, { ...args, files: start() })).not.toBe(before);
   });
 });
+
+// A save or restore turned off by an adapter retrained in place was logged as "the model file
+// changed": a host developer looking at the model found it untouched, and the adapter unsaid.
+test("the log names the adapter, not the model, when an adapter changed since the start", async () => {
+  const { spyOn } = await import("bun:test");
+  const { logger } = await import("../../../src/util/logger.ts");
+  const { launchFingerprinter } = await import("../../../src/agent/kv/fingerprint.ts");
+  await using dir = tmpdir();
+  const { props } = setup(dir.path);
+  const lora = join(dir.path, "adapter.gguf");
+  writeFileSync(lora, "adapter v1");
+  const files = {
+    model: fileIdentity(props.model_path as string),
+    projector: undefined,
+    adapters: [fileIdentity(lora)],
+  };
+  const launch = { ...launched(null, ["--lora", lora]), files, props: async () => props };
+  writeFileSync(`${lora}.new`, "adapter v2");
+  renameSync(`${lora}.new`, lora);
+  const warn = spyOn(logger, "warn").mockImplementation(() => {});
+  try {
+    const fingerprintOf = launchFingerprinter(
+      launch as unknown as Parameters<typeof launchFingerprinter>[0],
+      llama,
+    );
+    expect(await fingerprintOf()).toBeUndefined();
+    expect(warn.mock.calls.map((c) => String(c[0]))).toEqual([
+      expect.stringContaining("a LoRA adapter or control vector file changed since llama-server loaded it"),
+    ]);
+  } finally {
+    warn.mockRestore();
+  }
+});
