@@ -78,7 +78,11 @@ export async function resolveTools(
     const { listed } = got;
     // Tools it listed that are unfit to offer (tool-list.ts) cost a warning, not the chat.
     if (listed.dropped) failures.push({ server, message: listed.dropped, partial: true });
-    const unlisted = namedUnlisted(patterns, server, listed.tools);
+    // One left out as unfit is told above, by name: not a typo.
+    const unlisted = namedUnlisted(patterns, server, [
+      ...listed.tools.map((t) => t.name),
+      ...(listed.unfit ?? []),
+    ]);
     if (unlisted) failures.push({ server, message: unlisted, partial: true });
     for (const t of listed.tools) {
       if (!patterns.some((p) => matches(p, server, t.name))) continue;
@@ -104,16 +108,16 @@ export async function resolveTools(
 }
 
 /**
- * The agent's patterns naming one tool of `server` that it does not list, as a warning's words:
+ * The agent's patterns naming one tool of `server` that it does not list (`listed`: its tools' names), as a warning's words:
  * a typo or a renamed tool offered nothing, and without a word the model just had no such tool.
  * Undefined when each names a listed tool (or is `server.*`).
  */
 function namedUnlisted(
   patterns: readonly string[],
   server: string,
-  tools: readonly { name: string }[],
+  listed: readonly string[],
 ): string | undefined {
-  const names = new Set(tools.map((t) => t.name));
+  const names = new Set(listed);
   const missing = patterns.filter((p) => {
     const dot = p.indexOf(".");
     const tool = p.slice(dot + 1);

@@ -28,3 +28,20 @@ test("a server.* pattern and patterns that name listed tools cost no warning", a
   const { terminal } = await h.chat("c1", { input: "hi" });
   expect((terminal.result as { warnings: unknown[] }).warnings).toEqual([]);
 });
+
+// A pattern naming a tool its server lists but that was left out as unfit to offer (its input
+// schema a string's) was also told as "not among its tools": a typo to look for that is not one.
+test("a pattern naming a listed tool left out as unfit is told once, as left out", async () => {
+  const { join } = await import("node:path");
+  const { hostileServer } = await import("../fixtures/mcp-hostile.ts");
+  const { tmpdir } = await import("../fixtures/tmpdir.ts");
+  using scratch = tmpdir();
+  await using h = new ChatHarness({
+    agents: [{ name: "assistant", system_prompt: "You are a test.", tools: ["h.echo", "h.stringy"] }],
+    mcp_servers: [hostileServer("loose-list", join(scratch.path, "pids"), 30)],
+  });
+  h.llama.script({ content: "fine" });
+  const { terminal } = await h.chat("c1", { input: "hi" });
+  const { warnings } = terminal.result as { warnings: { code: string; message: string }[] };
+  expect(warnings.map((w) => w.message)).toEqual([expect.stringContaining('"stringy"')]);
+});

@@ -101,6 +101,8 @@ export interface Connection {
   tools: McpToolInfo[];
   /** Why some listed tools were left out (tool-list.ts), or null. */
   dropped: string | null;
+  /** The names of those left out; absent: none. */
+  unfit?: readonly string[];
   /**
    * Reads its tools again if it said they changed since they were read (watchToolList): the read
    * (never rejects; settles once `tools` is the new list or the old one kept), or undefined when
@@ -203,7 +205,7 @@ export async function startServer(cfg: McpServerConfig, options: StartOptions): 
       configSecrets(cfg.env, commandLineOf(cfg)),
     );
     const vetted = vetTools(listed.tools);
-    conn.tools = vetted.tools;
+    [conn.tools, conn.unfit] = [vetted.tools, vetted.unfit];
     conn.dropped = [vetted.dropped, listed.unread].filter(Boolean).join("; ") || null;
     if (conn.dropped) logger.warn(`MCP server '${cfg.name}': ${conn.dropped}`);
   } catch (err) {
@@ -256,7 +258,7 @@ async function relist(cfg: McpServerConfig, conn: Connection): Promise<void> {
       configSecrets(cfg.env, commandLineOf(cfg)),
     );
     const vetted = vetTools(listed.tools);
-    conn.tools = vetted.tools;
+    [conn.tools, conn.unfit] = [vetted.tools, vetted.unfit];
     conn.dropped = [vetted.dropped, listed.unread].filter(Boolean).join("; ") || null;
     logger.info(`MCP server '${cfg.name}' listed ${conn.tools.length} tools again (its list changed)`);
   } catch (err) {

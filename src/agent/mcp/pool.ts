@@ -69,14 +69,18 @@ export class McpPool {
   }
 
   /** Its tools, and why some it listed were left out (tool-list.ts), or null. */
-  async listing(server: string, signal: AbortSignal): Promise<Pick<Connection, "tools" | "dropped">> {
+  async listing(
+    server: string,
+    signal: AbortSignal,
+  ): Promise<Pick<Connection, "tools" | "dropped" | "unfit">> {
     const conn = await this.connection(server, signal, "list");
     // A list it said changed is read again (connect.ts), but a draining server is sent nothing.
     const s = this.cells.get(server)?.get();
     const reading = s?.kind === "ready" && s.conn === conn ? conn.refresh() : undefined;
-    if (reading && !(await abortable(this.briefWait(reading), signal)))
-      return { tools: conn.tools, dropped: [conn.dropped, STALE].filter(Boolean).join("; ") };
-    return { tools: conn.tools, dropped: conn.dropped };
+    const stale = reading !== undefined && !(await abortable(this.briefWait(reading), signal));
+    // Read after the wait: a re-read that came within it is the list offered.
+    const { tools, dropped, unfit } = conn;
+    return { tools, dropped: stale ? [dropped, STALE].filter(Boolean).join("; ") : dropped, unfit };
   }
 
   /**

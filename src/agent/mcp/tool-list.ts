@@ -29,6 +29,8 @@ export interface VettedTools {
   tools: McpToolInfo[];
   /** Why some listed tools were left out, for the `tools_unavailable` warning; null when none were. */
   dropped: string | null;
+  /** The names of those left out (a name that is one): an agent's pattern naming one is no typo. */
+  unfit: string[];
 }
 
 interface Listed {
@@ -54,7 +56,9 @@ export function vetTools(listed: readonly unknown[]): VettedTools {
   const tools: McpToolInfo[] = [];
   const seen = new Set<string>();
   const dropped = new Map<Reason, string[]>();
+  const unfit: string[] = [];
   const drop = (reason: Reason, name: unknown) => {
+    if (typeof name === "string") unfit.push(name);
     const names = dropped.get(reason) ?? [];
     names.push(sample(name));
     dropped.set(reason, names);
@@ -96,7 +100,7 @@ export function vetTools(listed: readonly unknown[]): VettedTools {
       });
     }
   }
-  return { tools, dropped: describe(dropped, listed.length) };
+  return { tools, dropped: describe(dropped, listed.length), unfit };
 }
 
 function describe(dropped: Map<Reason, string[]>, total: number): string | null {
