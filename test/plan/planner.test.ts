@@ -354,6 +354,29 @@ describe("config overrides and errors", () => {
     );
   });
 
+  test("extra_args downloading another model or projector (-hf, --model-url, -mmu) are warned of, no URL quoted", async () => {
+    const m = await model("l7", llama7b);
+    const url = "https://user:s3cret@example.com/big.gguf";
+    const p = makePlan(
+      m,
+      CPU_ONLY,
+      config({
+        llama: {
+          extra_args: ["-hf", "org/other-GGUF", "--model-url", url, "-mmu", "https://example.com/p.gguf"],
+        },
+      }),
+    );
+    // Each makes llama-server fetch and load a file the plan never read.
+    expect(p.warnings).toEqual(
+      expect.arrayContaining([
+        expect.stringContaining("llama.extra_args -hf: llama-server loads"),
+        expect.stringContaining("llama.extra_args --model-url: llama-server loads"),
+        expect.stringContaining("llama.extra_args -mmu: llama-server loads"),
+      ]),
+    );
+    expect(p.warnings.join("\n")).not.toContain("s3cret");
+  });
+
   test("extra_args that make llama-server keep the conversation are warned of (plan/decide/log-privacy.ts)", async () => {
     const m = await model("l7", llama7b);
     const p = makePlan(

@@ -27,12 +27,22 @@ export function extraArgsDecision(extraArgs: readonly string[]): Decision | null
   };
 }
 
-/** Flags naming the file llama-server loads, by the key the plan read it from. */
+/**
+ * Flags naming the file llama-server loads, by the key the plan read it from: a path, or where it
+ * downloads one from (a hub repo, a URL), which then wins over the path.
+ */
 const FILE_FLAGS: ReadonlyMap<string, string> = new Map([
   ["-m", "model.path"],
   ["--model", "model.path"],
+  ["-hf", "model.path"],
+  ["-hfr", "model.path"],
+  ["--hf-repo", "model.path"],
+  ["-mu", "model.path"],
+  ["--model-url", "model.path"],
   ["-mm", "model.mmproj"],
   ["--mmproj", "model.mmproj"],
+  ["-mmu", "model.mmproj"],
+  ["--mmproj-url", "model.mmproj"],
 ]);
 
 /**
@@ -42,10 +52,12 @@ const FILE_FLAGS: ReadonlyMap<string, string> = new Map([
  */
 function fileFlagWarnings(extraArgs: readonly string[]): string[] {
   return extraArgs.flatMap((arg) => {
-    const key = FILE_FLAGS.get(llamaFlagName(arg));
+    const flag = llamaFlagName(arg);
+    const key = FILE_FLAGS.get(flag);
+    // The flag alone: a URL's value may hold a user and password (secret-args.ts).
     return key
       ? [
-          `llama.extra_args ${arg}: llama-server loads that file, not ${key}'s, which this plan read and sized: its memory and checks are not for the file that runs`,
+          `llama.extra_args ${flag}: llama-server loads that file, not ${key}'s, which this plan read and sized: its memory and checks are not for the file that runs`,
         ]
       : [];
   });
