@@ -2,6 +2,7 @@ import { readdirSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { readGgufHeader } from "../plan/gguf-read.ts";
 import type { ModelInfo } from "../plan/model.ts";
+import { type MemoOptions, statLate } from "../plan/model-memo.ts";
 import {
   type ProjectorChoice,
   type ProjectorInfo,
@@ -29,6 +30,7 @@ export async function findProjector(
   setting: string,
   model: ModelInfo,
   key = "model.mmproj",
+  options: MemoOptions = {},
 ): Promise<ProjectorChoice> {
   if (setting === "none") return { kind: "none", reason: "mmproj: none" };
   // An `hf:org/name:mmproj-F16.gguf` is a file of the cache, found as a model path is.
@@ -36,12 +38,24 @@ export async function findProjector(
     ? resolveModelPath(setting, process.env, undefined, key)
     : setting;
   if (setting !== "auto")
-    return { kind: "found", source: "config", info: await configured(path, model, key) };
+    return { kind: "found", source: "config", info: await configured(path, model, key, options) };
   return auto(model);
 }
 
-async function configured(path: string, model: ModelInfo, key: string): Promise<ProjectorInfo> {
+/** A configured projector's stat not answered yet, by file (model-memo.ts's `statLate`). */
+const projectorStats = new Map<string, Promise<void>>();
+
+async function configured(
+  path: string,
+  model: ModelInfo,
+  key: string,
+  options: MemoOptions,
+): Promise<ProjectorInfo> {
   const target = { path: model.path, width: model.n_embd, key };
+  // Its stat off the loop first, as the model's: one on a dead network mount (the model's drive
+  // answering) was read synchronously, and the whole core froze with it.
+  const late = await statLate(projectorStats, path, options);
+  if (late) throw projectorError(path, target, "unreadable", late);
   const read = await readProjector(path);
   if ("problem" in read) throw projectorError(path, target, read.problem, read.detail);
   const wrong = widthProblem(read, model.n_embd);

@@ -72,20 +72,25 @@ export class ModelMemo {
   }
 
   private async answered(path: string, key: string | undefined): Promise<void> {
-    const refused = await answeredOrRefused(this.stats, path, this.options);
-    if (refused) throw keyed(refused, key);
+    const late = await statLate(this.stats, path, this.options);
+    if (late)
+      throw keyed(
+        new CoreError("model_missing", `model ${path}: unreadable: ${late}`, { path, problem: "unreadable" }),
+        key,
+      );
   }
 }
 
 /**
- * Waits for `path`'s stat off the loop, or refuses the read as unreadable once the wait is over.
- * A stat that never ends holds one of the runtime's file threads: one per file, however often asked.
+ * Waits for `path`'s stat off the loop: null once it answered, else (the wait over) why the file
+ * is unreadable. A stat that never ends holds one of the runtime's file threads: one per file in
+ * `stats`, however often asked. The model's read and a configured projector's (find-projector.ts).
  */
-async function answeredOrRefused(
+export async function statLate(
   stats: Map<string, Promise<void>>,
   path: string,
   options: MemoOptions,
-): Promise<CoreError | null> {
+): Promise<string | null> {
   let pending = stats.get(path);
   if (!pending) {
     const asked = (options.stat ?? stat)(path).then(
@@ -97,11 +102,7 @@ async function answeredOrRefused(
   }
   const waitMs = options.statWaitMs ?? MODEL_STAT_WAIT_MS;
   if ((await within(pending, waitMs, "late")) !== "late") return null;
-  return new CoreError(
-    "model_missing",
-    `model ${path}: unreadable: its drive did not answer within ${waitMs / 1000} s (a network drive offline?)`,
-    { path, problem: "unreadable" },
-  );
+  return `its drive did not answer within ${waitMs / 1000} s (a network drive offline?)`;
 }
 
 /** A refusal of the file names where its path was set (config key or request field), as an `hf:` one does. */

@@ -59,6 +59,20 @@ describe("mmproj: a path (recordings 105b–105d: llama-server would exit)", () 
     expect(found).toMatchObject({ kind: "found", source: "config", info: { path, width: 64 } });
   });
 
+  test("a projector whose stat does not answer (a dead network mount) is unreadable after the wait, not read", async () => {
+    using dir = tmpdir();
+    const model = await modelIn(dir.path);
+    const path = writeGguf(dir.path, "proj.gguf", mmproj());
+    // The model's drive answered; the projector's never does: a synchronous read would hold the core.
+    const never = () => new Promise<void>(() => {});
+    const err = await coreErrorOf(findProjector(path, model, "model.mmproj", { stat: never, statWaitMs: 1 }));
+    expect(err).toMatchObject({
+      code: "model_plan_error",
+      data: { projector: path, key: "model.mmproj", problem: "unreadable" },
+    });
+    expect(err.message).toContain("did not answer");
+  });
+
   test("another width (105b) → model_plan_error naming the projector and both widths", async () => {
     using dir = tmpdir();
     const model = await modelIn(dir.path, tinyLlamaQ8());
