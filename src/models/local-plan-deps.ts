@@ -1,9 +1,12 @@
+import { homedir } from "node:os";
 import type { PlanDeps } from "../plan/launch.ts";
 import { ModelMemo } from "../plan/model-memo.ts";
 import { probeHardware } from "../plan/probe.ts";
 import { ProbeAhead } from "../plan/probe-ahead.ts";
+import { HF_PREFIX } from "../protocol/model-ref.ts";
 import { checkWorkers } from "../rpc/check.ts";
 import { findProjector } from "./find-projector.ts";
+import { hubCacheDir } from "./hf-cache.ts";
 import { resolveModelPath } from "./resolve.ts";
 
 /**
@@ -14,7 +17,11 @@ import { resolveModelPath } from "./resolve.ts";
  */
 
 /** The process's memo: every start, restart and wake plans again, `initialize` reads ahead. */
-export const modelMemo = new ModelMemo((path, key) => resolveModelPath(path, process.env, undefined, key));
+export const modelMemo = new ModelMemo((path, key) => resolveModelPath(path, process.env, undefined, key), {
+  // The cache an `hf:` path is resolved in may be on a network drive, read synchronously.
+  folderOf: (path) =>
+    path.startsWith(HF_PREFIX) ? hubCacheDir(process.env, process.env.HOME || homedir()) : null,
+});
 
 /** The process's probe made ahead: `initialize` starts it, the first plan takes it. */
 export const probeAhead = new ProbeAhead((binary) => probeHardware(undefined, binary));

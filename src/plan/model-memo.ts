@@ -14,10 +14,15 @@ import { type ModelInfo, modelInfo } from "./model.ts";
  */
 export const MODEL_STAT_WAIT_MS = 30_000;
 
-/** Tests: the stat and its wait. */
+/** The stat and its wait (tests), and where a configured path is resolved. */
 export interface MemoOptions {
   stat?: (path: string) => Promise<unknown>;
   statWaitMs?: number;
+  /**
+   * The folder `resolve` reads synchronously to find a configured path (an `hf:` one's cache), or
+   * null: its stat is awaited first, as the file's is, for a cache on a dead network mount.
+   */
+  folderOf?: (configured: string) => string | null;
 }
 
 /** Files whose model is kept: a handful of configured models (big arrays are counted, not kept: gguf-scan.ts). */
@@ -50,6 +55,8 @@ export class ModelMemo {
   ) {}
 
   async read(configured: string, key?: string): Promise<ModelInfo> {
+    const folder = this.options.folderOf?.(configured) ?? null;
+    if (folder !== null) await this.answered(folder, key, configured);
     const path = this.resolve(configured, key);
     await this.answered(path, key);
     const identity = identityOf(path);
@@ -71,13 +78,19 @@ export class ModelMemo {
     return info;
   }
 
-  private async answered(path: string, key: string | undefined): Promise<void> {
+  /** `configured`: the model whose folder `path` is (the error names both). */
+  private async answered(path: string, key: string | undefined, configured?: string): Promise<void> {
     const late = await statLate(this.stats, path, this.options);
-    if (late)
-      throw keyed(
-        new CoreError("model_missing", `model ${path}: unreadable: ${late}`, { path, problem: "unreadable" }),
-        key,
-      );
+    if (!late) return;
+    const model = configured ?? path;
+    const why = configured === undefined ? late : `its folder ${path}: ${late}`;
+    throw keyed(
+      new CoreError("model_missing", `model ${model}: unreadable: ${why}`, {
+        path: model,
+        problem: "unreadable",
+      }),
+      key,
+    );
   }
 }
 

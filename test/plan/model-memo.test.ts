@@ -78,4 +78,33 @@ describe("ModelMemo", () => {
     answer();
     expect((await memo.read(path)).path).toBe(path);
   });
+
+  test("an hf: path whose cache folder's stat does not answer is unreadable before its resolve reads the cache", async () => {
+    let resolved = 0;
+    const asked: string[] = [];
+    const memo = new ModelMemo(
+      (path) => {
+        resolved++;
+        return path;
+      },
+      {
+        folderOf: (configured) => (configured.startsWith("hf:") ? "/nas/hf/hub" : null),
+        stat: (path) => {
+          asked.push(path);
+          return new Promise<void>(() => {});
+        },
+        statWaitMs: 1,
+      },
+    );
+    const err = await memo.read("hf:org/model:Q4_K_M", "model.path").catch((e: unknown) => e);
+    expect(err).toMatchObject({
+      code: "model_missing",
+      data: { path: "hf:org/model:Q4_K_M", problem: "unreadable", key: "model.path" },
+    });
+    expect((err as Error).message).toContain("/nas/hf/hub");
+    expect((err as Error).message).toContain("did not answer");
+    // The resolve's synchronous reads of the cache never ran: they would have held the loop.
+    expect(resolved).toBe(0);
+    expect(asked).toEqual(["/nas/hf/hub"]);
+  });
 });
