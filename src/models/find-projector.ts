@@ -1,4 +1,5 @@
 import { readdirSync } from "node:fs";
+import { homedir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { readGgufHeader } from "../plan/gguf-read.ts";
 import type { ModelInfo } from "../plan/model.ts";
@@ -13,7 +14,7 @@ import {
 } from "../plan/projector.ts";
 import { isCoreError } from "../protocol/errors.ts";
 import { HF_PREFIX } from "../protocol/model-ref.ts";
-import { snapshotRootOf } from "./hf-cache.ts";
+import { hubCacheDir, snapshotRootOf } from "./hf-cache.ts";
 import { isGgufPath, isProjector, namesText } from "./pick-gguf.ts";
 import { resolveModelPath, snapshotFiles } from "./resolve.ts";
 
@@ -33,17 +34,38 @@ export async function findProjector(
   options: MemoOptions = {},
 ): Promise<ProjectorChoice> {
   if (setting === "none") return { kind: "none", reason: "mmproj: none" };
-  // An `hf:org/name:mmproj-F16.gguf` is a file of the cache, found as a model path is.
-  const path = setting.startsWith(HF_PREFIX)
-    ? resolveModelPath(setting, process.env, undefined, key)
-    : setting;
+  // An `hf:org/name:mmproj-F16.gguf` is a file of the cache, found as a model path is: the cache
+  // folder's stat awaited first, as the model memo does, since the resolve reads it synchronously.
+  const hf = setting.startsWith(HF_PREFIX);
+  if (hf)
+    await answered(hubCacheDir(process.env, process.env.HOME || homedir()), setting, model, key, options);
+  const path = hf ? resolveModelPath(setting, process.env, undefined, key) : setting;
   if (setting !== "auto")
     return { kind: "found", source: "config", info: await configured(path, model, key, options) };
   return auto(model);
 }
 
-/** A configured projector's stat not answered yet, by file (model-memo.ts's `statLate`). */
+/** A configured projector's stat (or its cache folder's) not answered yet (model-memo.ts's `statLate`). */
 const projectorStats = new Map<string, Promise<void>>();
+
+/** `path`'s stat answered, else the projector `setting` is unreadable (its drive did not answer). */
+async function answered(
+  path: string,
+  setting: string,
+  model: ModelInfo,
+  key: string,
+  options: MemoOptions,
+): Promise<void> {
+  const late = await statLate(projectorStats, path, options);
+  if (!late) return;
+  const target = { path: model.path, width: model.n_embd, key };
+  throw projectorError(
+    setting,
+    target,
+    "unreadable",
+    path === setting ? late : `its folder ${path}: ${late}`,
+  );
+}
 
 async function configured(
   path: string,
@@ -54,8 +76,7 @@ async function configured(
   const target = { path: model.path, width: model.n_embd, key };
   // Its stat off the loop first, as the model's: one on a dead network mount (the model's drive
   // answering) was read synchronously, and the whole core froze with it.
-  const late = await statLate(projectorStats, path, options);
-  if (late) throw projectorError(path, target, "unreadable", late);
+  await answered(path, path, model, key, options);
   const read = await readProjector(path);
   if ("problem" in read) throw projectorError(path, target, read.problem, read.detail);
   const wrong = widthProblem(read, model.n_embd);

@@ -278,6 +278,29 @@ test("mmproj: hf:org/name:file names a projector in the cache, as model.path wou
   });
 });
 
+test("mmproj: hf: with its cache's stat not answering (a dead network mount) is unreadable, the cache not read", async () => {
+  using dir = tmpdir();
+  const files = { "vision.gguf": tinyLlama(), "mmproj-F16.gguf": mmproj() };
+  const { cache, model } = await repoInCache(dir.path, "org/vision-GGUF", files, "vision.gguf");
+  const asked: string[] = [];
+  const stat = (path: string) => {
+    asked.push(path);
+    return new Promise<void>(() => {});
+  };
+  const err = await inCache(cache, () =>
+    coreErrorOf(
+      findProjector("hf:org/vision-GGUF:mmproj-F16.gguf", model, "model.mmproj", { stat, statWaitMs: 1 }),
+    ),
+  );
+  expect(err).toMatchObject({
+    code: "model_plan_error",
+    data: { key: "model.mmproj", problem: "unreadable" },
+  });
+  expect(err.message).toContain("did not answer");
+  // Only the cache folder was asked: the resolve's synchronous reads never ran.
+  expect(asked).toEqual([cache]);
+});
+
 test("plan --model another file: that file's own projector (auto), not the configured model's", async () => {
   using dir = tmpdir();
   writeGguf(dir.path, "m.gguf", tinyLlama());
