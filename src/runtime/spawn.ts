@@ -55,6 +55,10 @@ export function bunSpawnerWith(joinJob: (pid: number) => boolean): Spawner {
       stdin: req.stdinPipe ? "pipe" : "ignore",
       stdout: "pipe",
       stderr: "pipe",
+      // Its own process group on POSIX, so a stop reaches what a `llama.binary` wrapper that does
+      // not `exec` started (`sh wrapper` → llama-server): a signal to the shell alone left that
+      // llama-server running, its model's memory held, after a failed start or the core's exit.
+      detached: process.platform !== "win32",
       // No console window for a GUI host on Windows.
       windowsHide: true,
     });
@@ -109,9 +113,14 @@ export function bunSpawnerWith(joinJob: (pid: number) => boolean): Spawner {
 
 export const bunSpawner: Spawner = bunSpawnerWith((pid) => joinCoreJob(pid));
 
+/**
+ * The signal to the child's process group while the child is unreaped (its pid, and so the
+ * group's id, cannot be another's yet); once reaped, the core never signals a group it led.
+ */
 function safeKill(proc: Subprocess, signal: NodeJS.Signals): void {
+  if (proc.exitCode !== null || proc.signalCode !== null) return;
   try {
-    proc.kill(signal);
+    process.kill(-proc.pid, signal);
   } catch {
     // Already gone.
   }

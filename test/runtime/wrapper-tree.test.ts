@@ -1,0 +1,69 @@
+import { describe, expect, test } from "bun:test";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { FAKE_SERVER_SCRIPT } from "../fixtures/llama-stand-in/binary.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+import { makeSupervisor, pidAlive, rejection, waitFor } from "./helpers/harness.ts";
+
+const never = () => new AbortController().signal;
+
+/** The processes `pid` started, as Linux lists them (its main thread's children). */
+function childrenOf(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8")
+      .trim()
+      .split(/\s+/)
+      .filter(Boolean)
+      .map(Number);
+  } catch {
+    return [];
+  }
+}
+
+/** Ends a process the test expected gone, so a failing run leaves nothing behind. */
+async function goneOrKilled(pid: number): Promise<boolean> {
+  const gone = await waitFor(() => !pidAlive(pid), { timeoutMs: 3000 });
+  if (!gone) process.kill(pid, "SIGKILL");
+  return gone;
+}
+
+// A wrapper named as llama.binary that runs llama-server without `exec` (docs/supervisor.md
+// suggests a wrapper for a GPU's environment): a signal to the shell alone never reached it.
+describe.skipIf(process.platform === "win32")("a llama.binary wrapper that does not exec", () => {
+  test("never ready: the start gives up, and what the wrapper started is killed with it", async () => {
+    await using dir = tmpdir();
+    const wrapper = join(dir.path, "wrapper");
+    const pidFile = join(dir.path, "inner.pid");
+    writeFileSync(wrapper, `#!/bin/sh\nsh -c 'echo $$ > ${pidFile}; exec sleep 60'\n`, { mode: 0o755 });
+    const { supervisor } = makeSupervisor(dir.path, {
+      settings: { startupTimeoutMs: 800 },
+      options: { findBinary: () => ({ path: wrapper }) },
+    });
+    const err = await rejection(supervisor.acquire(never()));
+    expect(err.code).toBe("internal_error");
+    const pid = Number(readFileSync(pidFile, "utf8"));
+    expect(pid).toBeGreaterThan(0);
+    expect(await goneOrKilled(pid)).toBe(true);
+  });
+
+  test.skipIf(process.platform !== "linux")(
+    "a build without child mode: stop() ends the llama-server the wrapper runs, not the shell alone",
+    async () => {
+      await using dir = tmpdir();
+      const wrapper = join(dir.path, "wrapper");
+      writeFileSync(
+        wrapper,
+        `#!/bin/sh\nexport FAKE_LLAMA_NO_CHILD_MODE=1 FAKE_LLAMA_LOAD_MS=20\n"${process.execPath}" "${FAKE_SERVER_SCRIPT}" "$@"\n`,
+        { mode: 0o755 },
+      );
+      const { supervisor } = makeSupervisor(dir.path, { options: { findBinary: () => ({ path: wrapper }) } });
+      const lease = await supervisor.acquire(never());
+      lease.release();
+      const shell = supervisor.snapshot().pid as number;
+      const [server] = childrenOf(shell);
+      expect(server).toBeGreaterThan(0);
+      await supervisor.stop();
+      expect(await goneOrKilled(server as number)).toBe(true);
+    },
+  );
+});
