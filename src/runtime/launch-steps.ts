@@ -174,7 +174,7 @@ export function spawnServer(req: SpawnRequest): Spawned | LaunchFailure {
 export function recordChild(dataDir: string, spawned: Spawned, instance?: string): void {
   try {
     const { child, port, binary, argv } = spawned;
-    writePidRecord(dataDir, { pid: child.pid, port, binary, argv }, instance);
+    writePidRecord(dataDir, { pid: child.pid, port, binary, argv, group: child.group }, instance);
   } catch (err) {
     logger.warn(`could not record llama-server's pid: ${(err as Error).message}`);
   }

@@ -30,6 +30,12 @@ export interface PidRecord {
   binary?: string;
   argv?: string[];
   port?: number;
+  /**
+   * Started leading a process group of its own (spawn.ts): the reaper signals the group, so a
+   * wrapper's llama-server goes with it. A group leader keeps its group for life, so once the
+   * start time shows the very process, the group is its.
+   */
+  group?: boolean;
   owner: { pid: number; start_time: string | null };
   written_at: string;
 }
@@ -59,7 +65,7 @@ function mcpDir(dataDir: string): string {
 
 export function writePidRecord(
   dataDir: string,
-  child: Launched & { port: number },
+  child: Launched & { port: number; group?: boolean },
   instance?: string,
 ): PidRecord | null {
   const file = pidFilePath(dataDir, process.pid, instance);
@@ -123,7 +129,7 @@ function writeRecord(
   dataDir: string,
   folders: string[],
   file: string,
-  fields: Launched & { kind: ChildKind; port?: number; name?: string },
+  fields: Launched & { kind: ChildKind; port?: number; name?: string; group?: boolean },
 ): PidRecord | null {
   const id = procIdentity(fields.pid);
   if (!id) return null;
@@ -231,7 +237,7 @@ async function reapFile(
   const v = judgeLeftover(r, now, configured, sameFile);
   if (v.verdict === "pid_reused") return { file, kind, action: "not_ours", pid };
   if (v.verdict === "unexplained") return { file, kind, action: "unexplained", pid, reason: v.reason };
-  const stopped = await stop(pid, deps);
+  const stopped = await stop(pid, r.group === true, deps);
   return { file, kind, pid, ...stopped };
 }
 
@@ -249,6 +255,7 @@ function readRecord(file: string): PidRecord | null {
     if (!isPid(r.pid) || typeof r.start_time !== "string" || typeof r.cmdline !== "string") return null;
     if (!r.owner || !isPid(r.owner.pid)) return null;
     if (r.binary !== undefined && typeof r.binary !== "string") return null;
+    if (r.group !== undefined && typeof r.group !== "boolean") return null;
     if (r.argv !== undefined && !(Array.isArray(r.argv) && r.argv.every((a) => typeof a === "string")))
       return null;
     return r;
@@ -273,8 +280,10 @@ function ownerAlive(r: PidRecord, deps: Deps): boolean {
   return id.start_time === r.owner.start_time;
 }
 
+/** Signals the process, and with `group` its process group (pid-file.ts `PidRecord.group`). */
 async function stop(
   pid: number,
+  group: boolean,
   deps: Deps,
 ): Promise<
   | { action: "stopped"; signal: "SIGTERM" | "SIGKILL" }
@@ -282,9 +291,10 @@ async function stop(
   | { action: "failed"; error: string }
 > {
   try {
-    process.kill(pid, "SIGTERM");
+    const target = group ? -pid : pid;
+    process.kill(target, "SIGTERM");
     if (await waitGone(pid, deps.alive, deps.graceMs)) return { action: "stopped", signal: "SIGTERM" };
-    process.kill(pid, "SIGKILL");
+    process.kill(target, "SIGKILL");
     if (await waitGone(pid, deps.alive, 2000)) return { action: "stopped", signal: "SIGKILL" };
     return { action: "failed", error: "still alive after SIGKILL" };
   } catch (err) {

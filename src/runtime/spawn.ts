@@ -18,6 +18,11 @@ export interface ChildProcess {
    */
   readonly politeSignal: boolean;
   /**
+   * Whether it leads a process group of its own (POSIX: `bunSpawner`), which its signals reach;
+   * its pid record says so, and the reaper signals that group too.
+   */
+  readonly group?: boolean;
+  /**
    * Writes one line to the child's stdin when it is a pipe we hold (child mode); false when it
    * is not, or the child is gone.
    */
@@ -87,6 +92,7 @@ export function bunSpawnerWith(joinJob: (pid: number) => boolean): Spawner {
       stderr: proc.stderr,
       exited,
       politeSignal: process.platform !== "win32",
+      group: process.platform !== "win32",
       writeLine: (line) => {
         if (!stdin || proc.exitCode !== null || proc.signalCode !== null) return false;
         try {

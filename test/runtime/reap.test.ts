@@ -2,7 +2,8 @@ import { describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type PidRecord, reapLeftover } from "../../src/runtime/pid-file.ts";
+import { type PidRecord, pidFilePath, reapLeftover, writePidRecord } from "../../src/runtime/pid-file.ts";
+import { bunSpawner } from "../../src/runtime/spawn.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { ownerWithChild, pidAlive, waitFor } from "./helpers/harness.ts";
 
@@ -108,6 +109,33 @@ describe.skipIf(process.platform !== "linux")("reaping a llama-server left by a 
       expect(existsSync(record)).toBe(false);
     } finally {
       if (pidAlive(pid)) process.kill(pid, "SIGKILL");
+    }
+  });
+
+  test("a wrapper that runs llama-server without exec: the reap stops its process group, the server too", async () => {
+    await using dir = tmpdir();
+    const data = join(dir.path, "data");
+    const wrapper = join(dir.path, "llama-server");
+    const innerPid = join(dir.path, "inner.pid");
+    writeFileSync(wrapper, `#!/bin/sh\nsh -c 'echo $$ > ${innerPid}; exec sleep 60'\n`, { mode: 0o755 });
+    const child = bunSpawner({ path: wrapper, argv: [], env: {} });
+    let inner = 0;
+    try {
+      expect(await waitFor(() => existsSync(innerPid) && readFileSync(innerPid, "utf8").endsWith("\n"))).toBe(
+        true,
+      );
+      inner = Number(readFileSync(innerPid, "utf8"));
+      writePidRecord(data, { pid: child.pid, port: 0, binary: wrapper, argv: [], group: child.group });
+      // As a core killed outright left it: its owner gone.
+      const file = pidFilePath(data);
+      const record = JSON.parse(readFileSync(file, "utf8")) as PidRecord;
+      writeFileSync(file, JSON.stringify({ ...record, owner: { pid: await deadPid(), start_time: null } }));
+      const outcomes = await reapLeftover(data, configured(dir.path));
+      expect(outcomes.map((o) => o.action)).toEqual(["stopped"]);
+      expect(await waitFor(() => !pidAlive(inner), { timeoutMs: 3000 })).toBe(true);
+    } finally {
+      child.kill();
+      if (inner > 0 && pidAlive(inner)) process.kill(inner, "SIGKILL");
     }
   });
 
