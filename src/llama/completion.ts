@@ -102,7 +102,8 @@ export interface StreamOptions {
   /**
    * Called once llama-server answered 2xx: it launched the task in a slot (the headers go with
    * its first event, transcripts 98b), cutting the slot's old tokens past the common prefix. An
-   * error status (an overflow's 400, a 500) comes before any: the slot is left as it was.
+   * error status (an overflow's 400, a 500) comes before any: the slot's tokens are not cut,
+   * though picking the slot may have copied them into the RAM cache (b10587 get_available_slot).
    */
   onStarted?: () => void;
   /** A connection opened ahead to the same server, used for this request when it can be (spare-connection.ts). */

@@ -275,22 +275,26 @@ describe("prompt reuse with the stand-in", () => {
     expect(kv.slots[0]?.tokens.join("")).not.toContain("ORYX-5521");
   });
 
-  test("sessions.delete empties a slot another session took before llama-server read a request of it: nothing of it reaches the RAM cache", async () => {
+  test("sessions.delete empties a slot another session took before llama-server took up a request of it: no copy more reaches the RAM cache", async () => {
     await using h = harness();
     withRamCache(h);
     await say(h, "gone", "my code word is ORYX-5521");
     const kv = h.llama.model.kv;
-    // b takes the slot (gone left to the RAM cache), and its turn ends before llama-server read
-    // a request of it: the slot still holds gone's prompt.
+    const copies = () => kv.ram.filter((t) => t.join("").includes("ORYX-5521")).length;
+    // b takes the slot, and its request is refused as too long: llama-server picked the slot
+    // first, so the RAM cache took a copy of gone's prompt while gone lived (not covered,
+    // docs/agent.md), and the slot still holds it, its tokens not cut.
     h.llama.script({ overflow: true });
     const { terminal } = await h.chat(++id, { session_id: "b", input: "a very long paste" });
     expect(terminal).toMatchObject({ type: "error", data: { reason: "context_overflow" } });
     expect(kv.slots[0]?.tokens.join("")).toContain("ORYX-5521");
-    expect(kv.ram.flat().join("")).not.toContain("ORYX-5521");
+    expect(copies()).toBe(1);
     h.send("d", "sessions.delete", { session_id: "gone" });
     expect((await h.terminal("d")).result).toMatchObject({ deleted: true });
+    // The erase (POST /slots/0?action=erase, 93b) lands off the delete's way.
+    expect(await waitFor(() => kv.slots[0]?.tokens.length === 0, { timeoutMs: 5000 })).toBe(true);
     await say(h, "next", "something else entirely, at some length");
-    expect(kv.ram.flat().join("")).not.toContain("ORYX-5521");
+    expect(copies()).toBe(1);
     expect(kv.slots[0]?.tokens.join("")).not.toContain("ORYX-5521");
   });
 
