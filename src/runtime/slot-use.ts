@@ -15,12 +15,14 @@ interface SlotState {
   /** The session whose prompt the slot holds (`user/session`); none when empty or unknown. */
   holder: string | undefined;
   /**
-   * The session whose tokens are still in the slot though it was handed to `holder`: until
-   * llama-server reads a request of the holder's, the slot keeps what it held (a turn cancelled or
-   * refused before its first request leaves them there), and the next request hands them to the
-   * RAM cache. An erase of that session empties the slot too.
+   * The sessions whose tokens may still be in the slot though it was handed to `holder`: until
+   * llama-server takes up a request of the holder's, the slot keeps what it held (a turn
+   * cancelled or refused before that leaves them there), or what its RAM cache brought back for a
+   * refused request (b10587 `get_available_slot` loads the best cached match as it picks the
+   * slot: the holder's own prompt, which its next hand-over must not drop); the next request
+   * hands them to the RAM cache. An erase of any of them empties the slot.
    */
-  prior: string | undefined;
+  priors: Set<string>;
   /** It changed since it was last saved: a turn ran in it. */
   dirty: boolean;
   /** A turn is using it. */
@@ -47,7 +49,7 @@ export class SlotUse {
   constructor(count: number) {
     this.slots = Array.from({ length: Math.max(1, count) }, () => ({
       holder: undefined,
-      prior: undefined,
+      priors: new Set(),
       dirty: false,
       busy: false,
       lastUsed: -1,
@@ -113,8 +115,8 @@ export class SlotUse {
     if (!s) return;
     s.busy = false;
     s.holder = key;
-    if (started) s.prior = undefined;
-    s.dirty ||= sent && s.prior === undefined;
+    if (started) s.priors.clear();
+    s.dirty ||= sent && s.priors.size === 0;
     s.lastUsed = now;
   }
 
@@ -128,9 +130,9 @@ export class SlotUse {
   handTo(slot: number, key: string): void {
     const s = this.slots[slot];
     if (!s) return;
-    // Tokens of a holder that never sent are still the prior's.
-    const prior = s.prior ?? s.holder;
-    s.prior = prior === key ? undefined : prior;
+    // Tokens of a holder whose requests were never taken up may still be those before it.
+    if (s.holder !== undefined) s.priors.add(s.holder);
+    s.priors.delete(key);
     s.holder = key;
     s.dirty = false;
   }
@@ -141,7 +143,7 @@ export class SlotUse {
    */
   restored(slot: number): void {
     const s = this.slots[slot];
-    if (s) s.prior = undefined;
+    if (s) s.priors.clear();
   }
 
   holderOf(slot: number): string | undefined {
@@ -201,8 +203,9 @@ export class SlotUse {
   forget(matches: (holder: string) => boolean): number[] {
     const held: number[] = [];
     this.slots.forEach((s, slot) => {
-      const prior = s.prior !== undefined && matches(s.prior);
-      if (prior) s.prior = undefined;
+      // Emptied in llama-server: nothing of any of them is left there.
+      const prior = [...s.priors].some(matches);
+      if (prior) s.priors.clear();
       if (s.holder !== undefined && matches(s.holder)) {
         s.holder = undefined;
         s.dirty = false;
@@ -216,7 +219,7 @@ export class SlotUse {
   emptied(): void {
     for (const s of this.slots) {
       s.holder = undefined;
-      s.prior = undefined;
+      s.priors.clear();
       s.dirty = false;
       s.lastUsed = -1;
     }

@@ -610,6 +610,29 @@ describe("an erased session in another session's saved state", () => {
     expect(filesHolding(join(h.dataDir, "kv"), "ORYX-5521")).toEqual([]);
   }, 20_000);
 
+  test("a slot b's refused request filled from the RAM cache, handed on unread: sessions.delete of b empties it", async () => {
+    await using h = harness();
+    withRamCache(h);
+    await say(h, "b", "my code word is ORYX-5521");
+    await say(h, "a", "tell me about the sea and the waves");
+    const kv = h.llama.model.kv;
+    // b takes the slot back; its request is refused as too long, after llama-server picked the
+    // slot: a's prompt went to the RAM cache, b's own came back from there (get_available_slot).
+    h.llama.script({ overflow: true }, { overflow: true }); // the retry without its history too
+    expect((await h.chat(++id, { session_id: "b", input: "a very long paste" })).terminal.type).toBe("error");
+    expect(kv.slots[0]?.tokens.join("")).toContain("ORYX-5521");
+    // c takes it, refused too: the slot still holds b's tokens.
+    h.llama.script({ overflow: true });
+    expect((await h.chat(++id, { session_id: "c", input: "another long paste" })).terminal.type).toBe(
+      "error",
+    );
+    expect(kv.slots[0]?.tokens.join("")).toContain("ORYX-5521");
+    h.send("d", "sessions.delete", { session_id: "b" });
+    expect((await h.terminal("d")).result).toMatchObject({ deleted: true });
+    // The erase (POST /slots/0?action=erase, 93b) lands off the delete's way.
+    expect(await waitFor(() => kv.slots[0]?.tokens.length === 0, { timeoutMs: 5000 })).toBe(true);
+  }, 20_000);
+
   test("the same when b's turn quoting a was cancelled after its request", async () => {
     await using h = harness({ config: { memory: { enabled: true, top_k: 5 } } });
     const WORDS = "the lighthouse keeper GANNET-4410 hums";
