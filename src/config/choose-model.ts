@@ -2,6 +2,7 @@ import { readlinkSync, realpathSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { CoreError } from "../protocol/errors.ts";
 import { HF_PREFIX, parseHfModelPath } from "../protocol/model-ref.ts";
+import type { DriveAnswers } from "../util/drive-answers.ts";
 import { type ConfiguredModel, configuredModels } from "./model-entry.ts";
 import { DEFAULT_MODEL_NAME } from "./model-schema.ts";
 import type { Config } from "./schema.ts";
@@ -41,10 +42,46 @@ export function canonicalPath(path: string): string {
 export interface ModelFiles {
   canonical(path: string): string;
   cached(hfRef: string): string | null;
+  /** Asks a path's drive off the loop before `canonical`'s synchronous realpath (`answeringFiles`). */
+  drives?: DriveAnswers;
 }
 
 /** Plain paths only: a configured `hf:` model is matched by its reference alone. */
 export const plainFiles: ModelFiles = { canonical: canonicalPath, cached: () => null };
+
+/**
+ * `files` made safe to spell `ref` with (a request's model, or the config's for it): canonicalPath's
+ * realpath is synchronous, and on a dead network mount it held the whole core, ping and cancel
+ * too, for minutes. So a path, and the configured files it is matched against, are each asked
+ * for a stat off the loop first. The request's path not answering is `model_missing`
+ * (unreadable); a configured file not answering is matched by its spelling alone. A name asks
+ * nothing: a chat by name costs no stat.
+ */
+export async function answeringFiles(
+  config: Config,
+  ref: string | undefined,
+  files: ModelFiles,
+): Promise<ModelFiles> {
+  const { drives } = files;
+  const models = configuredModels(config);
+  if (!drives || ref === undefined || models.some((m) => m.name === ref)) return files;
+  if (ref.startsWith(HF_PREFIX) || !looksLikePath(ref)) return files;
+  const plain = models.map((m) => m.path).filter((p) => !p.startsWith(HF_PREFIX));
+  const asked = await Promise.all(
+    [ref, ...plain].map(async (p) => ((await drives.answers(resolve(p))) ? null : p)),
+  );
+  if (asked[0] !== null) {
+    const path = resolve(ref);
+    throw new CoreError(
+      "model_missing",
+      `model ${path}: unreadable: its drive did not answer within ${drives.waitMs / 1000} s (a network drive offline?)`,
+      { path, problem: "unreadable", field: "model" },
+    );
+  }
+  const silent = new Set(asked.filter((p) => p !== null));
+  if (silent.size === 0) return files;
+  return { ...files, canonical: (p) => (silent.has(p) ? resolve(p) : files.canonical(p)) };
+}
 
 /** SYMLOOP_MAX's usual value: a link that leads further than this is left as it is. */
 const MAX_LINKS = 40;

@@ -1,11 +1,12 @@
 import { randomInt } from "node:crypto";
 import { pickAgent } from "../agent/turn/pick-agent.ts";
 import { isRewrite, takePlace } from "../agent/turn/rewrite.ts";
-import { chooseChatModel, shownName } from "../config/choose-model.ts";
+import { answeringFiles, chooseChatModel, type ModelChoice, shownName } from "../config/choose-model.ts";
 import { configForModel } from "../config/model-entry.ts";
 import { configReadsNoImages } from "../config/reads-images.ts";
+import type { Config } from "../config/schema.ts";
 import { modelFiles } from "../models/model-files.ts";
-import { ChatEventFields, ChatParamsSchema, ChatResultSchema } from "../protocol/chat.ts";
+import { ChatEventFields, type ChatParams, ChatParamsSchema, ChatResultSchema } from "../protocol/chat.ts";
 import type { Place } from "../store/keyed-mutex.ts";
 import { logger } from "../util/logger.ts";
 import { defineMethod } from "./definition.ts";
@@ -25,6 +26,14 @@ function randomId(length: number, alphabet: string): string {
   return s;
 }
 
+/** The chat's model; a path's drive is asked off the loop first (a dead network mount held the core: choose-model.ts). */
+async function chatModel(params: ChatParams, config: Config, signal: AbortSignal): Promise<ModelChoice> {
+  const agent = pickAgent(config, params.agent);
+  const files = await answeringFiles(config, params.model ?? agent?.model, modelFiles);
+  signal.throwIfAborted();
+  return chooseChatModel(config, params.model, agent, files);
+}
+
 /**
  * One agent turn (docs/protocol.md#chat, docs/agent.md): streams the chat events, ends with the
  * turn's result. The model is the param's, else the agent's, else `default` (docs/models.md,
@@ -41,7 +50,7 @@ export const chat = defineMethod({
     // Cancelled while this module loaded (docs/protocol.md#cancel): the spawn below must not begin.
     ctx.signal.throwIfAborted();
     const config = services.config();
-    const model = chooseChatModel(config, params.model, pickAgent(config, params.agent), modelFiles);
+    const model = await chatModel(params, config, ctx.signal);
     const several = model.name === "default" ? services.models?.() : modelsApi(services, model.name);
     // Memory's vectors (docs/agent.md, "Memory"): the query embedded for recall, the turn's row after it.
     const index = config.memory.enabled ? services.memoryIndex?.() : undefined;

@@ -1,4 +1,4 @@
-import { chooseEmbedModel, shownName } from "../config/choose-model.ts";
+import { answeringFiles, chooseEmbedModel, shownName } from "../config/choose-model.ts";
 import { modelFiles } from "../models/model-files.ts";
 import { EmbedParamsSchema, EmbedResultSchema } from "../protocol/embed.ts";
 import { defineMethod } from "./definition.ts";
@@ -16,7 +16,15 @@ export const embed = defineMethod({
   run: async (params, ctx, services) => {
     // Cancelled while this module loaded: the scheduler would begin the model's load, then drop it.
     ctx.signal.throwIfAborted();
-    const model = chooseEmbedModel(services.config(), params.model, modelFiles);
+    const config = services.config();
+    // A path's drive asked off the loop first (a dead network mount held the core: choose-model.ts).
+    const files = await answeringFiles(
+      config,
+      params.model ?? config.memory.embedding_model ?? undefined,
+      modelFiles,
+    );
+    ctx.signal.throwIfAborted();
+    const model = chooseEmbedModel(config, params.model, files);
     const input = typeof params.input === "string" ? [params.input] : params.input;
     const out = await modelsApi(services, model.name).embed(model, input, ctx.signal);
     return { model: shownName(model), ...out };

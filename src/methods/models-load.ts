@@ -1,4 +1,4 @@
-import { findModel } from "../config/choose-model.ts";
+import { answeringFiles, findModel } from "../config/choose-model.ts";
 import { modelFiles } from "../models/model-files.ts";
 import {
   ModelsLoadEventFields,
@@ -22,7 +22,11 @@ export const modelsLoad = defineMethod({
     // Cancelled while this module loaded (docs/protocol.md#cancel): a cancel stops the wait, not
     // the load, so no load may begin for it.
     ctx.signal.throwIfAborted();
-    const model = findModel(services.config(), params.model, modelFiles);
+    const config = services.config();
+    // A path's drive asked off the loop first (a dead network mount held the core: choose-model.ts).
+    const files = await answeringFiles(config, params.model, modelFiles);
+    ctx.signal.throwIfAborted();
+    const model = findModel(config, params.model, files);
     return modelsApi(services, params.model).load(model, {
       pin: params.pin,
       signal: ctx.signal,

@@ -1,4 +1,4 @@
-import { findModel } from "../config/choose-model.ts";
+import { answeringFiles, findModel } from "../config/choose-model.ts";
 import { modelFiles } from "../models/model-files.ts";
 import { ModelsUnloadParamsSchema, ModelsUnloadResultSchema } from "../protocol/models-unload.ts";
 import { defineMethod } from "./definition.ts";
@@ -13,7 +13,9 @@ export const modelsUnload = defineMethod({
   params: ModelsUnloadParamsSchema,
   result: () => ModelsUnloadResultSchema,
   run: async (params, _ctx, services) => {
-    const model = findModel(services.config(), params.model, modelFiles);
+    const config = services.config();
+    // A path's drive asked off the loop first (a dead network mount held the core: choose-model.ts).
+    const model = findModel(config, params.model, await answeringFiles(config, params.model, modelFiles));
     return modelsApi(services, params.model).unload(model, { force: params.force });
   },
 });

@@ -14,6 +14,7 @@ import {
 } from "../plan/projector.ts";
 import { isCoreError } from "../protocol/errors.ts";
 import { HF_PREFIX } from "../protocol/model-ref.ts";
+import { answersFor } from "../util/drive-answers.ts";
 import { hubCacheDir, snapshotRootOf } from "./hf-cache.ts";
 import { isGgufPath, isProjector, namesText } from "./pick-gguf.ts";
 import { resolveModelPath, snapshotFiles } from "./resolve.ts";
@@ -45,9 +46,6 @@ export async function findProjector(
   return auto(model);
 }
 
-/** A configured projector's stat (or its cache folder's) not answered yet (model-memo.ts's `statLate`). */
-const projectorStats = new Map<string, Promise<void>>();
-
 /** `path`'s stat answered, else the projector `setting` is unreadable (its drive did not answer). */
 async function answered(
   path: string,
@@ -56,7 +54,7 @@ async function answered(
   key: string,
   options: MemoOptions,
 ): Promise<void> {
-  const late = await statLate(projectorStats, path, options);
+  const late = await statLate(answersFor(options), path);
   if (!late) return;
   const target = { path: model.path, width: model.n_embd, key };
   throw projectorError(

@@ -1,4 +1,5 @@
 import { canonicalPath, type ModelFiles } from "../config/choose-model.ts";
+import { drives } from "../util/drive-answers.ts";
 import { resolveModelPath } from "./resolve.ts";
 
 /**
@@ -9,6 +10,7 @@ import { resolveModelPath } from "./resolve.ts";
  */
 export const modelFiles: ModelFiles = {
   canonical: canonicalPath,
+  drives,
   cached: (hfRef) => {
     try {
       return resolveModelPath(hfRef);

@@ -1,23 +1,15 @@
 import { statSync } from "node:fs";
-import { stat } from "node:fs/promises";
 import { settingData } from "../config/model-entry.ts";
 import { CoreError, isCoreError } from "../protocol/errors.ts";
-import { within } from "../util/within.ts";
+import { answersFor, DRIVE_WAIT_MS, type DriveAnswers, type DriveOptions } from "../util/drive-answers.ts";
 import { readGgufHeader, shardPaths } from "./gguf-read.ts";
 import { type ModelInfo, modelInfo } from "./model.ts";
 
-/**
- * How long a read waits for the file's stat before the synchronous reads that follow it: on a
- * dead network mount a stat hangs for minutes, and a synchronous one held the whole core (ping,
- * cancel, every chat) from initialize's read-ahead on. Long enough for a sleeping USB or network
- * disk to spin up: a shorter wait called a model on one unreadable.
- */
-export const MODEL_STAT_WAIT_MS = 30_000;
+/** How long a read waits for the file's stat before its synchronous reads (util/drive-answers.ts). */
+export const MODEL_STAT_WAIT_MS = DRIVE_WAIT_MS;
 
 /** The stat and its wait (tests), and where a configured path is resolved. */
-export interface MemoOptions {
-  stat?: (path: string) => Promise<unknown>;
-  statWaitMs?: number;
+export interface MemoOptions extends DriveOptions {
   /**
    * The folder `resolve` reads synchronously to find a configured path (an `hf:` one's cache), or
    * null: its stat is awaited first, as the file's is, for a cache on a dead network mount.
@@ -45,15 +37,17 @@ export class ModelMemo {
   /** Headers parsed so far (what the memo saved is the rest of the reads). */
   parses = 0;
 
-  /** `key` is the config key that holds the path, handed to `resolve` for a refusal to name. */
-  /** A stat not answered yet, by file: a read after it waits on it rather than starting another. */
-  private readonly stats = new Map<string, Promise<void>>();
+  /** Whether a file's drive answers, asked off the loop before the synchronous reads. */
+  private readonly drives: DriveAnswers;
 
   constructor(
     private readonly resolve: (configured: string, key?: string) => string = (path) => path,
     private readonly options: MemoOptions = {},
-  ) {}
+  ) {
+    this.drives = answersFor(options);
+  }
 
+  /** `key` is the config key that holds the path, handed to `resolve` for a refusal to name. */
   async read(configured: string, key?: string): Promise<ModelInfo> {
     const folder = this.options.folderOf?.(configured) ?? null;
     if (folder !== null) await this.answered(folder, key, configured);
@@ -80,7 +74,7 @@ export class ModelMemo {
 
   /** `configured`: the model whose folder `path` is (the error names both). */
   private async answered(path: string, key: string | undefined, configured?: string): Promise<void> {
-    const late = await statLate(this.stats, path, this.options);
+    const late = await statLate(this.drives, path);
     if (!late) return;
     const model = configured ?? path;
     const why = configured === undefined ? late : `its folder ${path}: ${late}`;
@@ -95,27 +89,12 @@ export class ModelMemo {
 }
 
 /**
- * Waits for `path`'s stat off the loop: null once it answered, else (the wait over) why the file
- * is unreadable. A stat that never ends holds one of the runtime's file threads: one per file in
- * `stats`, however often asked. The model's read and a configured projector's (find-projector.ts).
+ * Waits for `path`'s stat off the loop (util/drive-answers.ts): null once it answered, else why
+ * the file is unreadable. The model's read and a configured projector's (find-projector.ts).
  */
-export async function statLate(
-  stats: Map<string, Promise<void>>,
-  path: string,
-  options: MemoOptions,
-): Promise<string | null> {
-  let pending = stats.get(path);
-  if (!pending) {
-    const asked = (options.stat ?? stat)(path).then(
-      () => {},
-      () => {},
-    );
-    pending = asked.finally(() => stats.delete(path));
-    stats.set(path, pending);
-  }
-  const waitMs = options.statWaitMs ?? MODEL_STAT_WAIT_MS;
-  if ((await within(pending, waitMs, "late")) !== "late") return null;
-  return `its drive did not answer within ${waitMs / 1000} s (a network drive offline?)`;
+export async function statLate(answers: DriveAnswers, path: string): Promise<string | null> {
+  if (await answers.answers(path)) return null;
+  return `its drive did not answer within ${answers.waitMs / 1000} s (a network drive offline?)`;
 }
 
 /** A refusal of the file names where its path was set (config key or request field), as an `hf:` one does. */

@@ -1,0 +1,93 @@
+import { afterEach, describe, expect, spyOn, test } from "bun:test";
+import * as fs from "node:fs";
+import { join } from "node:path";
+import { answeringFiles, findModel } from "../../src/config/choose-model.ts";
+import { parseConfigText } from "../../src/config/load.ts";
+import { chat } from "../../src/methods/chat.ts";
+import { embed } from "../../src/methods/embed.ts";
+import { modelsLoad } from "../../src/methods/models-load.ts";
+import { modelsUnload } from "../../src/methods/models-unload.ts";
+import { modelFiles } from "../../src/models/model-files.ts";
+import { DriveAnswers, drives } from "../../src/util/drive-answers.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+// A request's model path on a dead network mount: its realpath (synchronous) hung for minutes and
+// held the whole core, ping and cancel too. The drive is asked off the loop first.
+
+afterEach(() => {
+  (fs.realpathSync.native as unknown as { mockRestore?: () => void }).mockRestore?.();
+  (drives.answers as unknown as { mockRestore?: () => void }).mockRestore?.();
+});
+
+const ctx = { id: "r", signal: new AbortController().signal, emit: () => true } as never;
+
+const methods = [
+  (model: string, services: never) => chat.run(chat.params.parse({ input: "hi", model }), ctx, services),
+  (model: string, services: never) => embed.run(embed.params.parse({ input: "hi", model }), ctx, services),
+  (model: string, services: never) => modelsLoad.run(modelsLoad.params.parse({ model }), ctx, services),
+  (model: string, services: never) => modelsUnload.run(modelsUnload.params.parse({ model }), ctx, services),
+];
+
+describe("a request's model path whose drive does not answer", () => {
+  test("no synchronous realpath runs while its stat is out; once the wait is over it is model_missing", async () => {
+    using dir = tmpdir();
+    const text = "models:\n  - {name: e, kind: embedding, path: ./e.gguf}\n";
+    const config = parseConfigText(text, join(dir.path, "config.yaml")).config;
+    const services = { config: () => config } as never;
+    const far = "/mnt/offline/model.gguf";
+    const realpath = spyOn(fs.realpathSync, "native");
+    for (const run of methods) {
+      let answer = (_answers: boolean) => {};
+      const asked: string[] = [];
+      spyOn(drives, "answers").mockImplementation((path: string) => {
+        asked.push(path);
+        return new Promise<boolean>((resolve) => {
+          if (path === far) answer = resolve;
+          else resolve(true);
+        });
+      });
+      const outcome = Promise.resolve(run(far, services)).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      // The loop is free (a ping answers) and nothing synchronous touched the drive.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(realpath).not.toHaveBeenCalled();
+      expect(asked).toContain(far);
+      answer(false);
+      expect(await outcome).toMatchObject({
+        code: "model_missing",
+        data: { path: far, problem: "unreadable", field: "model" },
+      });
+      expect(realpath).not.toHaveBeenCalled();
+    }
+  });
+});
+
+describe("a configured model's file whose drive does not answer", () => {
+  test("a request's path is still served; the silent file is matched by its spelling, not realpath", async () => {
+    using dir = tmpdir();
+    fs.writeFileSync(join(dir.path, "near.gguf"), "GGUF");
+    const text = "models:\n  - {name: far, path: /mnt/offline/far.gguf}\n";
+    const config = parseConfigText(text, join(dir.path, "config.yaml")).config;
+    const silent = new DriveAnswers({ stat: () => new Promise(() => {}), statWaitMs: 1 });
+    const answers = spyOn(silent, "answers").mockImplementation(
+      async (path) => path !== "/mnt/offline/far.gguf",
+    );
+    const realpath = spyOn(fs.realpathSync, "native");
+    const files = await answeringFiles(config, join(dir.path, "near.gguf"), {
+      ...modelFiles,
+      drives: silent,
+    });
+    expect(findModel(config, join(dir.path, "near.gguf"), files)).toMatchObject({ kind: "path" });
+    expect(findModel(config, "/mnt/offline/far.gguf", files)).toMatchObject({
+      kind: "configured",
+      name: "far",
+    });
+    expect(realpath.mock.calls.map((c) => c[0])).not.toContain("/mnt/offline/far.gguf");
+    // A name asks no drive at all: a chat by name costs no stat.
+    answers.mockClear();
+    await answeringFiles(config, "far", { ...modelFiles, drives: silent });
+    expect(answers).not.toHaveBeenCalled();
+  });
+});
