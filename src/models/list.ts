@@ -1,6 +1,6 @@
-import { readdirSync, realpathSync, statSync } from "node:fs";
+import { realpathSync, statSync } from "node:fs";
 import { homedir } from "node:os";
-import { dirname, join, resolve } from "node:path";
+import { dirname, resolve } from "node:path";
 import { llamaServerOf } from "../config/find-binary.ts";
 import { configForModel, configuredModels } from "../config/model-entry.ts";
 import type { Config, LoadedConfig } from "../config/schema.ts";
@@ -12,15 +12,16 @@ import { isCoreError } from "../protocol/errors.ts";
 import { HF_PREFIX, parseHfModelPath } from "../protocol/model-ref.ts";
 import type { ModelEntry, ModelsResult } from "../protocol/models.ts";
 import { abortable } from "../util/abortable.ts";
+import { type DriveAnswers, drives } from "../util/drive-answers.ts";
+import { logger } from "../util/logger.ts";
 import { distinctPaths, sameFile } from "../util/same-file.ts";
 import { brokenLinkOf } from "./broken-link.ts";
 import { findProjector } from "./find-projector.ts";
 import { fitVerdict } from "./fit-verdict.ts";
-import { type Env, hubCacheDir, repoPaths } from "./hf-cache.ts";
-import { groupGgufs, isGgufPath, isProjector, missingText } from "./pick-gguf.ts";
+import { type Env, hubCacheDir } from "./hf-cache.ts";
+import { type Candidate, cachedCandidates, folderCandidates } from "./list-candidates.ts";
 import { quantizationOf } from "./quantization.ts";
-import { readRef, resolveCached, snapshotFiles } from "./resolve.ts";
-import { type FolderNames, folderNames } from "./utf8-names.ts";
+import { resolveCached } from "./resolve.ts";
 
 /**
  * Every GGUF model on this machine that local-ai can see — the Hugging Face cache's snapshots,
@@ -48,35 +49,34 @@ export interface ListDeps {
    * `cancel` never reaches a listing; a stop must, or thousands of files outlast the host's wait.
    */
   stop: AbortSignal;
-}
-
-/** A model found on disk, before its header is read. */
-interface Candidate {
-  source: ModelEntry["source"];
-  repo: string | null;
-  commit: string | null;
-  refs: string[];
-  file: string;
-  /** Absolute paths of the parts (pick-gguf.ts GgufGroup.parts). */
-  parts: string[];
-  missing: string[];
-  /** The missing parts as the verdict names them, `…` where more are missing than named. */
-  missingText: string;
-  model_path: string;
-  /** A part's name is not UTF-8 (utf8-names.ts): nothing can open it by the name shown. */
-  undecodable?: boolean;
+  /** Tests: whose drives answer (the core's shared one otherwise: util/drive-answers.ts). */
+  drives: DriveAnswers;
 }
 
 export async function listModels(input: ListInput, deps: Partial<ListDeps> = {}): Promise<ModelsResult> {
   const readHeader = deps.readHeader ?? readGgufHeader;
-  const folders = scannedFolders(input);
-  const candidates = dedupe([...cachedCandidates(input.cacheDir), ...folders.flatMap(folderCandidates)]);
-  const configured = configuredPath(input, input.config.model.path);
-  const named = configuredModels(input.config).map((m) => ({
-    name: m.name,
-    path: configuredPath(input, m.path),
-    mmproj: mmprojOf(input.config, m.name),
-  }));
+  // Every path is asked for a stat off the loop before the synchronous walk touches it: on a dead
+  // network mount (a folder, a linked file, model.path) one hung for minutes, the core with it.
+  const ask = deps.drives ?? drives;
+  const answering = async (paths: string[]) => {
+    const answers = await Promise.all(paths.map((p) => ask.answers(p)));
+    return paths.filter((_, i) => answers[i]);
+  };
+  const folders = scannedFolders(input, await answering(scanRoots(input)));
+  const cached = (await answering([input.cacheDir])).length ? cachedCandidates(input.cacheDir) : [];
+  const found = [...cached, ...folders.flatMap(folderCandidates)];
+  const reached = new Set(await answering(found.map((c) => c.parts[0]!)));
+  const candidates = dedupe(found.filter((c) => reached.has(c.parts[0]!)));
+  const reachable = async (path: string | null) =>
+    path !== null && (await answering([path])).length ? path : null;
+  const configured = await reachable(configuredPath(input, input.config.model.path));
+  const named = await Promise.all(
+    configuredModels(input.config).map(async (m) => ({
+      name: m.name,
+      path: await reachable(configuredPath(input, m.path)),
+      mmproj: mmprojOf(input.config, m.name),
+    })),
+  );
   const loaded = input.loaded ?? [];
   let hardware: Promise<HardwareSnapshot> | undefined;
   const entries: ModelEntry[] = [];
@@ -205,12 +205,19 @@ async function projectorOf(mmproj: string, model: ModelInfo): Promise<ProjectorC
   }
 }
 
-/** The config's folder and its model's folder (an `hf:` model lives in the cache, already scanned), each once however spelled. */
-function scannedFolders(input: ListInput): string[] {
+/** The config's folder and its model's folder (an `hf:` model lives in the cache, already scanned). */
+function scanRoots(input: ListInput): string[] {
   const folders = [resolve(input.configDir)];
   const path = input.config.model.path;
   if (!path.startsWith(HF_PREFIX)) folders.push(dirname(resolve(input.configDir, path)));
-  return distinctPaths(folders);
+  return folders;
+}
+
+/** The roots whose drive answered, each once however spelled; one that did not is left out and logged. */
+function scannedFolders(input: ListInput, answered: string[]): string[] {
+  for (const silent of scanRoots(input).filter((f) => !answered.includes(f)))
+    logger.warn(`models: ${silent} not listed: its drive did not answer (a network drive offline?)`);
+  return distinctPaths(answered);
 }
 
 /** A configured model's file: its path, or where the cache holds its `hf:` reference (null: not cached). */
@@ -222,110 +229,6 @@ function configuredPath(input: ListInput, path: string): string | null {
   } catch {
     return null;
   }
-}
-
-function folderCandidates(folder: string): Candidate[] {
-  let found: FolderNames;
-  try {
-    found = folderNames(folder);
-  } catch {
-    return [];
-  }
-  const names = found.names.filter((n) => isGgufPath(n) && !isProjector(n));
-  return groupGgufs(names).map((g) => ({
-    source: "folder" as const,
-    repo: null,
-    commit: null,
-    refs: [],
-    file: g.first,
-    parts: g.parts.map((p) => join(folder, p)),
-    missing: g.missing,
-    missingText: missingText(g),
-    model_path: join(folder, g.first),
-    undecodable: g.parts.some((p) => found.undecodable.has(p)),
-  }));
-}
-
-/** Every snapshot of every cached model repo; snapshots a ref points at come first. */
-function cachedCandidates(cacheDir: string): Candidate[] {
-  let dirs: string[];
-  try {
-    dirs = readdirSync(cacheDir).filter((d) => d.startsWith("models--"));
-  } catch {
-    return [];
-  }
-  return dirs.sort().flatMap((dir) => {
-    const repo = dir.slice("models--".length).split("--").join("/");
-    const paths = repoPaths(cacheDir, repo);
-    const refs = readRefs(paths.refs);
-    let commits: string[];
-    try {
-      commits = readdirSync(paths.snapshots);
-    } catch {
-      return [];
-    }
-    const referenced = (c: string) => (refs.get(c)?.includes("main") ? 0 : refs.has(c) ? 1 : 2);
-    commits.sort((a, b) => referenced(a) - referenced(b) || a.localeCompare(b));
-    return commits.flatMap((commit) => {
-      const snapshot = join(paths.snapshots, commit);
-      const onRefs = refs.get(commit) ?? [];
-      return groupGgufs(snapshotFiles(snapshot).filter((f) => !isProjector(f))).map((g) => ({
-        source: "hf_cache" as const,
-        repo,
-        commit,
-        refs: onRefs,
-        file: g.first,
-        parts: g.parts.map((p) => join(snapshot, ...p.split("/"))),
-        missing: g.missing,
-        missingText: missingText(g),
-        model_path: referenceOf(repo, g.first, onRefs) ?? join(snapshot, ...g.first.split("/")),
-      }));
-    });
-  });
-}
-
-/**
- * The `hf:` reference a request can load a file of main's snapshot by, or null: a folder no hub
- * repo is named by (`models--a--b--c`) or a file no reference can name (a control character) is
- * offered by its path, never as a reference every request would refuse.
- */
-function referenceOf(repo: string, file: string, refs: readonly string[]): string | null {
-  if (!refs.includes("main")) return null;
-  const ref = `${HF_PREFIX}${repo}:${file}`;
-  try {
-    parseHfModelPath(ref);
-    return ref;
-  } catch {
-    return null;
-  }
-}
-
-/** commit → the refs (main, tags, refs/pr/1 as pr/1) that name it. */
-function readRefs(refsDir: string): Map<string, string[]> {
-  const out = new Map<string, string[]>();
-  const walk = (dir: string, prefix: string, depth: number) => {
-    let names: string[];
-    try {
-      names = readdirSync(dir);
-    } catch {
-      return;
-    }
-    for (const name of names.sort()) {
-      const full = join(dir, name);
-      try {
-        if (statSync(full).isDirectory()) {
-          if (depth < 4) walk(full, `${prefix}${name}/`, depth + 1);
-          continue;
-        }
-        const commit = readRef(full);
-        out.set(commit, [...(out.get(commit) ?? []), `${prefix}${name}`]);
-      } catch {
-        // an unreadable ref names nothing
-      }
-    }
-  };
-  walk(refsDir, "", 0);
-  return out;
 }
 
 /** One entry per file on disk: the cache's link and a folder's link to the same blob are one model (the cache's, listed first, wins). */

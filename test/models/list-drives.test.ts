@@ -1,0 +1,48 @@
+import { afterEach, describe, expect, spyOn, test } from "bun:test";
+import * as fs from "node:fs";
+import { join } from "node:path";
+import { parseConfigText } from "../../src/config/load.ts";
+import { listModels } from "../../src/models/list.ts";
+import { DriveAnswers } from "../../src/util/drive-answers.ts";
+import { tinyLlama, writeGguf } from "../fixtures/gguf-writer.ts";
+import { cpuOnlyMachine, GIB } from "../fixtures/hardware.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+// model.path on a dead network mount, or a link into one beside the config: the listing's
+// synchronous walk (readdir, realpath, stat) hung for minutes on it, and the core with it.
+
+const probe = async () => cpuOnlyMachine({ ram: { total_bytes: 8 * GIB, available_bytes: 2 * GIB } });
+
+afterEach(() => {
+  (fs.realpathSync.native as unknown as { mockRestore?: () => void }).mockRestore?.();
+});
+
+describe("models: a drive that does not answer", () => {
+  test("its folder and a link into it are left out, nothing synchronous touches them, the rest is listed", async () => {
+    using dir = tmpdir();
+    const nas = join(dir.path, "nas");
+    fs.mkdirSync(nas);
+    writeGguf(nas, "far.gguf", tinyLlama());
+    writeGguf(dir.path, "near.gguf", tinyLlama());
+    fs.symlinkSync(join(nas, "far.gguf"), join(dir.path, "linked.gguf"));
+    const config = parseConfigText("model:\n  path: ./nas/far.gguf\n", join(dir.path, "config.yaml")).config;
+    const silent = (p: string) => p.startsWith(nas) || p.endsWith("linked.gguf");
+    const asked: string[] = [];
+    const drives = new DriveAnswers({
+      stat: (p) => {
+        asked.push(p);
+        return silent(p) ? new Promise(() => {}) : Promise.resolve();
+      },
+      statWaitMs: 1,
+    });
+    const realpath = spyOn(fs.realpathSync, "native");
+    const result = await listModels(
+      { config, configDir: dir.path, cacheDir: join(dir.path, "cache") },
+      { probe, drives },
+    );
+    expect(result.models.map((m) => m.file)).toEqual(["near.gguf"]);
+    expect(result.models[0]).toMatchObject({ configured: false });
+    expect(asked).toContain(nas);
+    expect(realpath.mock.calls.map((c) => String(c[0])).filter(silent)).toEqual([]);
+  });
+});
