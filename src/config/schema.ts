@@ -17,6 +17,8 @@ import { parseEndpoint, shownEntry } from "./rpc-endpoint.ts";
 const positiveInt = z.number().int().positive();
 const nonNegativeInt = z.number().int().nonnegative();
 const auto = z.literal("auto");
+/** GGML_MAX_N_THREADS (ggml.h): the most threads ggml's CPU masks know. */
+const LLAMA_MAX_THREADS = 512;
 
 const TIMER_MAX_S = Math.floor(MAX_TIMER_MS / 1000);
 /** A duration in seconds, bounded so that it stays a valid timer once turned into ms. */
@@ -167,7 +169,13 @@ export const LlamaSchema = z
     idle_unload_s: seconds.int().nonnegative().default(0),
     /** Parallel slots; "auto" lets the plan decide. */
     parallel: z.union([auto, positiveInt]).default("auto"),
-    threads: z.union([auto, positiveInt]).default("auto"),
+    /**
+     * ggml's most (GGML_MAX_N_THREADS in ggml.h): llama-server passes any count on, and ggml
+     * starts a thread per count (GGML_ASSERT on one the system refuses: the server aborts).
+     */
+    threads: z
+      .union([auto, positiveInt.max(LLAMA_MAX_THREADS, `at most ${LLAMA_MAX_THREADS} (ggml's most threads)`)])
+      .default("auto"),
     flash_attn: z.enum(["auto", "on", "off"]).default("auto"),
     cache_type_k: z.enum(KV_CACHE_TYPE_NAMES).default("f16"),
     cache_type_v: z.enum(KV_CACHE_TYPE_NAMES).default("f16"),
