@@ -1,7 +1,9 @@
+import type { Stats } from "node:fs";
 import type { LlamaEndpoint } from "../llama/http.ts";
 import { type LlamaProps, readProps } from "../llama/props.ts";
 import { SpareConnection } from "../llama/spare-connection.ts";
 import { abortable } from "../util/abortable.ts";
+import { type DriveAnswers, drives } from "../util/drive-answers.ts";
 import { type FileIdentity, fileIdentity, sameFile } from "../util/file-identity.ts";
 import { type SleepPhase, SleepWatch, type SleepWatchOptions } from "./idle-sleep.ts";
 import type { ProgressListener } from "./progress-beat.ts";
@@ -42,6 +44,35 @@ export function changedFile(files: LaunchFiles | null): string | undefined {
   if (!same(files.projector)) return "the vision projector file";
   if (!(files.adapters ?? []).every(same)) return "a LoRA adapter or control vector file";
   return undefined;
+}
+
+/**
+ * `changedFile` with each file's stat asked off the loop (per save and restore, on the chat's
+ * way): a model on a dead network mount held the core there, ping and cancel too. `late`: a
+ * file's drive did not answer within its wait, so whether it changed is not known.
+ */
+export async function changedFileNow(
+  files: LaunchFiles | null,
+  ask: DriveAnswers = drives,
+): Promise<string | undefined | "late"> {
+  if (!files) return undefined;
+  const named: [string, FileIdentity | undefined][] = [
+    ["the model file", files.model],
+    ["the vision projector file", files.projector],
+    ...(files.adapters ?? []).map((a): [string, FileIdentity | undefined] => [
+      "a LoRA adapter or control vector file",
+      a,
+    ]),
+  ];
+  const all = named.filter((n): n is [string, FileIdentity] => n[1] !== undefined);
+  const now = await Promise.all(all.map(([, then]) => ask.statOf(then.path)));
+  if (now.includes("late")) return "late";
+  const changed = all.find(([, then], i) => {
+    const st = now[i] as Stats | null;
+    const identity = st && { path: then.path, size: st.size, mtimeMs: Math.floor(st.mtimeMs), ino: st.ino };
+    return !sameFile(then, identity ?? undefined);
+  });
+  return changed?.[0];
 }
 
 /** What a lease's holder may read of its server (prompt reuse asks its slot table). */

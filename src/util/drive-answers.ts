@@ -1,3 +1,4 @@
+import type { Stats } from "node:fs";
 import { stat } from "node:fs/promises";
 import { within } from "./within.ts";
 
@@ -22,7 +23,7 @@ export interface DriveOptions {
  */
 export class DriveAnswers {
   /** A stat not answered yet, by path: a question after it waits on it rather than asking another. */
-  private readonly stats = new Map<string, Promise<void>>();
+  private readonly stats = new Map<string, Promise<Stats | null>>();
 
   constructor(private readonly options: DriveOptions = {}) {}
 
@@ -31,16 +32,21 @@ export class DriveAnswers {
   }
 
   async answers(path: string): Promise<boolean> {
+    return (await this.statOf(path)) !== "late";
+  }
+
+  /** The path's stat (null: it failed, a missing file), or `late` once the wait is over. */
+  async statOf(path: string): Promise<Stats | null | "late"> {
     let pending = this.stats.get(path);
     if (!pending) {
       const asked = (this.options.stat ?? stat)(path).then(
-        () => {},
-        () => {}, // a missing file answers too: the synchronous calls after it say what is wrong
+        (st) => (st instanceof Object && "ino" in st ? (st as Stats) : null),
+        () => null, // a missing file answers too: the synchronous calls after it say what is wrong
       );
       pending = asked.finally(() => this.stats.delete(path));
       this.stats.set(path, pending);
     }
-    return (await within(pending, this.waitMs, "late")) !== "late";
+    return await within(pending, this.waitMs, "late" as const);
   }
 }
 

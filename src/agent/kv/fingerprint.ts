@@ -3,7 +3,8 @@ import type { Config } from "../../config/schema.ts";
 import type { LlamaProps } from "../../llama/props.ts";
 import { adapterFiles } from "../../plan/adapter-files.ts";
 import { shownArgs } from "../../plan/secret-args.ts";
-import { changedFile, type LaunchFiles, type LaunchView } from "../../runtime/launch.ts";
+import { changedFileNow, type LaunchFiles, type LaunchView } from "../../runtime/launch.ts";
+import { type DriveAnswers, drives } from "../../util/drive-answers.ts";
 import { type FileIdentity, fileIdentity } from "../../util/file-identity.ts";
 import { logger } from "../../util/logger.ts";
 import { kvArgs } from "./kv-flags.ts";
@@ -104,6 +105,7 @@ export function launchFingerprint(
 export function launchFingerprinter(
   launch: LaunchView,
   llama: Config["llama"],
+  ask: DriveAnswers = drives,
 ): () => Promise<string | undefined> {
   const once = launch
     .props(AbortSignal.timeout(5000))
@@ -111,7 +113,10 @@ export function launchFingerprinter(
   let said = false;
   return async () => {
     const fp = await once;
-    const changed = fp === undefined ? undefined : changedFile(launch.files);
+    if (fp === undefined) return fp;
+    const changed = await changedFileNow(launch.files, ask);
+    // A drive that does not answer (a dead network mount): not known to be the same, not changed either.
+    if (changed === "late") return undefined;
     if (changed === undefined) return fp;
     // Named: an adapter retrained in place is no "model file" to whoever reads the log.
     if (!said)

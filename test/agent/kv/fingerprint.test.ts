@@ -1,10 +1,13 @@
-import { describe, expect, test } from "bun:test";
+import { describe, expect, spyOn, test } from "bun:test";
+import * as fs from "node:fs";
 import { copyFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { stat } from "node:fs/promises";
 import { join } from "node:path";
-import { fingerprint, launchFingerprint } from "../../../src/agent/kv/fingerprint.ts";
+import { fingerprint, launchFingerprint, launchFingerprinter } from "../../../src/agent/kv/fingerprint.ts";
 import { ConfigSchema } from "../../../src/config/schema.ts";
 import { parseProps } from "../../../src/llama/props.ts";
 import { filesUnchanged } from "../../../src/runtime/launch.ts";
+import { DriveAnswers } from "../../../src/util/drive-answers.ts";
 import { fileIdentity } from "../../../src/util/file-identity.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
@@ -235,4 +238,41 @@ test("the log names the adapter, not the model, when an adapter changed since th
   } finally {
     warn.mockRestore();
   }
+});
+
+describe("launchFingerprinter: a model on a drive that does not answer", () => {
+  test("each save or restore asks the files' stats off the loop: a dead mount gives no fingerprint, not a hung core", async () => {
+    await using dir = tmpdir();
+    const { props } = setup(dir.path);
+    const model = props.model_path as string;
+    const files = { model: fileIdentity(model), projector: undefined };
+    const launch = { props: () => Promise.resolve(props), projector: null, extraArgs: null, files } as never;
+    let silent = false;
+    let answer = () => {};
+    const asked: string[] = [];
+    const drives = new DriveAnswers({
+      stat: (p) => {
+        asked.push(p);
+        if (!silent) return stat(p);
+        return new Promise((resolve) => {
+          answer = () => resolve(stat(p));
+        });
+      },
+      statWaitMs: 1,
+    });
+    const statSync = spyOn(fs, "statSync");
+    const fp = launchFingerprinter(launch, llama, drives);
+    const atStart = await fp();
+    expect(atStart).toBeDefined();
+    silent = true;
+    expect(await fp()).toBeUndefined();
+    expect(await fp()).toBeUndefined();
+    expect(asked.filter((p) => p === model)).toHaveLength(2);
+    expect(statSync.mock.calls.filter((c) => c[0] === model)).toEqual([]);
+    statSync.mockRestore();
+    // The drive answers again (the hung stat too: one is asked per file while it hangs).
+    silent = false;
+    answer();
+    expect(await fp()).toBe(atStart);
+  });
 });
