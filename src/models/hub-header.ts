@@ -1,6 +1,7 @@
 import { gguf } from "@huggingface/gguf";
-import { type GgufHeader, headerOfParsed, splitProblem } from "../plan/gguf-read.ts";
+import { type GgufHeader, headerOfParsed } from "../plan/gguf-read.ts";
 import { GgufInvalid } from "../plan/gguf-scan.ts";
+import { splitProblem } from "../plan/gguf-split.ts";
 import { type ModelInfo, modelInfo } from "../plan/model.ts";
 import { CoreError, isCoreError } from "../protocol/errors.ts";
 import type { ModelRef } from "../protocol/model-ref.ts";

@@ -2,6 +2,7 @@ import { closeSync, readSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import type { gguf } from "@huggingface/gguf";
 import { CoreError } from "../protocol/errors.ts";
+import { type DriveAnswers, drives } from "../util/drive-answers.ts";
 import { NotRegularFile, openRegularFile, readFailure } from "../util/read-file.ts";
 import { terminalText } from "../util/terminal-text.ts";
 import { cutText } from "../util/text-cut.ts";
@@ -16,6 +17,7 @@ import {
   scanGguf,
   versionProblem,
 } from "./gguf-scan.ts";
+import { splitProblem } from "./gguf-split.ts";
 import { shardFileName, shardName } from "./shard-name.ts";
 
 /**
@@ -58,7 +60,7 @@ export function shardPaths(path: string): string[] {
   );
 }
 
-export async function readGgufHeader(path: string): Promise<GgufHeader> {
+export async function readGgufHeader(path: string, ask: DriveAnswers = drives): Promise<GgufHeader> {
   const files = shardPaths(path);
   const merged: GgufHeader = {
     path: files[0]!,
@@ -70,7 +72,7 @@ export async function readGgufHeader(path: string): Promise<GgufHeader> {
   };
   const parts: GgufHeader[] = [];
   for (const [i, file] of files.entries()) {
-    const one = await readOneFile(file, files.length > 1 ? `shard ${i + 1} of ${files.length}` : null);
+    const one = await readOneFile(file, files.length > 1 ? `shard ${i + 1} of ${files.length}` : null, ask);
     parts.push(one);
     if (i === 0) {
       merged.version = one.version;
@@ -85,59 +87,16 @@ export async function readGgufHeader(path: string): Promise<GgufHeader> {
   return merged;
 }
 
-/**
- * Why a split's parts are not one model's, as llama.cpp checks them (llama-model-loader.cpp)
- * where the parts say it, or null. Parts of two splits (another model's, another version's) were
- * planned as this model, and llama-server then refused the set. Local files and the hub's alike.
- */
-export function splitProblem(parts: readonly Pick<GgufHeader, "metadata" | "tensors">[]): string | null {
-  if (parts.length < 2) return null;
-  for (const [i, part] of parts.entries()) {
-    const wrong = partProblem(part.metadata, i, parts.length);
-    if (wrong) return `part ${i + 1} of ${parts.length}: ${wrong}`;
-  }
-  const tensors = parts.reduce((n, p) => n + p.tensors.length, 0);
-  const twice = tensorInTwoParts(parts);
-  if (twice) return twice;
-  const listed = parts[0]?.metadata["split.tensors.count"];
-  if (typeof listed === "number" && listed !== tensors)
-    return `its ${parts.length} parts hold ${tensors} tensors where the first says ${listed} (parts of different models or versions?)`;
-  return null;
-}
-
-/**
- * A tensor named in two parts (the halves of two cuts of one model), which llama.cpp's loader
- * refuses as it does a name given twice in one file (gguf-scan.ts): the plan counted it twice.
- */
-function tensorInTwoParts(parts: readonly Pick<GgufHeader, "tensors">[]): string | null {
-  const partOf = new Map<string, number>();
-  for (const [i, part] of parts.entries()) {
-    for (const t of part.tensors) {
-      const before = partOf.get(t.name);
-      const named = `the tensor ${quotedName(t.name)}`;
-      if (before === i) return `${named} is given twice in part ${i + 1}`;
-      if (before !== undefined) return `${named} is in parts ${before + 1} and ${i + 1}`;
-      partOf.set(t.name, i);
-    }
-  }
-  return null;
-}
-
-/**
- * What llama.cpp checks of a split's part (llama-model-loader.cpp) where the part says it:
- * `split.no` its place, `split.count` the parts the name gives. A part of another split (another
- * model's, another version's) was planned as this model's, and llama-server then refused the set.
- */
-function partProblem(md: GgufHeader["metadata"], index: number, parts: number): string | null {
-  const no = md["split.no"];
-  if (typeof no === "number" && no !== index) return `its split.no says it is part ${no + 1}`;
-  const count = md["split.count"];
-  if (typeof count === "number" && count !== parts) return `it says its split has ${count} parts`;
-  return null;
-}
-
-async function readOneFile(path: string, shardLabel: string | null): Promise<GgufHeader> {
+async function readOneFile(path: string, shardLabel: string | null, ask: DriveAnswers): Promise<GgufHeader> {
   const label = shardLabel ? `${path} (${shardLabel})` : path;
+  // The reads below are synchronous: on a dead network mount (a projector's, a split's later
+  // part) one hung for minutes and the core with it. Its stat is asked off the loop first.
+  if (!(await ask.answers(path)))
+    throw problem(
+      "unreadable",
+      label,
+      `unreadable: its drive did not answer within ${ask.waitMs / 1000} s (a network drive offline?)`,
+    );
   let opened: { fd: number; size: number };
   try {
     // Never a blocking open: a FIFO here would stop the whole core (util/read-file.ts).
