@@ -6,10 +6,11 @@ import { resolveModelPath } from "../models/resolve.ts";
 import { adapterFiles } from "../plan/adapter-files.ts";
 import { shownArgs } from "../plan/secret-args.ts";
 import { HF_PREFIX } from "../protocol/model-ref.ts";
-import { filesUnchanged, type LaunchFiles } from "../runtime/launch.ts";
+import { filesUnchangedNow, type LaunchFiles } from "../runtime/launch.ts";
 import type { ModelsApi } from "../runtime/models-api.ts";
 import { MemoryEmbedder } from "../store/memory-embedder.ts";
 import type { Store } from "../store/store.ts";
+import { type DriveAnswers, drives } from "../util/drive-answers.ts";
 import { type FileIdentity, fileIdentity } from "../util/file-identity.ts";
 import { vectorArgs } from "./vector-flags.ts";
 
@@ -105,12 +106,19 @@ export async function embedWith(
   texts: string[],
   signal: AbortSignal,
   path?: string,
+  ask: DriveAnswers = drives,
 ): Promise<number[][]> {
   let files: LaunchFiles | null = null;
   const out = await models.embed(choice, texts, signal, (launch) => {
     files = launch.files;
   });
-  if (filesUnchanged(files) && startedOnCurrent(files, path)) return out.embeddings;
+  // Asked off the loop (each turn's recall embeds): a model on a dead network mount held the core here.
+  const unchanged = await filesUnchangedNow(files, ask);
+  if (unchanged === "late")
+    throw new Error(
+      "the embedding model's drive did not answer (a network drive offline?); its vectors are not kept",
+    );
+  if (unchanged && startedOnCurrent(files, path)) return out.embeddings;
   await models.unload(choice, { force: false, keepPin: true }).catch(() => {});
   throw new Error("the embedding model's file changed since its server loaded it; it is loaded again");
 }

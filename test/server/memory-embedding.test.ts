@@ -1,5 +1,6 @@
-import { describe, expect, test } from "bun:test";
+import { describe, expect, spyOn, test } from "bun:test";
 import { createHash } from "node:crypto";
+import * as fs from "node:fs";
 import { mkdirSync, renameSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { PromptReuse } from "../../src/agent/kv/reuse.ts";
@@ -11,6 +12,7 @@ import { embeddingFingerprint, embedWith } from "../../src/server/memory-embeddi
 import { SeveralModels } from "../../src/server/several-models.ts";
 import { MemoryEmbedder } from "../../src/store/memory-embedder.ts";
 import { Store } from "../../src/store/store.ts";
+import { DriveAnswers } from "../../src/util/drive-answers.ts";
 import { fileIdentity } from "../../src/util/file-identity.ts";
 import { TINY_EMBED } from "../fixtures/llama-stand-in/embeddings.ts";
 import { LlamaStandIn } from "../fixtures/llama-stand-in/in-process.ts";
@@ -405,5 +407,27 @@ describe("an input that crashes the embedding server", () => {
     } finally {
       standIn.stop();
     }
+  });
+});
+
+describe("vectors from a server whose model's drive does not answer", () => {
+  test("are not kept, the model stays loaded, and no synchronous stat touched the file", async () => {
+    using dir = tmpdir();
+    const path = join(dir.path, "embed.gguf");
+    writeFileSync(path, "GGUF one");
+    const launch = { files: { model: fileIdentity(path), projector: undefined } } as unknown as LaunchView;
+    const { models, unloaded } = modelsOn(launch);
+    const choice = { name: "embedder" } as ModelChoice;
+    const silent = new DriveAnswers({ stat: () => new Promise(() => {}), statWaitMs: 1 });
+    const statSync = spyOn(fs, "statSync");
+    try {
+      await expect(
+        embedWith(models, choice, ["a"], new AbortController().signal, path, silent),
+      ).rejects.toThrow("did not answer");
+      expect(statSync.mock.calls.filter((c) => c[0] === path)).toEqual([]);
+    } finally {
+      statSync.mockRestore();
+    }
+    expect(unloaded).toEqual([]);
   });
 });
