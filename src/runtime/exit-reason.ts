@@ -1,4 +1,6 @@
+import { existsSync } from "node:fs";
 import type { ErrorCode } from "../protocol/errors.ts";
+import { type DriveAnswers, drives } from "../util/drive-answers.ts";
 import { wholeCharCut } from "../util/text-cut.ts";
 
 /**
@@ -149,6 +151,31 @@ export function classifyStartExit(
     code: "internal_error",
     // Cut between characters: the host's parser refuses a line with half an emoji (a path's).
     message: `llama-server ${how} during start-up${lastError ? `: ${lastError.slice(0, wholeCharCut(lastError, 300))}` : ""}`,
+    retryPort: false,
+  };
+}
+
+/**
+ * A model file gone between the plan and the spawn, told by the file itself: llama-server logs
+ * through a thread of its own, and an exit on a busy machine can come before its last lines
+ * ("failed to open GGUF file"…) are written (seen under load: 1 start in 20 lost them). Its stat
+ * is asked off the loop first: on a dead network mount a synchronous one held the whole core.
+ */
+export async function modelGone(
+  argv: readonly string[],
+  ask: DriveAnswers = drives,
+): Promise<StartFailure | undefined> {
+  const i = argv.indexOf("-m");
+  const path = i >= 0 ? argv[i + 1] : undefined;
+  if (path === undefined) return undefined;
+  const answered = await ask.answers(path);
+  if (answered && existsSync(path)) return undefined;
+  const why = answered
+    ? "not found, or out of this user's reach"
+    : `its drive did not answer within ${ask.waitMs / 1000} s: a network drive offline?`;
+  return {
+    code: "model_missing",
+    message: `model file cannot be opened: ${path} (${why})`,
     retryPort: false,
   };
 }

@@ -1,4 +1,3 @@
-import { existsSync } from "node:fs";
 import { healthStatus, modelsStatus } from "../llama/health.ts";
 import { secretsByEnv, shownArgs } from "../plan/secret-args.ts";
 import { CoreError, cancelledError, openFilesUsedUp } from "../protocol/errors.ts";
@@ -6,7 +5,7 @@ import { logger } from "../util/logger.ts";
 import { childEnv } from "./child-env.ts";
 import { CHILD_MODE_ENV, EXIT_LINE } from "./child-mode.ts";
 import { StateLines } from "./child-state.ts";
-import { classifyStartExit, type StartFailure } from "./exit-reason.ts";
+import { classifyStartExit, modelGone, type StartFailure } from "./exit-reason.ts";
 import { LogRedactor, secretHider } from "./log-redact.ts";
 import { LogTail, readLines } from "./log-sink.ts";
 import { removePidRecord, writePidRecord } from "./pid-file.ts";
@@ -275,27 +274,11 @@ export function startupOverdue(
 /** Longest an exit's verdict waits for the last log lines (a grandchild may hold the pipes open). */
 const DRAIN_WAIT_MS = 2000;
 
-/**
- * A model file gone between the plan and the spawn, told by the file itself: llama-server logs
- * through a thread of its own, and an exit on a busy machine can come before its last lines
- * ("failed to open GGUF file"…) are written (seen under load: 1 start in 20 lost them).
- */
-function modelGone(argv: readonly string[]): StartFailure | undefined {
-  const i = argv.indexOf("-m");
-  const path = i >= 0 ? argv[i + 1] : undefined;
-  if (path === undefined || existsSync(path)) return undefined;
-  return {
-    code: "model_missing",
-    message: `model file cannot be opened: ${path} (not found, or out of this user's reach)`,
-    retryPort: false,
-  };
-}
-
 async function exitFailure(s: Spawned, exit: Exit): Promise<LaunchFailure> {
   // The verdict reads the log's last lines ("failed to open model"…): on a loaded machine they
   // may arrive well after the exit, so wait for the pipes' end, not a guessed moment.
   await Promise.race([s.drained, Bun.sleep(DRAIN_WAIT_MS)]);
-  const why = modelGone(s.argv) ?? classifyStartExit(s.tail.last(), exit.code, exit.signal);
+  const why = (await modelGone(s.argv)) ?? classifyStartExit(s.tail.last(), exit.code, exit.signal);
   return {
     error: new CoreError(why.code, why.message, {
       exit_code: exit.code,

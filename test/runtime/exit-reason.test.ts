@@ -1,6 +1,8 @@
-import { describe, expect, test } from "bun:test";
+import { describe, expect, spyOn, test } from "bun:test";
+import * as fs from "node:fs";
 import { readFileSync } from "node:fs";
-import { classifyStartExit } from "../../src/runtime/exit-reason.ts";
+import { classifyStartExit, modelGone } from "../../src/runtime/exit-reason.ts";
+import { DriveAnswers } from "../../src/util/drive-answers.ts";
 import { TRANSCRIPTS } from "../fixtures/recordings-dir.ts";
 
 describe("classifyStartExit", () => {
@@ -84,4 +86,23 @@ describe("classifyStartExit", () => {
       expect(r.message).toMatch(message);
     });
   }
+});
+
+describe("modelGone: the model file checked after a failed start", () => {
+  test("a drive that does not answer is model_missing saying so, with no synchronous look at the file", async () => {
+    const silent = new DriveAnswers({ stat: () => new Promise(() => {}), statWaitMs: 1 });
+    const exists = spyOn(fs, "existsSync");
+    try {
+      const why = await modelGone(["-m", "/mnt/offline/m.gguf", "--port", "1"], silent);
+      expect(why).toMatchObject({ code: "model_missing", retryPort: false });
+      expect(why?.message).toContain("did not answer");
+      expect(exists.mock.calls.filter((c) => c[0] === "/mnt/offline/m.gguf")).toEqual([]);
+    } finally {
+      exists.mockRestore();
+    }
+    // A drive that answers: a missing file is the reach message, a present one no verdict.
+    const answering = new DriveAnswers();
+    expect((await modelGone(["-m", "/no/such/m.gguf"], answering))?.message).toContain("not found");
+    expect(await modelGone(["-m", import.meta.path], answering)).toBeUndefined();
+  });
 });
