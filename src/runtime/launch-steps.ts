@@ -5,7 +5,7 @@ import { logger } from "../util/logger.ts";
 import { childEnv } from "./child-env.ts";
 import { CHILD_MODE_ENV, EXIT_LINE } from "./child-mode.ts";
 import { StateLines } from "./child-state.ts";
-import { classifyStartExit, modelGone, type StartFailure } from "./exit-reason.ts";
+import { classifyStartExit, modelGone } from "./exit-reason.ts";
 import { LogRedactor, secretHider } from "./log-redact.ts";
 import { LogTail, readLines } from "./log-sink.ts";
 import { removePidRecord, writePidRecord } from "./pid-file.ts";

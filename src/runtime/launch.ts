@@ -75,6 +75,15 @@ export async function changedFileNow(
   return changed?.[0];
 }
 
+/** `changedFileNow` as a yes or no: `late` when a file's drive did not answer. */
+export async function filesUnchangedNow(
+  files: LaunchFiles | null,
+  ask: DriveAnswers = drives,
+): Promise<boolean | "late"> {
+  const changed = await changedFileNow(files, ask);
+  return changed === "late" ? "late" : changed === undefined;
+}
+
 /** What a lease's holder may read of its server (prompt reuse asks its slot table). */
 export interface LaunchView extends LlamaEndpoint {
   /** A number per launch, in this core. */
