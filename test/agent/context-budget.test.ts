@@ -1,5 +1,11 @@
 import { describe, expect, test } from "bun:test";
-import { estimateAll, estimateTokens, KEEP_AFTER_TRIM, trimInSteps } from "../../src/agent/context-budget.ts";
+import {
+  estimateAll,
+  estimateTokens,
+  imagesFrom,
+  KEEP_AFTER_TRIM,
+  trimInSteps,
+} from "../../src/agent/context-budget.ts";
 import { REPLY_AGAIN } from "../../src/agent/write-again.ts";
 import type { ChatMessage } from "../../src/protocol/chat-message.ts";
 
@@ -92,5 +98,52 @@ describe("trimInSteps (docs/agent.md#history-trimming: in large steps)", () => {
     const h = history(4);
     const heavy = (i: number) => (i === 12 ? 1_000_000 : estimateTokens(h[i]));
     expect(trimInSteps(h, heavy, 0, oneTurn * 3)).toBe(h.length);
+  });
+});
+
+describe("imagesFrom on a long session (sessions.* with 100k messages: the core answers ping)", () => {
+  test("each message's cost is asked a bounded number of times, not once per turn it follows", () => {
+    // A first turn in a session of thousands of messages (no prompt record yet: a restart, an
+    // import) walked the whole history once per turn start: 20k messages held the loop 41 s.
+    const h = history(500);
+    let asked = 0;
+    const text = (i: number) => {
+      asked++;
+      return estimateTokens(h[i]);
+    };
+    const image = (i: number) => (h[i]?.role === "user" ? 1000 : 0);
+    const cut = imagesFrom(h, text, image, 0, 0, oneTurn * 2000);
+    expect(cut).toBeGreaterThan(0);
+    expect(h[cut]?.role).toBe("user");
+    expect(asked).toBeLessThanOrEqual(2 * h.length);
+  });
+
+  test("the cut is where walking every turn finds it", () => {
+    const h = history(50);
+    const text = (i: number) => estimateTokens(h[i]);
+    const image = (i: number) => (h[i]?.role === "user" ? 1000 : 0);
+    const budget = oneTurn * 60;
+    const slow = (from: number, cut: number) => {
+      let n = 0;
+      for (let i = from; i < h.length; i++) n += text(i) + (i >= cut ? image(i) : 0);
+      return n;
+    };
+    // The walk as it was: each turn start's cost summed from `from` anew.
+    const walked = (from: number, imageCut: number) => {
+      if (slow(from, imageCut) <= budget) return imageCut;
+      for (let s = 4; s < h.length; s += 4)
+        if (s > imageCut && slow(from, s) <= Math.floor(budget * KEEP_AFTER_TRIM)) return s;
+      return h.length;
+    };
+    for (const from of [0, 8, 13, 200]) {
+      for (const imageCut of [0, 4, 40, 120, 300]) {
+        const want = walked(from, imageCut);
+        expect({ from, imageCut, cut: imagesFrom(h, text, image, from, imageCut, budget) }).toEqual({
+          from,
+          imageCut,
+          cut: want,
+        });
+      }
+    }
   });
 });
