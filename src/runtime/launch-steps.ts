@@ -10,7 +10,7 @@ import { LogRedactor, secretHider } from "./log-redact.ts";
 import { LogTail, readLines } from "./log-sink.ts";
 import { removePidRecord, writePidRecord } from "./pid-file.ts";
 import { workFingerprint } from "./proc-info.ts";
-import type { ChildProcess, Spawner } from "./spawn.ts";
+import { type ChildProcess, groupEnds, type Spawner } from "./spawn.ts";
 import type { StartProgress } from "./start-progress.ts";
 
 // One launch of llama-server on one port, in three steps a test can drive one at a time:
@@ -275,8 +275,7 @@ export function startupOverdue(
 const DRAIN_WAIT_MS = 2000;
 
 async function exitFailure(s: Spawned, exit: Exit): Promise<LaunchFailure> {
-  // The verdict reads the log's last lines ("failed to open model"…): on a loaded machine they
-  // may arrive well after the exit, so wait for the pipes' end, not a guessed moment.
+  // The verdict reads the log's last lines, which may come well after the exit: wait for the pipes.
   await Promise.race([s.drained, Bun.sleep(DRAIN_WAIT_MS)]);
   const why = (await modelGone(s.argv)) ?? classifyStartExit(s.tail.last(), exit.code, exit.signal);
   return {
@@ -355,7 +354,8 @@ export function politeStopWait(readyAt: number, servedTask: boolean, now: number
  * stop for up to its SSE ping interval, 30 s). A child that reads our stdin (`exitLine`: child
  * mode) gets the router's exit line first, alone for half the grace, then SIGTERM; on Windows,
  * with no polite signal, the line alone until the grace ends. Otherwise SIGTERM at once (on
- * Windows the tree killed: nothing gentler exists).
+ * Windows the tree killed: nothing gentler exists). A wrapper's shell may die of the SIGTERM before
+ * its llama-server: that one has the rest of the grace (`groupEnds`), then the kill.
  */
 export async function stopChild(
   child: ChildProcess,
@@ -364,8 +364,7 @@ export async function stopChild(
   released?: Promise<boolean>,
 ): Promise<void> {
   const exited = child.exited.then(() => true);
-  // Its memory given back (`released`: supervisor.ts halt) is gone for whoever waits for that
-  // memory (the next model's start), a few ms before the exit itself is reported.
+  // Memory given back (`released`: supervisor.ts halt) is gone for the next start, ms before exit.
   const gone = released ? Promise.race([exited, released.then((r) => r || exited)]) : exited;
   const goneWithin = (ms: number) => Promise.race([gone, Bun.sleep(ms).then(() => false)]);
   if (graceMs > 0) {
@@ -373,8 +372,9 @@ export async function stopChild(
     if (exitLine && child.writeLine(EXIT_LINE)) signalAfterMs = child.politeSignal ? graceMs / 2 : graceMs;
     if (signalAfterMs > 0 && (await goneWithin(signalAfterMs))) return;
     if (signalAfterMs < graceMs) {
+      const deadline = Date.now() + graceMs - signalAfterMs;
       child.terminate();
-      if (await goneWithin(graceMs - signalAfterMs)) return;
+      if ((await goneWithin(graceMs - signalAfterMs)) && (await groupEnds(child, deadline))) return;
     }
     logger.warn(`llama-server (pid ${child.pid}) ignored the polite stop for ${graceMs} ms; killing it`);
   }

@@ -23,6 +23,11 @@ export interface ChildProcess {
    */
   readonly group?: boolean;
   /**
+   * Whether, itself reaped, members of its process group still run: a wrapper's shell that a
+   * SIGTERM ended before the llama-server it started. Its `kill()` still reaches them.
+   */
+  groupLingers?(): boolean;
+  /**
    * Writes one line to the child's stdin when it is a pipe we hold (child mode); false when it
    * is not, or the child is gone.
    */
@@ -93,6 +98,7 @@ export function bunSpawnerWith(joinJob: (pid: number) => boolean): Spawner {
       exited,
       politeSignal: process.platform !== "win32",
       group: process.platform !== "win32",
+      groupLingers: () => process.platform !== "win32" && reaped(proc) && orphanGroupAlive(proc.pid),
       writeLine: (line) => {
         if (!stdin || proc.exitCode !== null || proc.signalCode !== null) return false;
         try {
@@ -119,15 +125,52 @@ export function bunSpawnerWith(joinJob: (pid: number) => boolean): Spawner {
 
 export const bunSpawner: Spawner = bunSpawnerWith((pid) => joinCoreJob(pid));
 
+function reaped(proc: Subprocess): boolean {
+  return proc.exitCode !== null || proc.signalCode !== null;
+}
+
+/**
+ * Whether the group the reaped leader `pgid` led still has members. Its id cannot be another's
+ * while any member lives (the kernel holds the number); a process holding that pid now is a
+ * reuse (ours is reaped), and a group it leads is not ours.
+ */
+function orphanGroupAlive(pgid: number): boolean {
+  try {
+    process.kill(pgid, 0);
+    return false;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "ESRCH") return false;
+  }
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * The signal to the child's process group while the child is unreaped (its pid, and so the
- * group's id, cannot be another's yet); once reaped, the core never signals a group it led.
+ * group's id, cannot be another's yet), or once reaped while the group it led still has members
+ * (`orphanGroupAlive`): a wrapper's llama-server outliving the shell's SIGTERM gets the SIGKILL.
  */
 function safeKill(proc: Subprocess, signal: NodeJS.Signals): void {
-  if (proc.exitCode !== null || proc.signalCode !== null) return;
+  if (reaped(proc) && !orphanGroupAlive(proc.pid)) return;
   try {
     process.kill(-proc.pid, signal);
   } catch {
     // Already gone.
   }
+}
+
+/**
+ * Waits until no member of a reaped child's process group runs (`groupLingers`), or `deadline`
+ * (ms, `Date.now()`): true when none is left.
+ */
+export async function groupEnds(child: ChildProcess, deadline: number): Promise<boolean> {
+  while (child.groupLingers?.()) {
+    if (Date.now() >= deadline) return false;
+    await Bun.sleep(25);
+  }
+  return true;
 }

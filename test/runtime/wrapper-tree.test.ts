@@ -1,6 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { stopChild } from "../../src/runtime/launch-steps.ts";
+import { bunSpawner } from "../../src/runtime/spawn.ts";
 import { FAKE_SERVER_SCRIPT } from "../fixtures/llama-stand-in/binary.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { makeSupervisor, pidAlive, rejection, waitFor } from "./helpers/harness.ts";
@@ -66,4 +68,21 @@ describe.skipIf(process.platform === "win32")("a llama.binary wrapper that does 
       expect(await goneOrKilled(server as number)).toBe(true);
     },
   );
+
+  test("a SIGTERM that ends the shell first: the llama-server that ignores it still gets the kill", async () => {
+    await using dir = tmpdir();
+    const wrapper = join(dir.path, "wrapper");
+    const pidFile = join(dir.path, "inner.pid");
+    // The inner process ignores SIGTERM (a llama-server busy loading or streaming); the shell dies of it.
+    writeFileSync(wrapper, `#!/bin/sh\nsh -c 'trap "" TERM; echo $$ > ${pidFile}; exec sleep 60'\n`, {
+      mode: 0o755,
+    });
+    const child = bunSpawner({ path: wrapper, argv: [], env: {} });
+    expect(await waitFor(() => existsSync(pidFile) && readFileSync(pidFile, "utf8").endsWith("\n"))).toBe(
+      true,
+    );
+    const inner = Number(readFileSync(pidFile, "utf8"));
+    await stopChild(child, 300);
+    expect(await goneOrKilled(inner)).toBe(true);
+  });
 });
