@@ -280,7 +280,10 @@ function ownerAlive(r: PidRecord, deps: Deps): boolean {
   return id.start_time === r.owner.start_time;
 }
 
-/** Signals the process, and with `group` its process group (pid-file.ts `PidRecord.group`). */
+/**
+ * Signals the process, and with `group` (`PidRecord.group`) its process group, waiting for the
+ * whole group: a wrapper's shell may die of the SIGTERM before its llama-server.
+ */
 async function stop(
   pid: number,
   group: boolean,
@@ -292,15 +295,37 @@ async function stop(
 > {
   try {
     const target = group ? -pid : pid;
+    const alive = group ? groupRemains(deps) : deps.alive;
     process.kill(target, "SIGTERM");
-    if (await waitGone(pid, deps.alive, deps.graceMs)) return { action: "stopped", signal: "SIGTERM" };
+    if (await waitGone(pid, alive, deps.graceMs)) return { action: "stopped", signal: "SIGTERM" };
     process.kill(target, "SIGKILL");
-    if (await waitGone(pid, deps.alive, 2000)) return { action: "stopped", signal: "SIGKILL" };
+    if (await waitGone(pid, alive, 2000)) return { action: "stopped", signal: "SIGKILL" };
     return { action: "failed", error: "still alive after SIGKILL" };
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === "ESRCH") return { action: "gone" };
     return { action: "failed", error: String((err as Error).message) };
   }
+}
+
+/**
+ * Whether the group that the leftover (shown the very process just before) led has members left
+ * (its leader a zombie included), and is still that group: its id is no other's while a member
+ * lives, and a process at that pid once the leader was seen gone is a reuse, leading a group not
+ * ours. Polled, so no start time is read again (`ps`, off Linux, blocks the loop for each).
+ */
+function groupRemains(deps: Deps): (pid: number) => boolean {
+  let leaderGone = false;
+  return (pid) => {
+    if (!leaderGone && deps.alive(pid)) return true;
+    leaderGone = true;
+    if (deps.alive(pid)) return false;
+    try {
+      process.kill(-pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
 }
 
 async function waitGone(pid: number, alive: (pid: number) => boolean, ms: number): Promise<boolean> {

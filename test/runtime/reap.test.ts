@@ -37,6 +37,37 @@ async function orphanIn(dir: string): Promise<{ childPid: number; record: string
   return { childPid, record: join(runDir, name as string) };
 }
 
+/**
+ * A wrapper that runs its "llama-server" (`sh -c '<inner>exec sleep 60'`) without exec, recorded
+ * as a core killed outright left it (its owner gone), then reaped: the outcomes, and whether the
+ * inner process was gone after (it is killed either way, so a failing run leaves nothing behind).
+ */
+async function reapWrapperLeftover(dir: string, inner: string, graceMs: number) {
+  const data = join(dir, "data");
+  const wrapper = join(dir, "llama-server");
+  const innerPid = join(dir, "inner.pid");
+  writeFileSync(wrapper, `#!/bin/sh\nsh -c '${inner}echo $$ > ${innerPid}; exec sleep 60'\n`, {
+    mode: 0o755,
+  });
+  const child = bunSpawner({ path: wrapper, argv: [], env: {} });
+  let pid = 0;
+  try {
+    expect(await waitFor(() => existsSync(innerPid) && readFileSync(innerPid, "utf8").endsWith("\n"))).toBe(
+      true,
+    );
+    pid = Number(readFileSync(innerPid, "utf8"));
+    writePidRecord(data, { pid: child.pid, port: 0, binary: wrapper, argv: [], group: child.group });
+    const file = pidFilePath(data);
+    const record = JSON.parse(readFileSync(file, "utf8")) as PidRecord;
+    writeFileSync(file, JSON.stringify({ ...record, owner: { pid: await deadPid(), start_time: null } }));
+    const outcomes = await reapLeftover(data, { ...configured(dir), graceMs });
+    return { outcomes, innerGone: await waitFor(() => !pidAlive(pid), { timeoutMs: 3000 }) };
+  } finally {
+    child.kill();
+    if (pid > 0 && pidAlive(pid)) process.kill(pid, "SIGKILL");
+  }
+}
+
 describe.skipIf(process.platform !== "linux")("reaping a llama-server left by a core killed outright", () => {
   test("the orphan survives its owner's kill -9 and the next start stops it", async () => {
     await using dir = tmpdir();
@@ -114,29 +145,17 @@ describe.skipIf(process.platform !== "linux")("reaping a llama-server left by a 
 
   test("a wrapper that runs llama-server without exec: the reap stops its process group, the server too", async () => {
     await using dir = tmpdir();
-    const data = join(dir.path, "data");
-    const wrapper = join(dir.path, "llama-server");
-    const innerPid = join(dir.path, "inner.pid");
-    writeFileSync(wrapper, `#!/bin/sh\nsh -c 'echo $$ > ${innerPid}; exec sleep 60'\n`, { mode: 0o755 });
-    const child = bunSpawner({ path: wrapper, argv: [], env: {} });
-    let inner = 0;
-    try {
-      expect(await waitFor(() => existsSync(innerPid) && readFileSync(innerPid, "utf8").endsWith("\n"))).toBe(
-        true,
-      );
-      inner = Number(readFileSync(innerPid, "utf8"));
-      writePidRecord(data, { pid: child.pid, port: 0, binary: wrapper, argv: [], group: child.group });
-      // As a core killed outright left it: its owner gone.
-      const file = pidFilePath(data);
-      const record = JSON.parse(readFileSync(file, "utf8")) as PidRecord;
-      writeFileSync(file, JSON.stringify({ ...record, owner: { pid: await deadPid(), start_time: null } }));
-      const outcomes = await reapLeftover(data, configured(dir.path));
-      expect(outcomes.map((o) => o.action)).toEqual(["stopped"]);
-      expect(await waitFor(() => !pidAlive(inner), { timeoutMs: 3000 })).toBe(true);
-    } finally {
-      child.kill();
-      if (inner > 0 && pidAlive(inner)) process.kill(inner, "SIGKILL");
-    }
+    const { outcomes, innerGone } = await reapWrapperLeftover(dir.path, "", 3000);
+    expect(outcomes.map((o) => o.action)).toEqual(["stopped"]);
+    expect(innerGone).toBe(true);
+  });
+
+  test("a wrapper's shell that the reap's SIGTERM ends first: its llama-server ignoring it still gets the SIGKILL", async () => {
+    await using dir = tmpdir();
+    // The inner process ignores SIGTERM (a llama-server busy loading); the shell dies of it at once.
+    const { outcomes, innerGone } = await reapWrapperLeftover(dir.path, `trap "" TERM; `, 300);
+    expect(outcomes.map((o) => ("signal" in o ? o.signal : o.action))).toEqual(["SIGKILL"]);
+    expect(innerGone).toBe(true);
   });
 
   test("a hand-written record naming an unrelated process: not signalled, the record kept", async () => {
