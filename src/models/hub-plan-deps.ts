@@ -1,8 +1,10 @@
 import { homedir } from "node:os";
 import type { PlanDeps } from "../plan/launch.ts";
+import { type MemoOptions, statAnswered } from "../plan/model-memo.ts";
 import { CoreError, isCoreError } from "../protocol/errors.ts";
-import { parseHfModelPath, pullCommand } from "../protocol/model-ref.ts";
-import type { Env } from "./hf-cache.ts";
+import { HF_PREFIX, parseHfModelPath, pullCommand } from "../protocol/model-ref.ts";
+import { answersFor } from "../util/drive-answers.ts";
+import { type Env, hubCacheDir } from "./hf-cache.ts";
 import { type RemoteDeps, readRemoteModel } from "./hub-header.ts";
 import { hubAccess } from "./hub-listing.ts";
 import { isNotDownloaded, resolveModelPath } from "./resolve.ts";
@@ -12,11 +14,18 @@ import { isNotDownloaded, resolveModelPath } from "./resolve.ts";
  * the hub's header (unless HF_HUB_OFFLINE), its plan saying so in a warning. Only `plan` uses
  * this; chat and doctor keep the offline read and its model_missing.
  */
-export function planDepsWithHub(base: PlanDeps, env: Env = process.env, deps: RemoteDeps = {}): PlanDeps {
+export function planDepsWithHub(
+  base: PlanDeps,
+  env: Env = process.env,
+  deps: RemoteDeps & MemoOptions = {},
+): PlanDeps {
   return {
     ...base,
     readModel: async (path, key) => {
       const home = deps.home ?? (env.HOME || homedir());
+      // The cache's stat off the loop first, as the model memo's (model-memo.ts): resolved here,
+      // an `hf:` path reaches the memo as a plain one, and the resolve reads the cache synchronously.
+      if (path.startsWith(HF_PREFIX)) await statAnswered(answersFor(deps), hubCacheDir(env, home), key, path);
       try {
         // Resolved here with this env (the base read leaves a plain path as it is).
         return await base.readModel(resolveModelPath(path, env, home, key), key);

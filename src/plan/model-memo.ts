@@ -72,20 +72,32 @@ export class ModelMemo {
     return info;
   }
 
-  /** `configured`: the model whose folder `path` is (the error names both). */
-  private async answered(path: string, key: string | undefined, configured?: string): Promise<void> {
-    const late = await statLate(this.drives, path);
-    if (!late) return;
-    const model = configured ?? path;
-    const why = configured === undefined ? late : `its folder ${path}: ${late}`;
-    throw keyed(
-      new CoreError("model_missing", `model ${model}: unreadable: ${why}`, {
-        path: model,
-        problem: "unreadable",
-      }),
-      key,
-    );
+  private answered(path: string, key: string | undefined, configured?: string): Promise<void> {
+    return statAnswered(this.drives, path, key, configured);
   }
+}
+
+/**
+ * `path`'s stat answered (`statLate`), else the model refused: model_missing unreadable, naming
+ * `configured` when `path` is the folder it is resolved in (the error names both).
+ */
+export async function statAnswered(
+  answers: DriveAnswers,
+  path: string,
+  key: string | undefined,
+  configured?: string,
+): Promise<void> {
+  const late = await statLate(answers, path);
+  if (!late) return;
+  const model = configured ?? path;
+  const why = configured === undefined ? late : `its folder ${path}: ${late}`;
+  throw keyed(
+    new CoreError("model_missing", `model ${model}: unreadable: ${why}`, {
+      path: model,
+      problem: "unreadable",
+    }),
+    key,
+  );
 }
 
 /**
