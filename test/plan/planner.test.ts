@@ -377,6 +377,18 @@ describe("config overrides and errors", () => {
     expect(p.warnings.join("\n")).not.toContain("s3cret");
   });
 
+  test("extra_args pulling another model from Docker Hub (-dr, --docker-repo) are warned of", async () => {
+    const m = await model("l7", llama7b);
+    for (const extra of [["-dr", "gemma3"], ["--docker-repo=ai/gemma3:latest"]]) {
+      const p = makePlan(m, CPU_ONLY, config({ llama: { extra_args: extra } }));
+      // llama-server fetches that model and loads it in place of the one the plan read (help.txt).
+      const flag = (extra[0] as string).split("=")[0];
+      expect(p.warnings).toContainEqual(
+        expect.stringContaining(`llama.extra_args ${flag}: llama-server loads`),
+      );
+    }
+  });
+
   test("extra_args that make llama-server keep the conversation are warned of (plan/decide/log-privacy.ts)", async () => {
     const m = await model("l7", llama7b);
     const p = makePlan(

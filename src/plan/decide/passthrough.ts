@@ -29,7 +29,7 @@ export function extraArgsDecision(extraArgs: readonly string[]): Decision | null
 
 /**
  * Flags naming the file llama-server loads, by the key the plan read it from: a path, or where it
- * downloads one from (a hub repo, a URL), which then wins over the path.
+ * downloads one from (a hub repo, a URL, a Docker Hub model), which then wins over the path.
  */
 const FILE_FLAGS: ReadonlyMap<string, string> = new Map([
   ["-m", "model.path"],
@@ -39,6 +39,8 @@ const FILE_FLAGS: ReadonlyMap<string, string> = new Map([
   ["--hf-repo", "model.path"],
   ["-mu", "model.path"],
   ["--model-url", "model.path"],
+  ["-dr", "model.path"],
+  ["--docker-repo", "model.path"],
   ["-mm", "model.mmproj"],
   ["--mmproj", "model.mmproj"],
   ["-mmu", "model.mmproj"],
