@@ -9,7 +9,8 @@ export const ImageInputSchema = z
   .object({
     data: z.string().optional(),
     mime: z.string().max(100).optional(),
-    path: z.string().optional(),
+    // Capped as a document's is: a megabyte of path came back whole in its refusal's message.
+    path: z.string().max(4096).optional(),
   })
   .strict();
 export type ImageInput = z.infer<typeof ImageInputSchema>;

@@ -282,6 +282,19 @@ describe("a chat with images", () => {
     expect(h.llama.model.remoteFetches).toBe(0);
   });
 
+  test("an image path over 4096 characters fails the params' check, not echoed back whole", async () => {
+    // A megabyte of path came back inside the refusal's message (`path must be absolute (…)`,
+    // `… cannot be read: the path is too long`): a megabyte error line, as a document's path is capped.
+    await using h = new ChatHarness(AGENTS, vision());
+    for (const path of [`/${"p".repeat(1_000_000)}.png`, `${"r".repeat(1_000_000)}.png`]) {
+      const { terminal } = await h.chat(`long${path[0]}`, { input: "look", images: [{ path }] });
+      expect(terminal.code).toBe("invalid_request");
+      expect(JSON.stringify(terminal).length).toBeLessThan(10_000);
+      expect(terminal.data).toMatchObject({ field: "images.0.path" });
+    }
+    expect(h.llama.requests).toHaveLength(0);
+  });
+
   test("a prompt whose image cannot fit: invalid_request with the token counts (104)", async () => {
     await using h = new ChatHarness(AGENTS, vision(60));
     const { terminal } = await h.chat(1, {
