@@ -197,25 +197,19 @@ export class Attachments {
     return new Map(rows.map((r) => [r.id, r.tokens]));
   }
 
-  /**
-   * One image with its bytes, when the user has it whole: one still being staged a part at a time,
-   * or erased in steps (parts first), is not, and was given with zeros for the parts not there.
-   */
-  get(userId: string, id: number): AttachmentData | undefined {
+  /** An image's row, its bytes not read (`readAttachment` reads them a part at a time). */
+  head(userId: string, id: number): Omit<AttachmentData, "data"> | undefined {
     const row = this.db
       .query("SELECT id, mime, bytes, tokens FROM attachments WHERE user_id = ? AND id = ?")
       .get(userId, id) as RefRow | null;
-    if (!row) return undefined;
-    const data = new Uint8Array(row.bytes);
-    const parts = this.db
-      .query("SELECT data FROM attachment_data WHERE id = ? AND user_id = ? ORDER BY part")
-      .iterate(id, userId) as Iterable<{ data: Uint8Array }>;
-    let at = 0;
-    for (const p of parts) {
-      data.set(p.data.subarray(0, data.length - at), at);
-      at += p.data.byteLength;
-    }
-    if (at < row.bytes) return undefined;
-    return { id: row.id, mime: row.mime, bytes: row.bytes, tokens: row.tokens, data };
+    return row ? { id: row.id, mime: row.mime, bytes: row.bytes, tokens: row.tokens } : undefined;
+  }
+
+  /** One part of an image's bytes, or undefined where it is not (yet, or any more) in the store. */
+  part(userId: string, id: number, part: number): Uint8Array | undefined {
+    const row = this.db
+      .query("SELECT data FROM attachment_data WHERE id = ? AND user_id = ? AND part = ?")
+      .get(id, userId, part) as { data: Uint8Array } | null;
+    return row?.data;
   }
 }

@@ -2,6 +2,7 @@ import { DataUrl } from "../../llama/data-url.ts";
 import type { LlmError } from "../../llama/errors.ts";
 import type { AttachmentRef, ChatMessage } from "../../protocol/chat-message.ts";
 import { CoreError } from "../../protocol/errors.ts";
+import { readAttachment } from "../../store/attachment-of.ts";
 import type { Store } from "../../store/store.ts";
 
 /**
@@ -89,15 +90,23 @@ export class TurnImages {
     });
   }
 
-  /** An image's bytes: in hand, else read from the store once for the turn. */
-  private data(ref: AttachmentRef): Uint8Array {
-    let data = this.bytes.get(ref.id);
-    if (!data) {
-      const found = this.store.guard(() => this.store.conversations.attachments.get(this.userId, ref.id));
+  /**
+   * The bytes of these images not yet in hand, read from the store once for the turn, a part at
+   * a time (store/attachment-of.ts): before `wire`, which takes them from hand.
+   */
+  async load(refs: readonly AttachmentRef[]): Promise<void> {
+    for (const ref of refs) {
+      if (this.bytes.has(ref.id)) continue;
+      const found = await readAttachment(this.store, this.userId, ref.id);
       if (!found) throw new Error(`attachment ${ref.id} is gone from the store`);
-      data = found.data;
-      this.bytes.set(ref.id, data);
+      this.bytes.set(ref.id, found.data);
     }
+  }
+
+  /** An image's bytes, in hand (`load`). */
+  private data(ref: AttachmentRef): Uint8Array {
+    const data = this.bytes.get(ref.id);
+    if (!data) throw new Error(`attachment ${ref.id} was not loaded before its request`);
     return data;
   }
 }

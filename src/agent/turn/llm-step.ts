@@ -88,6 +88,7 @@ export async function llmStep(ctx: TurnContext, setup: StepSetup, step: number):
     let textTokens: Promise<number | undefined> | undefined;
     try {
       await setup.format?.beforeRequest(deps.signal);
+      await session.images.load(refs);
       const body = { ...request(ctx, setup), messages: session.images.wire(messages) };
       const reply = await watchedCompletion(setup.lease, body, {
         signal: deps.signal,

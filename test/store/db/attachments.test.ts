@@ -1,8 +1,10 @@
 import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
+import { refsOf, TurnImages } from "../../../src/agent/turn/images.ts";
+import type { DataUrl } from "../../../src/llama/data-url.ts";
 import type { AttachmentRef } from "../../../src/protocol/chat-message.ts";
-import { attachmentOf } from "../../../src/store/attachment-of.ts";
+import { attachmentOf, readAttachment } from "../../../src/store/attachment-of.ts";
 import { DB_FILE } from "../../../src/store/db/open.ts";
 import { Store } from "../../../src/store/store.ts";
 import { filesHolding } from "../../fixtures/files-holding.ts";
@@ -51,6 +53,21 @@ async function turnWithImages(
   return attachments;
 }
 
+/** What `work` returns, and the turns of the event loop it gave back while it ran (none: it held the loop). */
+async function turnsDuring<T>(work: () => Promise<T> | T): Promise<{ value: T; turns: number }> {
+  let turns = 0;
+  let running = true;
+  const spin = () => {
+    if (!running) return;
+    turns++;
+    setImmediate(spin);
+  };
+  setImmediate(spin);
+  const value = await work();
+  running = false;
+  return { value, turns };
+}
+
 describe("attachments", () => {
   test("sessions.get shows a message's images, sessions.attachment gives their bytes to their user only", async () => {
     using dir = tmpdir();
@@ -62,9 +79,9 @@ describe("attachments", () => {
       { id: ref!.id, mime: "image/png", bytes: image.byteLength },
     ]);
     expect(page.messages[1]?.attachments).toBeUndefined();
-    const got = attachmentOf(store, "alice", ref!.id);
+    const got = await attachmentOf(store, "alice", ref!.id);
     expect(Buffer.from(got.data, "base64").equals(Buffer.from(image))).toBe(true);
-    expect(() => attachmentOf(store, "bob", ref!.id)).toThrow(/no attachment/);
+    await expect(attachmentOf(store, "bob", ref!.id)).rejects.toThrow(/no attachment/);
     // The history the model sees carries the refs, and the tokens it was counted at are kept.
     const history = store.conversations.history("alice", "s");
     expect(history[0]).toEqual({ role: "user", content: "look", attachments: [ref!] });
@@ -85,8 +102,8 @@ describe("attachments", () => {
     const page = store.get("alice", "s", 10);
     expect(page.messages).toHaveLength(2);
     expect(page.messages[0]?.attachments?.map((a) => a.id)).toEqual([edited!.id]);
-    expect(() => attachmentOf(store, "alice", first!.id)).toThrow();
-    expect(() => attachmentOf(store, "alice", second!.id)).toThrow();
+    await expect(attachmentOf(store, "alice", first!.id)).rejects.toThrow();
+    await expect(attachmentOf(store, "alice", second!.id)).rejects.toThrow();
     store.close();
   });
 
@@ -102,9 +119,9 @@ describe("attachments", () => {
     );
     store.conversations.saveCheckpoint("alice", "s", "{}", new Date());
     expect(store.conversations.history("alice", "s")).toEqual([]);
-    expect(attachmentOf(store, "alice", staged!.id).bytes).toBeGreaterThan(0);
+    expect((await attachmentOf(store, "alice", staged!.id)).bytes).toBeGreaterThan(0);
     store.conversations.clearCheckpoint("alice", "s");
-    expect(() => attachmentOf(store, "alice", staged!.id)).toThrow();
+    await expect(attachmentOf(store, "alice", staged!.id)).rejects.toThrow();
     store.close();
   });
 
@@ -131,22 +148,38 @@ describe("attachments", () => {
     store.conversations.ensureSession("alice", "s", "a", "x", new Date());
     // Three images of three parts: in one transaction, 8 of 20 MB held the loop 1.8 s.
     const images = ["A", "B", "C"].map((c) => ({ mime: "image/png", data: Buffer.alloc(2_500_000, c) }));
-    let turns = 0;
-    let running = true;
-    const spin = () => {
-      if (!running) return;
-      turns++;
-      setImmediate(spin);
-    };
-    setImmediate(spin);
-    const refs = await store.conversations.attachments.stage("alice", "s", images, new Date());
-    running = false;
-    expect(turns).toBeGreaterThanOrEqual(8);
-    expect(refs.map((r) => attachmentOf(store, "alice", r.id).bytes)).toEqual([
-      2_500_000, 2_500_000, 2_500_000,
-    ]);
-    const back = store.conversations.attachments.get("alice", refs[1]!.id)!.data;
+    const staged = await turnsDuring(() =>
+      store.conversations.attachments.stage("alice", "s", images, new Date()),
+    );
+    const refs = staged.value;
+    expect(staged.turns).toBeGreaterThanOrEqual(8);
+    expect(
+      await Promise.all(refs.map(async (r) => (await attachmentOf(store, "alice", r.id)).bytes)),
+    ).toEqual([2_500_000, 2_500_000, 2_500_000]);
+    const back = (await readAttachment(store, "alice", refs[1]!.id))!.data;
     expect(Buffer.from(back).equals(images[1]!.data)).toBe(true);
+    store.close();
+  });
+
+  test("an image is read back a part at a time, the loop turning between: sessions.attachment, a turn's history", async () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    // Three parts: read in one go, a 20 MB image held the loop ~40 ms, three a turn resends over 100 ms.
+    const image = Buffer.alloc(2_500_000, "K");
+    const [ref] = await turnWithImages(store, "alice", "s", "look", [image]);
+    const given = await turnsDuring(() => attachmentOf(store, "alice", ref!.id));
+    expect(Buffer.from(given.value.data, "base64").equals(image)).toBe(true);
+    expect(given.turns).toBeGreaterThanOrEqual(2);
+    // A later turn's request carries the history's image: read before it is built, in parts too.
+    const images = new TurnImages(store, "alice");
+    const messages = store.conversations.history("alice", "s");
+    const sent = await turnsDuring(async () => {
+      await images.load(refsOf(messages));
+      return images.wire(messages);
+    });
+    expect(sent.turns).toBeGreaterThanOrEqual(2);
+    const url = (sent.value[0] as { content: { image_url?: { url: DataUrl } }[] }).content[1]?.image_url?.url;
+    expect(Buffer.from(url!.bytes).equals(image)).toBe(true);
     store.close();
   });
 
@@ -164,7 +197,7 @@ describe("attachments", () => {
       // Between its parts' transactions: the row and its first part are in, the rest not yet.
       id ||= (raw.query("SELECT max(id) AS id FROM attachments").get() as { id: number }).id;
       try {
-        seen.push(attachmentOf(store, "alice", id).bytes);
+        seen.push((await attachmentOf(store, "alice", id)).bytes);
       } catch (err) {
         seen.push((err as { data?: { reason?: string } }).data?.reason ?? String(err));
       }
@@ -181,7 +214,7 @@ describe("attachments", () => {
     expect(seen).toEqual(["attachment_not_found", "attachment_not_found", 2_500_000]);
     // An erase in steps (a full disk) takes the parts before the row: none given half gone.
     raw.query("DELETE FROM attachment_data WHERE id = ? AND part = 1").run(ref!.id);
-    expect(() => attachmentOf(store, "alice", ref!.id)).toThrow(/no attachment/);
+    await expect(attachmentOf(store, "alice", ref!.id)).rejects.toThrow(/no attachment/);
     store.close();
   });
 
@@ -204,7 +237,7 @@ describe("attachments", () => {
       failing,
     );
     await expect(staging).rejects.toThrow("disk full");
-    for (let id = 1; id <= 4; id++) expect(() => attachmentOf(store, "alice", id)).toThrow();
+    for (let id = 1; id <= 4; id++) await expect(attachmentOf(store, "alice", id)).rejects.toThrow();
     store.close();
   });
 
@@ -231,7 +264,7 @@ describe("attachments", () => {
     await expect(staging).rejects.toThrow("cancelled by the host");
     // Two parts written, then the delete of what was staged: nothing more.
     expect(writes).toBe(3);
-    for (let id = 1; id <= 4; id++) expect(() => attachmentOf(store, "alice", id)).toThrow();
+    for (let id = 1; id <= 4; id++) await expect(attachmentOf(store, "alice", id)).rejects.toThrow();
     store.close();
   });
 });
