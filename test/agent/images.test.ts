@@ -22,6 +22,13 @@ const result = (m: Msg) => m.result as Json;
 const userParts = (h: ChatHarness, n: number) =>
   h.llama.requests[n]!.body.messages.filter((m) => m.role === "user").map((m) => m.content as unknown);
 
+/** Session `s`'s turn with `image`, broken off mid-stream (its checkpoint kept); the next reply scripted. */
+async function brokenOff(h: ChatHarness, image: Buffer): Promise<void> {
+  h.llama.script({ content: ["par", "tial"], crash_after_chunks: 3 }, { content: "done" });
+  const broken = await h.chat(1, { session_id: "s", input: "look", images: [{ data: b64(image) }] });
+  expect(broken.terminal.type).toBe("error");
+}
+
 describe("a chat with images", () => {
   test("sent as image_url parts after the text (101), counted in usage.image_tokens (103), kept with the message", async () => {
     await using h = new ChatHarness(AGENTS, vision());
@@ -396,10 +403,8 @@ describe("a chat with images", () => {
 
   test("a turn that failed mid-stream keeps its images: resume sends them again; a fresh turn drops them", async () => {
     await using h = new ChatHarness(AGENTS, vision());
-    h.llama.script({ content: ["par", "tial"], crash_after_chunks: 3 }, { content: "done" });
     const image = png(6, 6);
-    const broken = await h.chat(1, { session_id: "s", input: "look", images: [{ data: b64(image) }] });
-    expect(broken.terminal.type).toBe("error");
+    await brokenOff(h, image);
     const staged = h.checkpoint("s")!.turn[0] as Json;
     expect(staged.attachments).toHaveLength(1);
     const { terminal } = await h.chat(2, { session_id: "s", resume: true });
@@ -414,6 +419,31 @@ describe("a chat with images", () => {
     await h.chat(4, { session_id: "t", input: "never mind" });
     h.send(5, "sessions.attachment", { id });
     expect((await h.terminal(5)).data).toMatchObject({ reason: "attachment_not_found" });
+  });
+
+  test("a resume ignores the chat's images (a stale path no longer refuses it); with nothing to resume they are checked", async () => {
+    await using h = new ChatHarness(AGENTS, vision());
+    const image = png(6, 6);
+    await brokenOff(h, image);
+    // The host sends the turn's params again with resume: its temporary file is gone by now.
+    const gone = join(h.dir.path, "gone.png");
+    const { terminal } = await h.chat(2, {
+      session_id: "s",
+      input: "look",
+      resume: true,
+      images: [{ path: gone }],
+    });
+    expect(terminal.type).toBe("result");
+    expect((userParts(h, 1)[0] as Json[])[1]!.image_url.url).toContain(b64(image));
+    // No interrupted turn: it runs as a new one, so its images are read and checked.
+    const fresh = await h.chat(3, {
+      session_id: "s",
+      input: "again",
+      resume: true,
+      images: [{ path: gone }],
+    });
+    expect(fresh.terminal.data).toMatchObject({ field: "images[0]", problem: "unreadable" });
+    expect(h.history("s")).toHaveLength(2);
   });
 
   test("a broken-off turn's photo, set aside by a fresh turn, leaves none of its bytes under data_dir", async () => {

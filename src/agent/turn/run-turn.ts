@@ -48,7 +48,8 @@ async function runHeldTurn(
   const sessionId = params.session_id ?? deps.randomId(8, "abcdefghijklmnopqrstuvwxyz0123456789");
   const traceId = deps.randomId(16, "0123456789abcdef");
   checkRewriteParams(params);
-  const images = await imagesOf(params, config, held, signal);
+  // A resume's are read once its session's place is held (`resumeImages`).
+  const checked = params.resume === true ? undefined : await imagesOf(params, config, held, signal);
   const rewriting = isRewrite(params);
   // A session the host named is watched, and its place in line taken, from the chat's arrival
   // (methods/chat.ts: a delete aborts `deps.signal`); one named here, from now.
@@ -69,6 +70,7 @@ async function runHeldTurn(
     unlock = await place.granted;
     const warnings: Warning[] = [];
     const key = { userId: params.user_id, sessionId };
+    const images = checked ?? (await resumeImages(params, config, held, turnSignal, store, key));
     // The session is read and the turn's first checkpoint written in the write that takes the
     // session's lease. Another core on the same data folder may be running a turn of it: this
     // one waits for it (a rewrite is refused instead: what it would replace may be changing).
@@ -131,6 +133,24 @@ function imagesOf(
     ...(held ? { room: held.room, track: held.track, readBytes: held.readBytes } : {}),
     signal,
   });
+}
+
+/**
+ * A resume's images: none where it resumes an interrupted turn, which sends its own again (they
+ * are ignored, docs/protocol.md: a stale path among them refused the resume); read and checked
+ * where it runs as a new turn. Asked with the session's place held, so no turn of this core
+ * ends or leaves a checkpoint in between.
+ */
+function resumeImages(
+  params: ChatParams,
+  config: TurnDeps["config"],
+  held: HeldRoom | undefined,
+  signal: AbortSignal,
+  store: ReturnType<TurnDeps["store"]>,
+  key: { userId: string; sessionId: string },
+) {
+  const interrupted = store.guard(() => store.conversations.checkpoint(key.userId, key.sessionId));
+  return interrupted === undefined ? imagesOf(params, config, held, signal) : Promise.resolve([]);
 }
 
 /** The start the chat method began (null: there was none to begin), else the one begun now. */
