@@ -198,15 +198,16 @@ export class SlotUse {
 
   /**
    * A session erased: its slots no longer count as its (their tokens are never saved); those
-   * slots, and those another session took that still hold its tokens (`prior`).
+   * slots, and those another session took that still hold its tokens (`priors`). Not `holders`
+   * (an edit: the slot it holds has the edited prompt): only the latter.
    */
-  forget(matches: (holder: string) => boolean): number[] {
+  forget(matches: (holder: string) => boolean, holders = true): number[] {
     const held: number[] = [];
     this.slots.forEach((s, slot) => {
       // Emptied in llama-server: nothing of any of them is left there.
       const prior = [...s.priors].some(matches);
       if (prior) s.priors.clear();
-      if (s.holder !== undefined && matches(s.holder)) {
+      if (holders && s.holder !== undefined && matches(s.holder)) {
         s.holder = undefined;
         s.dirty = false;
       } else if (!prior) return;

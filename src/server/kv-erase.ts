@@ -55,7 +55,8 @@ export class KvErase {
   /**
    * An edit (`replace_from`, `regenerate`) erased its session's tail: the state the session saved
    * before it holds that tail's tokens (its slot now holds the edited prompt, kept and saved
-   * again), and other sessions' records, slots and files quoting the session (memory notes, their
+   * again; a slot another session took, no request of it taken up there yet, still holds the
+   * tail and is emptied), and other sessions' records, slots and files quoting the session (memory notes, their
    * text in the sidecars) may hold the erased passages. Those go as for a `documents.delete`,
    * every note of the session with them (their rows are not told apart: a later turn of those
    * sessions processes its prompt again, no more). With several models, the session's slots and
@@ -64,11 +65,10 @@ export class KvErase {
    * state only; what quotes its notes quotes nothing erased, and dropping it cost a prefill.
    */
   forgetEdited(userId: string, sessionId: string, model: string, quoted = true): string[] {
-    const source = `session:${sessionId}`;
     return this.run((disk) => {
       const several = this.deps.several();
       if (several) several.forgetEdited(userId, sessionId, model, quoted);
-      else if (quoted) this.one((r) => r.forgetSource(userId, source));
+      else this.one((r) => r.forgetEdited(userId, sessionId, quoted));
       disk?.removeSession(userId, sessionId, quoted);
     });
   }

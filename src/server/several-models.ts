@@ -161,15 +161,14 @@ export class SeveralModels implements ModelsApi {
 
   /**
    * An edit on `model` replaced its session's tail: that model's slot holds the edited prompt and
-   * stays; any other model's slot or record of the session still holds the replaced tail, and
+   * stays (one another session took there, unread, is emptied); any other model's slot or record of the session still holds the replaced tail, and
    * would save it over the edited state, so the session goes from those as for a delete. What
    * quotes the session goes everywhere (kv-erase.ts `forgetEdited`), unless not `quoted`.
    */
   forgetEdited(userId: string, sessionId: string, model: string, quoted = true): boolean {
     for (const [name, r] of this.reuses) {
-      if (name === model) {
-        if (quoted) r.forgetSource(userId, `session:${sessionId}`);
-      } else r.forget(userId, sessionId);
+      if (name === model) r.forgetEdited(userId, sessionId, quoted);
+      else r.forget(userId, sessionId);
     }
     return this.reuses.size > 0;
   }

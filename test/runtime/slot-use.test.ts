@@ -104,6 +104,28 @@ describe("SlotUse (slot affinity, docs/agent.md#prompt-reuse)", () => {
     expect(t.dirty()).toEqual([{ slot: b.slot, holder: "u/b" }]);
   });
 
+  test("an edit's erase (not holders) empties only the slots another session took unread from it", () => {
+    const t = new SlotUse(2);
+    const a = t.take("u/a", 1)!;
+    t.release(a.slot, "u/a", true, 1);
+    const b = t.take("u/b", 2)!;
+    t.handTo(b.slot, "u/b");
+    t.release(b.slot, "u/b", true, 2);
+    // c takes a's slot (the least recently used), its request never taken up: a's tokens stay there.
+    const c = t.take("u/c", 3)!;
+    expect(c.slot).toBe(a.slot);
+    t.handTo(c.slot, "u/c");
+    t.release(c.slot, "u/c", true, 3, false);
+    // a's edit in b's slot: that slot holds the edited prompt and stays a's.
+    const e = t.take("u/a", 4)!;
+    t.handTo(e.slot, "u/a");
+    t.release(e.slot, "u/a", true, 4, true);
+    expect(t.forget((h) => h === "u/a", false)).toEqual([c.slot]);
+    expect(t.holderOf(e.slot)).toBe("u/a");
+    expect(t.holderOf(c.slot)).toBe("u/c");
+    expect(t.forget((h) => h === "u/a", false)).toEqual([]);
+  });
+
   test("a slot a turn of its own session has taken is not saved quietly; the taker saves the one it evicts", () => {
     const t = new SlotUse(1);
     const a = t.take("u/a", 1)!;

@@ -221,6 +221,15 @@ export class PromptReuse {
     else this.deps.disk?.removeSession(userId, sessionId);
   }
 
+  /** An edit of the session committed here: its slot (the edited prompt) stays; one another session took
+   *  unread still holds the replaced tail (`priors`): emptied; with `quoted`, what quotes it goes too. */
+  forgetEdited(userId: string, sessionId: string, quoted: boolean): void {
+    const launch = this.server?.launch;
+    const slots = launch?.slots.forget((h) => h === `${userId}/${sessionId}`, false) ?? [];
+    if (launch) clearSlots(launch, slots);
+    if (quoted) this.forgetSource(userId, `session:${sessionId}`);
+  }
+
   /** What notes quote erased (`document:<id>`; `file:<path>`, every user's: `userId` undefined), as `forget`. */
   forgetSource(userId: string | undefined, ...sources: string[]): void {
     for (const source of sources) this.erase(userId === undefined ? "" : `${userId}/`, () => false, source);

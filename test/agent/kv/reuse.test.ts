@@ -633,6 +633,52 @@ describe("an erased session in another session's saved state", () => {
     expect(await waitFor(() => kv.slots[0]?.tokens.length === 0, { timeoutMs: 5000 })).toBe(true);
   }, 20_000);
 
+  test("a slot b took from a, unread: an edit of a in another slot empties it of a's replaced tail", async () => {
+    await using h = harness({ slots: 2 });
+    withRamCache(h);
+    await say(h, "a", "my code word is ORYX-5521");
+    await say(h, "u", "tell me about the sea and the waves");
+    const kv = h.llama.model.kv;
+    // b takes a's slot (the least recently used); its request fails before llama-server took it
+    // up: the slot still holds a's prompt.
+    h.llama.script({ error: { status: 500, message: "boom" } });
+    expect((await h.chat(++id, { session_id: "b", input: "hello there" })).terminal.type).toBe("error");
+    expect(kv.slots[0]?.tokens.join("")).toContain("ORYX-5521");
+    // a's edit replaces the code word; it runs in the other slot (u's, now the least recently used).
+    const { terminal } = await h.chat(++id, { session_id: "a", replace_from: 0, input: "hi again" });
+    expect(terminal.type).toBe("result");
+    const held = (t: string[]) => t.join("").includes("ORYX-5521");
+    expect(held(kv.slots[1]?.tokens ?? [])).toBe(false);
+    expect(kv.ram.some(held)).toBe(false);
+    // b's next turn would hand what its slot holds to the RAM cache: the replaced tail must be gone.
+    await say(h, "b", "something else entirely");
+    expect(kv.slots.some((s) => held(s.tokens))).toBe(false);
+    expect(kv.ram.some(held)).toBe(false);
+  }, 20_000);
+
+  test("the same for a stopped turn of a that a's next chat sets aside", async () => {
+    await using h = harness({ slots: 2 });
+    withRamCache(h);
+    const kv = h.llama.model.kv;
+    const held = (t: string[]) => t.join("").includes("ORYX-5521");
+    h.llama.script({ content: ["a"], hang: true });
+    h.send("s", "chat", { session_id: "a", input: "my code word is ORYX-5521" });
+    expect(await waitFor(() => held(kv.slots[0]?.tokens ?? []), { timeoutMs: 5000 })).toBe(true);
+    h.send("c", "cancel", { request_id: "s" });
+    expect(JSON.stringify(await h.terminal("s"))).toContain("cancelled");
+    await say(h, "u", "tell me about the sea and the waves");
+    h.llama.script({ error: { status: 500, message: "boom" } });
+    expect((await h.chat(++id, { session_id: "b", input: "hello there" })).terminal.type).toBe("error");
+    expect(held(kv.slots[0]?.tokens ?? [])).toBe(true);
+    // a's next chat sets the stopped turn aside, in u's slot; its words were never the conversation's.
+    await say(h, "a", "hi again");
+    expect(h.history("a").some((m) => String(m.content).includes("ORYX-5521"))).toBe(false);
+    expect(kv.ram.some(held)).toBe(false);
+    await say(h, "b", "something else entirely");
+    expect(kv.slots.some((s) => held(s.tokens))).toBe(false);
+    expect(kv.ram.some(held)).toBe(false);
+  }, 20_000);
+
   test("the same when b's turn quoting a was cancelled after its request", async () => {
     await using h = harness({ config: { memory: { enabled: true, top_k: 5 } } });
     const WORDS = "the lighthouse keeper GANNET-4410 hums";
