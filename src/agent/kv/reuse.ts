@@ -165,7 +165,15 @@ export class PromptReuse {
     this.inRam.delete(k);
     const entry = inRam ? undefined : this.restorable(key, fp);
     const ramCache = (this.deps.cacheRamBytes() ?? 0) > 0;
-    if (evict) {
+    // A holder erased, edited or taken over elsewhere (or a note's source): emptied, kept from the RAM cache.
+    const held = server.launch.slots.holderOf(slot);
+    if (held !== undefined && held !== k) {
+      const { userId, sessionId } = keyOf(held);
+      if (!this.marks.current(held)) this.forget(userId, sessionId, true);
+      else this.quotable(userId, this.records.get(held) ?? emptyRecord());
+      await server.launch.slots.workOn(slot);
+    }
+    if (evict && server.launch.slots.holderOf(slot) === evict) {
       if (entry || !ramCache) await this.save(server, slot, evict, fp, { evicting: true });
       else keepLatest(this.inRam, evict, epoch, RECORDS_KEPT); // a session that never comes back is not kept for good
     }
@@ -261,15 +269,10 @@ export class PromptReuse {
    */
   private serverOf(lease: LlamaLease): Server {
     const { launch } = lease;
-    const known = this.server;
-    if (known?.launch === launch) return known;
+    if (this.server?.launch === launch) return this.server;
     this.diskOff = undefined;
-    const server: Server = {
-      launch,
-      fingerprint: launchFingerprinter(launch, this.deps.llama),
-    };
-    this.server = server;
-    return server;
+    this.server = { launch, fingerprint: launchFingerprinter(launch, this.deps.llama) };
+    return this.server;
   }
 
   /**

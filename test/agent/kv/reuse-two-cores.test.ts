@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { mkdirSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { KvDisk } from "../../../src/agent/kv/kv-disk.ts";
+import type { SupervisorSnapshot } from "../../../src/runtime/snapshot.ts";
 import { Store } from "../../../src/store/store.ts";
 import { filesHolding } from "../../fixtures/files-holding.ts";
 import { writeFakeModel } from "../../fixtures/llama-stand-in/binary.ts";
@@ -154,6 +155,40 @@ describe("a source erased by another core, in this core's prompt records", () =>
       store.sourcesGone = check;
     }
   }, 20_000);
+});
+
+describe("a session edited or deleted by another core, in the slot it holds here", () => {
+  /** The plan's --cache-ram, as the supervisor's snapshot says it: a slot's holder is left to it. */
+  const withRamCache = (h: ChatHarness) =>
+    Object.assign(h.provider, {
+      snapshot: () => ({ state: "ready", sleep: "awake", cacheRamBytes: 2 ** 20 }) as SupervisorSnapshot,
+    });
+
+  test("a document its notes quote deleted there: another session taking its slot here hands none to the RAM cache", async () => {
+    await using h = core();
+    withRamCache(h);
+    const doc = await recalled(h, "document");
+    const { kv } = h.llama.model;
+    expect(kv.ram.flat().join("")).not.toContain(PASSAGE);
+    await eraseElsewhere(h, "document", doc);
+    h.llama.script({ content: ["ok"] });
+    await say(h, "t", "something else entirely");
+    expect(kv.ram.flat().join("")).not.toContain(PASSAGE);
+    expect(kv.slots[0]?.tokens.join("")).not.toContain(PASSAGE);
+  }, 20_000);
+
+  for (const how of ["edited", "deleted"] as const)
+    test(`${how} there: another session taking its slot here hands none of it to the RAM cache`, async () => {
+      await using h = core();
+      withRamCache(h);
+      await say(h, "s0", "my code word is ORYX-5521");
+      if (how === "edited") editElsewhere(h);
+      else await eraseElsewhere(h, "session", "s0");
+      await say(h, "t", "something else entirely");
+      const { kv } = h.llama.model;
+      expect(kv.ram.flat().join("")).not.toContain("ORYX-5521");
+      expect(kv.slots[0]?.tokens.join("")).not.toContain("ORYX-5521");
+    }, 20_000);
 });
 
 /** s0's first turn replaced (`replace_from: 0`) as a second core does it: the session's row stays, its memory row goes. */
