@@ -150,6 +150,12 @@ export class SlotUse {
     return this.slots[slot]?.holder;
   }
 
+  /** The sessions whose tokens the slot may hold: its holder and its `priors`. */
+  sessionsIn(slot: number): string[] {
+    const s = this.slots[slot];
+    return s ? [...(s.holder === undefined ? [] : [s.holder]), ...s.priors] : [];
+  }
+
   /** The save or restore under way on the slot; a turn waits for it before its request. */
   workOn(slot: number): Promise<void> | undefined {
     return this.slots[slot]?.work;

@@ -165,15 +165,15 @@ export class PromptReuse {
     this.inRam.delete(k);
     const entry = inRam ? undefined : this.restorable(key, fp);
     const ramCache = (this.deps.cacheRamBytes() ?? 0) > 0;
-    // A holder erased, edited or taken over elsewhere (or a note's source): emptied, kept from the RAM cache.
-    const held = server.launch.slots.holderOf(slot);
-    if (held !== undefined && held !== k) {
+    // Sessions in it (`priors` too) erased or edited elsewhere, or quoting what went: emptied, not cached.
+    const table = server.launch.slots;
+    for (const held of table.sessionsIn(slot).filter((h) => h !== k)) {
       const { userId, sessionId } = keyOf(held);
       if (!this.marks.current(held)) this.forget(userId, sessionId, true);
       else this.quotable(userId, this.records.get(held) ?? emptyRecord());
-      await server.launch.slots.workOn(slot);
     }
-    if (evict && server.launch.slots.holderOf(slot) === evict) {
+    await table.workOn(slot);
+    if (evict && table.holderOf(slot) === evict) {
       if (entry || !ramCache) await this.save(server, slot, evict, fp, { evicting: true });
       else keepLatest(this.inRam, evict, epoch, RECORDS_KEPT); // a session that never comes back is not kept for good
     }
@@ -267,8 +267,7 @@ export class PromptReuse {
    * The lease's server as reuse knows it. Its slot table is the Launch's (emptied there by an
    * idle sleep); a new launch is a new server: its shape read again, its slot folder asked again.
    */
-  private serverOf(lease: LlamaLease): Server {
-    const { launch } = lease;
+  private serverOf({ launch }: LlamaLease): Server {
     if (this.server?.launch === launch) return this.server;
     this.diskOff = undefined;
     this.server = { launch, fingerprint: launchFingerprinter(launch, this.deps.llama) };

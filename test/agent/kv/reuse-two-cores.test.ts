@@ -177,6 +177,21 @@ describe("a session edited or deleted by another core, in the slot it holds here
     expect(kv.slots[0]?.tokens.join("")).not.toContain(PASSAGE);
   }, 20_000);
 
+  test("deleted there while another session's unread turn holds its slot: the next taker hands none of it on", async () => {
+    await using h = core();
+    withRamCache(h);
+    await say(h, "s0", "my code word is ORYX-5521");
+    // t takes the slot; its request fails before llama-server took it up: s0's tokens stay there.
+    h.llama.script({ error: { status: 500, message: "boom" } });
+    expect((await h.chat(++id, { session_id: "t", input: "hello there" })).terminal.type).toBe("error");
+    const { kv } = h.llama.model;
+    expect(kv.slots[0]?.tokens.join("")).toContain("ORYX-5521");
+    await eraseElsewhere(h, "session", "s0");
+    await say(h, "u", "something else entirely");
+    expect(kv.ram.flat().join("")).not.toContain("ORYX-5521");
+    expect(kv.slots[0]?.tokens.join("")).not.toContain("ORYX-5521");
+  }, 20_000);
+
   for (const how of ["edited", "deleted"] as const)
     test(`${how} there: another session taking its slot here hands none of it to the RAM cache`, async () => {
       await using h = core();
