@@ -2,6 +2,7 @@ import { readlinkSync, realpathSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { CoreError } from "../protocol/errors.ts";
 import { HF_PREFIX, parseHfModelPath } from "../protocol/model-ref.ts";
+import { abortable } from "../util/abortable.ts";
 import type { DriveAnswers } from "../util/drive-answers.ts";
 import { type ConfiguredModel, configuredModels } from "./model-entry.ts";
 import { DEFAULT_MODEL_NAME } from "./model-schema.ts";
@@ -55,21 +56,22 @@ export const plainFiles: ModelFiles = { canonical: canonicalPath, cached: () => 
  * too, for minutes. So a path, and the configured files it is matched against, are each asked
  * for a stat off the loop first. The request's path not answering is `model_missing`
  * (unreadable); a configured file not answering is matched by its spelling alone. A name asks
- * nothing: a chat by name costs no stat.
+ * nothing: a chat by name costs no stat. `signal`: a cancel ends the wait at once (the stat
+ * goes on, shared with whoever asks next), not after the drive's 30 s.
  */
 export async function answeringFiles(
   config: Config,
   ref: string | undefined,
   files: ModelFiles,
+  signal?: AbortSignal,
 ): Promise<ModelFiles> {
   const { drives } = files;
   const models = configuredModels(config);
   if (!drives || ref === undefined || models.some((m) => m.name === ref)) return files;
   if (ref.startsWith(HF_PREFIX) || !looksLikePath(ref)) return files;
   const plain = models.map((m) => m.path).filter((p) => !p.startsWith(HF_PREFIX));
-  const asked = await Promise.all(
-    [ref, ...plain].map(async (p) => ((await drives.answers(resolve(p))) ? null : p)),
-  );
+  const all = Promise.all([ref, ...plain].map(async (p) => ((await drives.answers(resolve(p))) ? null : p)));
+  const asked = await (signal ? abortable(all, signal) : all);
   if (asked[0] !== null) {
     const path = resolve(ref);
     throw new CoreError(

@@ -29,7 +29,7 @@ function randomId(length: number, alphabet: string): string {
 /** The chat's model; a path's drive is asked off the loop first (a dead network mount held the core: choose-model.ts). */
 async function chatModel(params: ChatParams, config: Config, signal: AbortSignal): Promise<ModelChoice> {
   const agent = pickAgent(config, params.agent);
-  const files = await answeringFiles(config, params.model ?? agent?.model, modelFiles);
+  const files = await answeringFiles(config, params.model ?? agent?.model, modelFiles, signal);
   signal.throwIfAborted();
   return chooseChatModel(config, params.model, agent, files);
 }

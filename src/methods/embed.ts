@@ -22,6 +22,7 @@ export const embed = defineMethod({
       config,
       params.model ?? config.memory.embedding_model ?? undefined,
       modelFiles,
+      ctx.signal,
     );
     ctx.signal.throwIfAborted();
     const model = chooseEmbedModel(config, params.model, files);

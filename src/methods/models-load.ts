@@ -24,7 +24,7 @@ export const modelsLoad = defineMethod({
     ctx.signal.throwIfAborted();
     const config = services.config();
     // A path's drive asked off the loop first (a dead network mount held the core: choose-model.ts).
-    const files = await answeringFiles(config, params.model, modelFiles);
+    const files = await answeringFiles(config, params.model, modelFiles, ctx.signal);
     ctx.signal.throwIfAborted();
     const model = findModel(config, params.model, files);
     return modelsApi(services, params.model).load(model, {

@@ -22,10 +22,14 @@ afterEach(() => {
 const ctx = { id: "r", signal: new AbortController().signal, emit: () => true } as never;
 
 const methods = [
-  (model: string, services: never) => chat.run(chat.params.parse({ input: "hi", model }), ctx, services),
-  (model: string, services: never) => embed.run(embed.params.parse({ input: "hi", model }), ctx, services),
-  (model: string, services: never) => modelsLoad.run(modelsLoad.params.parse({ model }), ctx, services),
-  (model: string, services: never) => modelsUnload.run(modelsUnload.params.parse({ model }), ctx, services),
+  (model: string, services: never, c = ctx) =>
+    chat.run(chat.params.parse({ input: "hi", model }), c, services),
+  (model: string, services: never, c = ctx) =>
+    embed.run(embed.params.parse({ input: "hi", model }), c, services),
+  (model: string, services: never, c = ctx) =>
+    modelsLoad.run(modelsLoad.params.parse({ model }), c, services),
+  (model: string, services: never, c = ctx) =>
+    modelsUnload.run(modelsUnload.params.parse({ model }), c, services),
 ];
 
 describe("a request's model path whose drive does not answer", () => {
@@ -89,5 +93,31 @@ describe("a configured model's file whose drive does not answer", () => {
     answers.mockClear();
     await answeringFiles(config, "far", { ...modelFiles, drives: silent });
     expect(answers).not.toHaveBeenCalled();
+  });
+});
+
+describe("a request cancelled while its model path's stat hangs", () => {
+  test("chat, embed and models.load end cancelled at once, not after the drive's wait", async () => {
+    using dir = tmpdir();
+    const text = "models:\n  - {name: e, kind: embedding, path: ./e.gguf}\n";
+    const config = parseConfigText(text, join(dir.path, "config.yaml")).config;
+    const services = { config: () => config } as never;
+    const far = "/mnt/offline/model.gguf";
+    for (const run of methods.slice(0, 3)) {
+      // The far path's stat never answers (its 30 s wait never passes in this test).
+      spyOn(drives, "answers").mockImplementation((path: string) =>
+        path === far ? new Promise<boolean>(() => {}) : Promise.resolve(true),
+      );
+      const controller = new AbortController();
+      const cancelled = { ...(ctx as object), signal: controller.signal } as never;
+      const outcome = Promise.resolve(run(far, services, cancelled)).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      await new Promise((resolve) => setImmediate(resolve));
+      controller.abort(new Error("cancelled by the host"));
+      expect(await outcome).toMatchObject({ message: "cancelled by the host" });
+      (drives.answers as unknown as { mockRestore: () => void }).mockRestore();
+    }
   });
 });
