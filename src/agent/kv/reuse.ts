@@ -1,6 +1,7 @@
 import { SlotError } from "../../llama/errors.ts";
 import type { LlamaLease } from "../../runtime/endpoint.ts";
 import type { LaunchView } from "../../runtime/launch.ts";
+import { abortable } from "../../util/abortable.ts";
 import { keepLatest } from "../../util/keep-latest.ts";
 import { logger } from "../../util/logger.ts";
 import { within } from "../../util/within.ts";
@@ -82,7 +83,8 @@ export class PromptReuse {
   /** Before a turn's first request: its slot (its state restored into it when needed) and its record. */
   async begin(lease: LlamaLease, key: SessionKey, signal: AbortSignal): Promise<ReusedTurn> {
     const server = this.serverOf(lease);
-    const fp = await server.fingerprint();
+    // Its model files' stats may hang (a dead network mount, 30 s): a cancel ends the wait at once.
+    const fp = await abortable(server.fingerprint(), signal);
     const k = keyText(key);
     const table = server.launch.slots;
     // Another core may have erased what its notes quote, or edited the session (its record and
