@@ -1,5 +1,6 @@
 import type { Stats } from "node:fs";
 import { stat } from "node:fs/promises";
+import { availableParallelism } from "node:os";
 import { within } from "./within.ts";
 
 /**
@@ -10,25 +11,60 @@ import { within } from "./within.ts";
  */
 export const DRIVE_WAIT_MS = 30_000;
 
-/** Tests: the stat and its wait. */
+/**
+ * How many stats may be out at once. Each holds one of the runtime's file threads until it
+ * answers, and Bun has as many as the machine has cores (2 at least; UV_THREADPOOL_SIZE at start
+ * sets it): with every one held by a stat that hangs, every file read and write of the core
+ * waited with them, for good on a hard-mounted share. One is always left to the rest.
+ */
+export function statLanes(env: NodeJS.ProcessEnv = process.env, cores = availableParallelism()): number {
+  const pool = Number.parseInt(env.UV_THREADPOOL_SIZE ?? "", 10) || Math.max(2, cores);
+  return Math.max(1, pool - 1);
+}
+
+/** Tests: the stat, its wait, how many may be out at once. */
 export interface DriveOptions {
   stat?: (path: string) => Promise<unknown>;
   statWaitMs?: number;
+  lanes?: number;
 }
+
+/** A stat queued for a lane or asked (`running`), not answered yet; `stuck` once a wait on it gave up. */
+interface Asked {
+  answer: Promise<Stats | null | "late">;
+  running: boolean;
+  stuck: boolean;
+}
+
+/** A wait that gave up, told apart from a refusal (`late` as the answer itself). */
+const WAITED = Symbol("waited");
 
 /**
  * Whether a path's drive answers a stat, asked off the loop: false once the wait is over. A stat
  * that never ends holds one of the runtime's file threads, so one is asked per path however often
- * it is asked about (a host that retries would otherwise take them all, and every file read with them).
+ * it is asked about (a host that retries would otherwise take them all, and every file read with
+ * them), and at most `lanes` at once: past that they queue, and while every lane is held by a
+ * stat that did not answer within its wait, a new path is answered `late` at once, not asked.
  */
 export class DriveAnswers {
-  /** A stat not answered yet, by path: a question after it waits on it rather than asking another. */
-  private readonly stats = new Map<string, Promise<Stats | null>>();
+  /** By path: a question after it waits on it rather than asking another. */
+  private readonly stats = new Map<string, Asked>();
+  private readonly queue: ((go: boolean) => void)[] = [];
+  private running = 0;
+  private stuck = 0;
 
   constructor(private readonly options: DriveOptions = {}) {}
 
   get waitMs(): number {
     return this.options.statWaitMs ?? DRIVE_WAIT_MS;
+  }
+
+  private lanesKnown: number | undefined;
+
+  private get lanes(): number {
+    // Asked once: the cores are read on the chat's way otherwise (its KV fingerprint's stat).
+    this.lanesKnown ??= this.options.lanes ?? statLanes();
+    return this.lanesKnown;
   }
 
   async answers(path: string): Promise<boolean> {
@@ -37,16 +73,51 @@ export class DriveAnswers {
 
   /** The path's stat (null: it failed, a missing file), or `late` once the wait is over. */
   async statOf(path: string): Promise<Stats | null | "late"> {
-    let pending = this.stats.get(path);
-    if (!pending) {
-      const asked = (this.options.stat ?? stat)(path).then(
-        (st) => (st instanceof Object && "ino" in st ? (st as Stats) : null),
-        () => null, // a missing file answers too: the synchronous calls after it say what is wrong
-      );
-      pending = asked.finally(() => this.stats.delete(path));
-      this.stats.set(path, pending);
+    let asked = this.stats.get(path);
+    if (!asked) {
+      if (this.stuck >= this.lanes) return "late"; // every lane hangs: none is asked
+      const mine: Asked = { answer: Promise.resolve(null), running: false, stuck: false };
+      mine.answer = this.lane().then<Stats | null | "late">((go) => (go ? this.ask(path, mine) : "late"));
+      void mine.answer.then(() => this.settled(path, mine));
+      this.stats.set(path, mine);
+      asked = mine;
     }
-    return await within(pending, this.waitMs, "late" as const);
+    const now = await within(asked.answer, this.waitMs, WAITED);
+    if (now !== WAITED) return now;
+    if (asked.running && !asked.stuck) {
+      asked.stuck = true;
+      // The queued cannot be asked while every lane hangs: they are late now, not in 30 s.
+      if (++this.stuck >= this.lanes) for (const go of this.queue.splice(0)) go(false);
+    }
+    return "late";
+  }
+
+  private async ask(path: string, asked: Asked): Promise<Stats | null> {
+    asked.running = true;
+    try {
+      const st = await (this.options.stat ?? stat)(path);
+      return st instanceof Object && "ino" in st ? (st as Stats) : null;
+    } catch {
+      return null; // a missing file answers too: the synchronous calls after it say what is wrong
+    } finally {
+      const next = this.queue.shift();
+      if (next) next(true);
+      else this.running--;
+    }
+  }
+
+  /** Resolves true with a lane taken, false when refused while queued. */
+  private lane(): Promise<boolean> {
+    if (this.running < this.lanes) {
+      this.running++;
+      return Promise.resolve(true);
+    }
+    return new Promise((go) => this.queue.push(go));
+  }
+
+  private settled(path: string, asked: Asked): void {
+    if (this.stats.get(path) === asked) this.stats.delete(path);
+    if (asked.stuck) this.stuck--;
   }
 }
 

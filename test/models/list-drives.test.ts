@@ -34,6 +34,9 @@ describe("models: a drive that does not answer", () => {
         return silent(p) ? new Promise(() => {}) : Promise.resolve();
       },
       statWaitMs: 1,
+      // Three dead paths hang at once here: with fewer file threads than that, the rest is refused
+      // too (drive-answers.test.ts), as it waited behind them before.
+      lanes: 4,
     });
     const realpath = spyOn(fs.realpathSync, "native");
     const result = await listModels(

@@ -1,0 +1,70 @@
+import { describe, expect, test } from "bun:test";
+import { DriveAnswers, statLanes } from "../../src/util/drive-answers.ts";
+
+// Each stat out holds one of the runtime's file threads until it answers (as many as cores, 2 at
+// least): a host asking one dead path per request took them all, and every file read of the
+// core waited with them. At most `lanes` are out; past that a path queues, or is refused at once
+// while every lane hangs.
+
+/** A stat per path, answered when the test says. */
+function fakeStat() {
+  const asked: string[] = [];
+  const answers = new Map<string, () => void>();
+  const stat = (path: string) => {
+    asked.push(path);
+    return new Promise((resolve) => answers.set(path, () => resolve({ ino: 1, size: 0, mtimeMs: 0 })));
+  };
+  return { asked, stat, answer: (path: string) => answers.get(path)?.() };
+}
+
+describe("DriveAnswers: the stats out at once", () => {
+  test("every lane held by a stat that hangs: a new path is refused at once, not asked", async () => {
+    const fake = fakeStat();
+    const drives = new DriveAnswers({ stat: fake.stat, statWaitMs: 1, lanes: 2 });
+    expect(await drives.statOf("/mnt/dead/a.gguf")).toBe("late");
+    expect(await drives.statOf("/mnt/dead/b.gguf")).toBe("late");
+    expect(await drives.statOf("/mnt/dead/c.gguf")).toBe("late");
+    expect(await drives.answers("/home/u/near.gguf")).toBe(false);
+    expect(fake.asked).toEqual(["/mnt/dead/a.gguf", "/mnt/dead/b.gguf"]);
+    // One of them answers at last: its lane is free again.
+    fake.answer("/mnt/dead/a.gguf");
+    expect(await drives.statOf("/mnt/dead/a.gguf")).toMatchObject({ ino: 1 });
+    void drives.statOf("/home/u/near.gguf");
+    while (!fake.asked.includes("/home/u/near.gguf")) await Promise.resolve();
+    fake.answer("/home/u/near.gguf");
+    expect(await drives.statOf("/home/u/near.gguf")).toMatchObject({ ino: 1 });
+  });
+
+  test("past the lanes a path waits for one, and is asked once a stat before it answers", async () => {
+    const fake = fakeStat();
+    const drives = new DriveAnswers({ stat: fake.stat, statWaitMs: 60_000, lanes: 1 });
+    const first = drives.statOf("/models/a.gguf");
+    const second = drives.statOf("/models/b.gguf");
+    await Promise.resolve();
+    expect(fake.asked).toEqual(["/models/a.gguf"]);
+    fake.answer("/models/a.gguf");
+    expect(await first).toMatchObject({ ino: 1 });
+    while (fake.asked.length < 2) await Promise.resolve(); // b takes the lane a gave back
+    expect(fake.asked).toEqual(["/models/a.gguf", "/models/b.gguf"]);
+    fake.answer("/models/b.gguf");
+    expect(await second).toMatchObject({ ino: 1 });
+  });
+
+  test("queued while every lane comes to hang: answered late, never asked", async () => {
+    const fake = fakeStat();
+    const drives = new DriveAnswers({ stat: fake.stat, statWaitMs: 1, lanes: 1 });
+    const dead = drives.statOf("/mnt/dead/a.gguf");
+    const queued = drives.statOf("/models/b.gguf");
+    expect(await dead).toBe("late");
+    expect(await queued).toBe("late");
+    expect(await drives.statOf("/models/c.gguf")).toBe("late");
+    expect(fake.asked).toEqual(["/mnt/dead/a.gguf"]);
+  });
+
+  test("as many lanes as the runtime's file threads, less one", () => {
+    expect(statLanes({}, 2)).toBe(1);
+    expect(statLanes({}, 1)).toBe(1);
+    expect(statLanes({}, 8)).toBe(7);
+    expect(statLanes({ UV_THREADPOOL_SIZE: "16" }, 2)).toBe(15);
+  });
+});
