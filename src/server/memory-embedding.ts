@@ -10,6 +10,7 @@ import { filesUnchangedNow, type LaunchFiles } from "../runtime/launch.ts";
 import type { ModelsApi } from "../runtime/models-api.ts";
 import { MemoryEmbedder } from "../store/memory-embedder.ts";
 import type { Store } from "../store/store.ts";
+import { abortable } from "../util/abortable.ts";
 import { type DriveAnswers, drives } from "../util/drive-answers.ts";
 import { type FileIdentity, fileIdentity } from "../util/file-identity.ts";
 import { vectorArgs } from "./vector-flags.ts";
@@ -112,8 +113,9 @@ export async function embedWith(
   const out = await models.embed(choice, texts, signal, (launch) => {
     files = launch.files;
   });
-  // Asked off the loop (each turn's recall embeds): a model on a dead network mount held the core here.
-  const unchanged = await filesUnchangedNow(files, ask);
+  // Asked off the loop (each turn's recall embeds): a model on a dead network mount held the core
+  // here. A cancel (the chat's, its recall) ends the wait at once, not after the drive's 30 s.
+  const unchanged = await abortable(filesUnchangedNow(files, ask), signal);
   if (unchanged === "late")
     throw new Error(
       "the embedding model's drive did not answer (a network drive offline?); its vectors are not kept",

@@ -431,3 +431,34 @@ describe("vectors from a server whose model's drive does not answer", () => {
     expect(unloaded).toEqual([]);
   });
 });
+
+describe("a recall cancelled while its embedding model's stat hangs", () => {
+  test("ends at once with the cancel's reason, not after the drive's 30 s wait", async () => {
+    using dir = tmpdir();
+    const path = join(dir.path, "embed.gguf");
+    writeFileSync(path, "GGUF one");
+    const launch = { files: { model: fileIdentity(path), projector: undefined } } as unknown as LaunchView;
+    const { models } = modelsOn(launch);
+    const asked = Promise.withResolvers<void>();
+    // The drive never answers, and its wait is never over in this test.
+    const silent = new DriveAnswers({
+      stat: () => {
+        asked.resolve();
+        return new Promise(() => {});
+      },
+      statWaitMs: 60_000,
+    });
+    const controller = new AbortController();
+    const embedded = embedWith(
+      models,
+      { name: "embedder" } as ModelChoice,
+      ["a"],
+      controller.signal,
+      path,
+      silent,
+    );
+    await asked.promise;
+    controller.abort(new Error("the chat was cancelled"));
+    await expect(embedded).rejects.toThrow("the chat was cancelled");
+  });
+});
