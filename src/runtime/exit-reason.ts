@@ -169,6 +169,8 @@ export async function modelGone(
   const path = i >= 0 ? argv[i + 1] : undefined;
   if (path === undefined) return undefined;
   const answered = await ask.answers(path);
+  // Refused unasked (every lane held by other paths' stats): nothing is known of this file.
+  if (!answered && !ask.asking(path)) return undefined;
   if (answered && existsSync(path)) return undefined;
   const why = answered
     ? "not found, or out of this user's reach"

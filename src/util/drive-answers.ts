@@ -67,6 +67,11 @@ export class DriveAnswers {
     return this.lanesKnown;
   }
 
+  /** Whether a stat of `path` is out (or queued): false after a `late` means it was refused, never asked. */
+  asking(path: string): boolean {
+    return this.stats.has(path);
+  }
+
   async answers(path: string): Promise<boolean> {
     return (await this.statOf(path)) !== "late";
   }

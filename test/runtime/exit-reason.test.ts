@@ -106,3 +106,12 @@ describe("modelGone: the model file checked after a failed start", () => {
     expect(await modelGone(["-m", import.meta.path], answering)).toBeUndefined();
   });
 });
+
+test("modelGone: a model whose stat was refused (every lane held by other dead paths) is no verdict", async () => {
+  // The model's own drive was never asked: the exit's log says why it failed, not "model_missing".
+  const drives = new DriveAnswers({ stat: () => new Promise(() => {}), statWaitMs: 1, lanes: 1 });
+  expect(await drives.statOf("/mnt/offline/other.gguf")).toBe("late");
+  expect(await modelGone(["-m", import.meta.path], drives)).toBeUndefined();
+  // Its own drive silent: model_missing, as before.
+  expect(await modelGone(["-m", "/mnt/offline/other.gguf"], drives)).toMatchObject({ code: "model_missing" });
+});
