@@ -74,11 +74,15 @@ export async function answeringFiles(
   const asked = await (signal ? abortable(all, signal) : all);
   if (asked[0] !== null) {
     const path = resolve(ref);
-    throw new CoreError(
-      "model_missing",
-      `model ${path}: unreadable: its drive did not answer within ${drives.waitMs / 1000} s (a network drive offline?)`,
-      { path, problem: "unreadable", field: "model" },
-    );
+    // Refused unasked: other paths' stats hang on every file thread the core lets them hold.
+    const why = drives.asking(path)
+      ? `its drive did not answer within ${drives.waitMs / 1000} s`
+      : "not asked while other paths' drives do not answer";
+    throw new CoreError("model_missing", `model ${path}: unreadable: ${why} (a network drive offline?)`, {
+      path,
+      problem: "unreadable",
+      field: "model",
+    });
   }
   const silent = new Set(asked.filter((p) => p !== null));
   if (silent.size === 0) return files;

@@ -121,3 +121,14 @@ describe("a request cancelled while its model path's stat hangs", () => {
     }
   });
 });
+
+test("a path refused unasked, every stat lane held by other dead paths, says so", async () => {
+  using dir = tmpdir();
+  const config = parseConfigText("", join(dir.path, "config.yaml")).config;
+  const held = new DriveAnswers({ stat: () => new Promise(() => {}), statWaitMs: 1, lanes: 1 });
+  expect(await held.statOf("/mnt/offline/a.gguf")).toBe("late");
+  const near = join(dir.path, "near.gguf");
+  const refused = await answeringFiles(config, near, { ...modelFiles, drives: held }).catch((e) => e);
+  expect(refused).toMatchObject({ code: "model_missing", data: { path: near, problem: "unreadable" } });
+  expect(refused.message).toContain("not asked while other paths' drives do not answer");
+});
