@@ -116,9 +116,7 @@ export class PromptReuse {
     return {
       slot: pick.slot,
       record: this.recordOf(key, fp, looked),
-      started: () => {
-        started = true;
-      },
+      started: () => void (started = true),
       end: (r, sent, lost) => {
         if (!r) return abandon();
         table.release(pick.slot, k, sent, this.now(), started);
