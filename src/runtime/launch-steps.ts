@@ -378,6 +378,13 @@ export async function stopChild(
     }
     logger.warn(`llama-server (pid ${child.pid}) ignored the polite stop for ${graceMs} ms; killing it`);
   }
+  const killedBy = Date.now() + KILL_WAIT_MS;
   child.kill();
-  await Promise.race([gone, Bun.sleep(5000)]);
+  await Promise.race([gone, Bun.sleep(KILL_WAIT_MS)]);
+  // A wrapper's shell reaped, the llama-server it started may still be exiting, its memory held
+  // under the next start: its group's end is waited for as a leader's exit is.
+  await groupEnds(child, killedBy);
 }
+
+/** The longest a stop waits for what it SIGKILLed to be gone. */
+const KILL_WAIT_MS = 5000;

@@ -321,6 +321,20 @@ describe("stopChild", () => {
     await stop;
     expect(c.calls).toEqual(["line"]);
   });
+
+  test("a wrapper's shell reaped, its llama-server killed: the stop ends once the group has ended", async () => {
+    const c = stubborn();
+    c.exit({ code: null, signal: "SIGTERM" });
+    // The group outlives the SIGKILL a few polls (a llama-server still exiting, its memory held).
+    let lingering = 3;
+    const child = {
+      ...c.child,
+      groupLingers: () => (c.calls.includes("kill") ? lingering-- > 0 : true),
+    };
+    await stopChild(child, 0);
+    expect(c.calls).toEqual(["kill"]);
+    expect(lingering).toBeLessThan(0);
+  });
 });
 
 describe("addressSpaceGone", () => {
