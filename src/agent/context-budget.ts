@@ -40,11 +40,12 @@ export function trimInSteps(
   budget: number,
 ): number {
   const starts = turnStarts(history);
-  const after = new Array<number>(history.length + 1).fill(0);
-  for (let i = history.length - 1; i >= 0; i--) after[i] = (after[i + 1] ?? 0) + cost(i);
-  const costFrom = (from: number) => after[from] ?? 0;
   // A cut inside a turn (the history was rewritten since) moves to the next turn's start.
   let from = starts.find((s) => s >= cut) ?? history.length;
+  // Costed from there only (nothing before is sent): the whole history's, at each step of each
+  // turn, was a JSON.stringify per message of a long session on the main loop.
+  const after = suffixSums(history.length, from, cost);
+  const costFrom = (i: number) => after[i] ?? 0;
   if (costFrom(from) <= budget) return from;
   const target = Math.floor(budget * KEEP_AFTER_TRIM);
   for (const s of starts) {

@@ -101,6 +101,23 @@ describe("trimInSteps (docs/agent.md#history-trimming: in large steps)", () => {
   });
 });
 
+describe("trimInSteps on a long session with a cut kept", () => {
+  test("only the messages from the cut are costed: those before it are never sent", () => {
+    // Each step of each turn: a JSON.stringify per message of the whole history, 100k of them.
+    const h = history(500);
+    const cut = h.length - 40;
+    let asked = 0;
+    const cost = (i: number) => {
+      asked++;
+      expect(i).toBeGreaterThanOrEqual(cut);
+      return estimateTokens(h[i]);
+    };
+    expect(trimInSteps(h, cost, cut, 1_000_000)).toBe(cut);
+    expect(trimInSteps(h, cost, cut, oneTurn * 8)).toBeGreaterThan(cut);
+    expect(asked).toBeLessThanOrEqual(2 * (h.length - cut));
+  });
+});
+
 describe("imagesFrom on a long session (sessions.* with 100k messages: the core answers ping)", () => {
   test("each message's cost is asked a bounded number of times, not once per turn it follows", () => {
     // A first turn in a session of thousands of messages (no prompt record yet: a restart, an
