@@ -327,7 +327,9 @@ export async function launchOnce(req: SpawnRequest, wait: HealthWait): Promise<S
   if ("error" in spawned) return spawned;
   const failure = (await waitUntilHealthy(spawned, wait)) ?? (await verifyOwnKey(spawned));
   if (failure) {
-    if (!spawned.exit) await stopChild(spawned.child, 0);
+    // Exited, a wrapper's shell may have left its llama-server running (in the background, or the
+    // shell killed): its group is killed all the same.
+    if (!spawned.exit || spawned.child.groupLingers?.()) await stopChild(spawned.child, 0);
     removePidRecord(req.dataDir, req.instance);
     return failure;
   }

@@ -367,6 +367,7 @@ export class Supervisor implements LlamaProvider {
     this.rpc.ended();
     const s = this.state.get();
     if (s.kind !== "ready" || s.running !== running) return;
+    if (running.child.groupLingers?.()) running.child.kill(); // a wrapper's shell killed: what it ran too
     const how = exit.signal ? `killed by ${exit.signal}` : `exit code ${exit.code}`;
     logger.error(`llama-server crashed (${how})`);
     const data = { exit_code: exit.code, signal: exit.signal, log_tail: this.tail.last(TAIL_IN_ERRORS) };

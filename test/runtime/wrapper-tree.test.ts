@@ -29,6 +29,30 @@ async function goneOrKilled(pid: number): Promise<boolean> {
   return gone;
 }
 
+/** Whether the process whose pid a wrapper wrote to `pidFile` ends (goneOrKilled). */
+async function recordedGone(pidFile: string): Promise<boolean> {
+  const pid = Number(readFileSync(pidFile, "utf8"));
+  expect(pid).toBeGreaterThan(0);
+  return goneOrKilled(pid);
+}
+
+/** A ready supervisor whose llama.binary is a shell that runs a server without child mode, not by `exec`. */
+async function readyBehindWrapper(dir: string) {
+  const wrapper = join(dir, "wrapper");
+  writeFileSync(
+    wrapper,
+    `#!/bin/sh\nexport FAKE_LLAMA_NO_CHILD_MODE=1 FAKE_LLAMA_LOAD_MS=20\n"${process.execPath}" "${FAKE_SERVER_SCRIPT}" "$@"\n`,
+    { mode: 0o755 },
+  );
+  const { supervisor } = makeSupervisor(dir, { options: { findBinary: () => ({ path: wrapper }) } });
+  const lease = await supervisor.acquire(never());
+  lease.release();
+  const shell = supervisor.snapshot().pid as number;
+  const [server] = childrenOf(shell);
+  expect(server).toBeGreaterThan(0);
+  return { supervisor, shell, server: server as number };
+}
+
 // A wrapper named as llama.binary that runs llama-server without `exec` (docs/supervisor.md
 // suggests a wrapper for a GPU's environment): a signal to the shell alone never reached it.
 describe.skipIf(process.platform === "win32")("a llama.binary wrapper that does not exec", () => {
@@ -43,29 +67,38 @@ describe.skipIf(process.platform === "win32")("a llama.binary wrapper that does 
     });
     const err = await rejection(supervisor.acquire(never()));
     expect(err.code).toBe("internal_error");
-    const pid = Number(readFileSync(pidFile, "utf8"));
-    expect(pid).toBeGreaterThan(0);
-    expect(await goneOrKilled(pid)).toBe(true);
+    expect(await recordedGone(pidFile)).toBe(true);
   });
 
   test.skipIf(process.platform !== "linux")(
     "a build without child mode: stop() ends the llama-server the wrapper runs, not the shell alone",
     async () => {
       await using dir = tmpdir();
-      const wrapper = join(dir.path, "wrapper");
-      writeFileSync(
-        wrapper,
-        `#!/bin/sh\nexport FAKE_LLAMA_NO_CHILD_MODE=1 FAKE_LLAMA_LOAD_MS=20\n"${process.execPath}" "${FAKE_SERVER_SCRIPT}" "$@"\n`,
-        { mode: 0o755 },
-      );
-      const { supervisor } = makeSupervisor(dir.path, { options: { findBinary: () => ({ path: wrapper }) } });
-      const lease = await supervisor.acquire(never());
-      lease.release();
-      const shell = supervisor.snapshot().pid as number;
-      const [server] = childrenOf(shell);
-      expect(server).toBeGreaterThan(0);
+      const { supervisor, server } = await readyBehindWrapper(dir.path);
       await supervisor.stop();
-      expect(await goneOrKilled(server as number)).toBe(true);
+      expect(await goneOrKilled(server)).toBe(true);
+    },
+  );
+
+  test("a shell that exits on its own, its llama-server still running: the failed start kills it", async () => {
+    await using dir = tmpdir();
+    const wrapper = join(dir.path, "wrapper");
+    const pidFile = join(dir.path, "inner.pid");
+    // A wrapper that leaves its server in the background and exits (or a shell a user killed).
+    writeFileSync(wrapper, `#!/bin/sh\nsleep 60 &\necho $! > ${pidFile}\nexit 3\n`, { mode: 0o755 });
+    const { supervisor } = makeSupervisor(dir.path, { options: { findBinary: () => ({ path: wrapper }) } });
+    await rejection(supervisor.acquire(never()));
+    expect(await recordedGone(pidFile)).toBe(true);
+  });
+
+  test.skipIf(process.platform !== "linux")(
+    "a ready server's shell killed: the crash kills the llama-server its group still runs",
+    async () => {
+      await using dir = tmpdir();
+      const { supervisor, shell, server } = await readyBehindWrapper(dir.path);
+      process.kill(shell, "SIGKILL");
+      expect(await goneOrKilled(server)).toBe(true);
+      await supervisor.stop();
     },
   );
 
