@@ -87,8 +87,7 @@ export class PromptReuse {
     const fp = await abortable(server.fingerprint(), signal);
     const k = keyText(key);
     const table = server.launch.slots;
-    // Another core may have erased what its notes quote, or edited the session (its record and
-    // slot hold the tail that went): then the slot holding them is no longer its.
+    // Another core's erase of what its notes quote, or its edit: the slot holding what went is not its.
     this.quotable(key.userId, this.records.get(k) ?? emptyRecord());
     if (this.marks.editedSince(k)) this.forget(key.userId, key.sessionId, true);
     const pick = table.take(k, this.now());
@@ -116,7 +115,9 @@ export class PromptReuse {
     return {
       slot: pick.slot,
       record: this.recordOf(key, fp, looked),
-      started: () => void (started = true),
+      started: () => {
+        started = true;
+      },
       end: (r, sent, lost) => {
         if (!r) return abandon();
         table.release(pick.slot, k, sent, this.now(), started);
