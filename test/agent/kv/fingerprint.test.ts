@@ -250,12 +250,14 @@ describe("launchFingerprinter: a model on a drive that does not answer", () => {
     let silent = false;
     let answer = () => {};
     const asked: string[] = [];
+    // Answered at once when it answers: a real stat under load outlasted the 1 ms wait.
+    const real = await stat(model);
     const drives = new DriveAnswers({
       stat: (p) => {
         asked.push(p);
-        if (!silent) return stat(p);
+        if (!silent) return Promise.resolve(real);
         return new Promise((resolve) => {
-          answer = () => resolve(stat(p));
+          answer = () => resolve(real);
         });
       },
       statWaitMs: 1,
