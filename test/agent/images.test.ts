@@ -446,6 +446,27 @@ describe("a chat with images", () => {
     expect(h.history("s")).toHaveLength(2);
   });
 
+  test("a resume over an unreadable checkpoint runs as a new turn with the chat's images, not without them", async () => {
+    // The checkpoint is there but cannot be read: it is dropped and the chat runs as a new turn,
+    // so its images are the turn's; skipped as a resume's, the model answered about none.
+    await using h = new ChatHarness(AGENTS, vision());
+    const c = h.services.store().conversations;
+    c.ensureSession("default_user", "s", "a", "hi", new Date());
+    c.saveCheckpoint("default_user", "s", `{"turn": not json`, new Date());
+    const image = png(6, 6);
+    h.llama.script({ content: "seen" });
+    const { terminal } = await h.chat(1, {
+      session_id: "s",
+      input: "look",
+      resume: true,
+      images: [{ data: b64(image) }],
+    });
+    expect(terminal.type).toBe("result");
+    expect((result(terminal).warnings as Json[]).map((w) => w.code)).toContain("checkpoint_reset");
+    expect((userParts(h, 0)[0] as Json[])[1]?.image_url.url).toContain(b64(image));
+    expect((h.history("s")[0] as Json).attachments).toHaveLength(1);
+  });
+
   test("a broken-off turn's photo, set aside by a fresh turn, leaves none of its bytes under data_dir", async () => {
     // The user gives up on the interrupted turn and asks something else: its staged photo was
     // never part of the conversation, and goes as a refused turn's does, the log included.

@@ -13,26 +13,9 @@ export function readCheckpoint(
   key: SessionKey,
   warnings: Warning[],
 ): Checkpoint | "dropped" | undefined {
-  const body = store.conversations.checkpoint(key.userId, key.sessionId);
-  if (body === undefined) return undefined;
-  let problem: string;
-  try {
-    // A long input is kept apart from the body (store/checkpoint.ts); an earlier version's body holds it.
-    const raw = withInput(JSON.parse(body), () =>
-      store.conversations.checkpointInput(key.userId, key.sessionId),
-    );
-    if (raw === undefined) problem = "its input, kept apart, could not be read";
-    else {
-      const parsed = CheckpointSchema.safeParse(raw);
-      if (parsed.success) return parsed.data;
-      const issue = parsed.error.issues[0];
-      problem = `unexpected shape at '${issue?.path.join(".") ?? ""}': ${issue?.message ?? "invalid"}`;
-    }
-  } catch {
-    // Not the parser's message: it quotes a token of the text, which may be the user's words,
-    // and this line goes to the log (docs/supervisor.md "No conversation in the log").
-    problem = "not valid JSON";
-  }
+  const read = parseCheckpoint(store, key);
+  if (read === undefined || !("problem" in read)) return read;
+  const { problem } = read;
   logger.warn(`the checkpoint of session ${key.sessionId} was unreadable (${problem}); dropped`);
   warnings.push({
     code: "checkpoint_reset",
@@ -40,4 +23,36 @@ export function readCheckpoint(
   });
   store.conversations.clearCheckpoint(key.userId, key.sessionId);
   return "dropped";
+}
+
+/**
+ * Whether the session has an interrupted turn a resume continues: a checkpoint that reads (one
+ * that does not is dropped, and the chat runs as a new turn). Nothing is written or warned.
+ */
+export function hasInterruptedTurn(store: Store, key: SessionKey): boolean {
+  const read = parseCheckpoint(store, key);
+  return read !== undefined && !("problem" in read);
+}
+
+/** The session's checkpoint as read, or what is wrong with it; undefined where it has none. */
+function parseCheckpoint(store: Store, key: SessionKey): Checkpoint | { problem: string } | undefined {
+  const body = store.conversations.checkpoint(key.userId, key.sessionId);
+  if (body === undefined) return undefined;
+  try {
+    // A long input is kept apart from the body (store/checkpoint.ts); an earlier version's body holds it.
+    const raw = withInput(JSON.parse(body), () =>
+      store.conversations.checkpointInput(key.userId, key.sessionId),
+    );
+    if (raw === undefined) return { problem: "its input, kept apart, could not be read" };
+    const parsed = CheckpointSchema.safeParse(raw);
+    if (parsed.success) return parsed.data;
+    const issue = parsed.error.issues[0];
+    return {
+      problem: `unexpected shape at '${issue?.path.join(".") ?? ""}': ${issue?.message ?? "invalid"}`,
+    };
+  } catch {
+    // Not the parser's message: it quotes a token of the text, which may be the user's words,
+    // and this line goes to the log (docs/supervisor.md "No conversation in the log").
+    return { problem: "not valid JSON" };
+  }
 }

@@ -8,6 +8,7 @@ import type { TurnContext, TurnDeps } from "./context.ts";
 import type { TurnResult } from "./ending.ts";
 import { notVision } from "./images.ts";
 import { pickAgent } from "./pick-agent.ts";
+import { hasInterruptedTurn } from "./read-checkpoint.ts";
 import { checkRewriteParams, isRewrite, planRewrite, takePlace, turnInFlight } from "./rewrite.ts";
 import { TurnSession } from "./session.ts";
 import { firstStep } from "./tools.ts";
@@ -149,8 +150,9 @@ function resumeImages(
   store: ReturnType<TurnDeps["store"]>,
   key: { userId: string; sessionId: string },
 ) {
-  const interrupted = store.guard(() => store.conversations.checkpoint(key.userId, key.sessionId));
-  return interrupted === undefined ? imagesOf(params, config, held, signal) : Promise.resolve([]);
+  // A checkpoint that does not read is dropped and the chat runs as a new turn: its images count.
+  const interrupted = store.guard(() => hasInterruptedTurn(store, key));
+  return interrupted ? Promise.resolve([]) : imagesOf(params, config, held, signal);
 }
 
 /** The start the chat method began (null: there was none to begin), else the one begun now. */
