@@ -446,6 +446,24 @@ describe("a chat with images", () => {
     expect(h.history("s")).toHaveLength(2);
   });
 
+  test("a resume's ignored images hold no room in memory while the interrupted turn runs", async () => {
+    // Never read, a file's room (its size; 20 MB where its stat said 0) was held all the turn
+    // long, other chats' images waiting behind it.
+    const held: number[] = [];
+    const standIn = () => ({
+      vision: { tokensPerImage: 64 },
+      onRequest: () => void held.push(heldImages.inUse),
+    });
+    await using h = new ChatHarness(AGENTS, { standIn });
+    await brokenOff(h, png(6, 6));
+    const file = join(h.dir.path, "still-there.png");
+    writeFileSync(file, png(64, 64));
+    const { terminal } = await h.chat(2, { session_id: "s", resume: true, images: [{ path: file }] });
+    expect(terminal.type).toBe("result");
+    expect(held.at(-1)).toBe(0);
+    expect(heldImages.inUse).toBe(0);
+  });
+
   test("a resume over an unreadable checkpoint runs as a new turn with the chat's images, not without them", async () => {
     // The checkpoint is there but cannot be read: it is dropped and the chat runs as a new turn,
     // so its images are the turn's; skipped as a resume's, the model answered about none.

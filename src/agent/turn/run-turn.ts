@@ -152,7 +152,10 @@ function resumeImages(
 ) {
   // A checkpoint that does not read is dropped and the chat runs as a new turn: its images count.
   const interrupted = store.guard(() => hasInterruptedTurn(store, key));
-  return interrupted ? Promise.resolve([]) : imagesOf(params, config, held, signal);
+  if (!interrupted) return imagesOf(params, config, held, signal);
+  // Never read: the room taken for them goes back now, not at the end of the resumed turn.
+  for (const [i] of held?.room.entries() ?? []) held?.readBytes(i, 0);
+  return Promise.resolve([]);
 }
 
 /** The start the chat method began (null: there was none to begin), else the one begun now. */
