@@ -65,4 +65,15 @@ describe("the chat method's start", () => {
     expect(f.seen).toEqual([]);
     await f.stop();
   });
+
+  test("a resume's image refused, where it runs as a new turn, starts nothing either", async () => {
+    // A resume's images are judged once its session's place is held (ignored where it resumes):
+    // the start was begun before that, a refused image costing a model load (or a swap).
+    using dir = tmpdir();
+    const f = fixture(dir.path);
+    const refused = await f.run({ session_id: "s", resume: true, images: [{ data: "not base64!" }] });
+    expect(refused.code).toBe("invalid_request");
+    expect(f.seen).not.toContain("prestart");
+    await f.stop();
+  });
 });

@@ -49,8 +49,9 @@ async function runHeldTurn(
   const sessionId = params.session_id ?? deps.randomId(8, "abcdefghijklmnopqrstuvwxyz0123456789");
   const traceId = deps.randomId(16, "0123456789abcdef");
   checkRewriteParams(params);
-  // A resume's are read once its session's place is held (`resumeImages`).
-  const checked = params.resume === true ? undefined : await imagesOf(params, config, held, signal);
+  // A resume's are read once its session's place is held (`resumeImages`), then the start begun.
+  const later = params.resume === true && !!params.images?.length;
+  const checked = later ? undefined : await imagesOf(params, config, held, signal);
   const rewriting = isRewrite(params);
   // A session the host named is watched, and its place in line taken, from the chat's arrival
   // (methods/chat.ts: a delete aborts `deps.signal`); one named here, from now.
@@ -65,13 +66,13 @@ async function runHeldTurn(
     // The steps up to the spawn go first (on one thread, the turn's own work would otherwise
     // run between them); the turn's preparation then overlaps the load. In the session's line
     // meanwhile: a chat sent after this one, which waits for no spawn, runs after it.
-    const prestarted = startOf(deps);
-    if (prestarted) await untilSpawned(prestarted);
+    let prestarted = later ? undefined : await begunStart(deps);
     const store = deps.store();
     unlock = await place.granted;
     const warnings: Warning[] = [];
     const key = { userId: params.user_id, sessionId };
     const images = checked ?? (await resumeImages(params, config, held, turnSignal, store, key));
+    if (later) prestarted = await begunStart(deps);
     // The session is read and the turn's first checkpoint written in the write that takes the
     // session's lease. Another core on the same data folder may be running a turn of it: this
     // one waits for it (a rewrite is refused instead: what it would replace may be changing).
@@ -163,6 +164,9 @@ function startOf(deps: TurnDeps): StartTicket | undefined {
   return deps.prestarted === undefined ? deps.provider.prestart?.() : (deps.prestarted ?? undefined);
 }
 
-async function untilSpawned(ticket: StartTicket): Promise<void> {
-  await within(ticket.spawned, SPAWN_WAIT_MS, undefined);
+/** The turn's start (`startOf`), waited for until it has spawned, SPAWN_WAIT_MS at most. */
+async function begunStart(deps: TurnDeps): Promise<StartTicket | undefined> {
+  const ticket = startOf(deps);
+  if (ticket) await within(ticket.spawned, SPAWN_WAIT_MS, undefined);
+  return ticket;
 }
