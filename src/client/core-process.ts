@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn as nodeSpawn, type SpawnOptions } from "node:child_process";
 import { EventEmitter } from "node:events";
+import { statSync } from "node:fs";
 import { LineSplitter } from "../protocol/transport/framing.ts";
 import { MAX_TIMER_MS, timerMs } from "../util/timer-limit.ts";
 import { foreignBinary } from "./foreign-binary.ts";
@@ -270,7 +271,7 @@ export class CoreProcess {
         const foreign = FILE_PROBLEMS.has(err.code ?? "")
           ? undefined
           : foreignBinary(this.options.command, this.options.cwd);
-        finish({ spawnError: foreign ?? spawnErrorText(err) });
+        finish({ spawnError: foreign ?? cwdProblem(err, this.options.cwd) ?? spawnErrorText(err) });
       }
     });
   }
@@ -315,6 +316,20 @@ function shellRefusedForeign(
 
 /** Spawn failures that say what is wrong with the file already, whatever it is built for. */
 const FILE_PROBLEMS = new Set(["ENOENT", "EACCES", "EPERM", "ENOTDIR", "ENAMETOOLONG", "ELOOP"]);
+
+/**
+ * A cwd that is no folder fails the spawn with ENOENT or ENOTDIR naming the binary (`spawn
+ * /app/local-ai ENOENT`), which is there: the host went looking for the wrong file.
+ */
+function cwdProblem(err: NodeJS.ErrnoException, cwd: string | undefined): string | undefined {
+  if (!cwd || (err.code !== "ENOENT" && err.code !== "ENOTDIR")) return undefined;
+  try {
+    if (statSync(cwd).isDirectory()) return undefined;
+    return `${err.code}: the cwd ${cwd} is not a folder`;
+  } catch {
+    return `${err.code}: the cwd ${cwd} does not exist`;
+  }
+}
 
 /**
  * The spawn failure with its code once: Bun's message already starts with it (`ENOENT: ENOENT: no

@@ -185,6 +185,19 @@ describe("client against a fake core", () => {
     expect(String(err.data?.spawn_error)).toContain("/nonexistent/local-ai");
   });
 
+  test("a cwd that is no folder is named in spawn_error, not taken for a missing binary", async () => {
+    // Node and Bun both say `spawn <binary> ENOENT` (or ENOTDIR) for it, the binary being there.
+    await using dir = tmpdir();
+    const file = join(dir.path, "a-file");
+    writeFileSync(file, "");
+    for (const cwd of [join(dir.path, "gone"), file]) {
+      const err = await rejection(LocalAiClient.start(options({ cwd })));
+      expect(err.code).toBe("core_exited");
+      expect(String(err.data?.spawn_error)).toContain(`cwd ${cwd}`);
+      expect(err.message).toContain(`cwd ${cwd}`);
+    }
+  });
+
   test("a spawn that throws (ENOTDIR) rejects start as any spawn failure does, with spawn_error", async () => {
     // Node and Bun throw this one from spawn() instead of emitting it, as they do ENOENT.
     await using dir = tmpdir();
