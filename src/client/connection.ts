@@ -20,7 +20,7 @@ import type { AbortSignalLike, CallOptions, ClientLogger } from "./host-types.ts
 import type { RequestId } from "./protocol-types.ts";
 import { RequestStream, settled } from "./request-stream.ts";
 import type { CancelResult, GenericEvent } from "./types.ts";
-import { asText, clip, idOfLine, isObject, readLine, requestLine, sentAsLineOf } from "./wire-lines.ts";
+import { asText, clip, isObject, lineKey, readLine, requestLine, sentAsLineOf } from "./wire-lines.ts";
 
 /**
  * The request/answer half of the client, as the MCP SDK's `Protocol` is to its `Client`: it
@@ -295,7 +295,7 @@ export class Connection {
 
   /** One line of core `from`'s stdout: it settles only calls written to it (core-launch.ts). */
   receive(line: string, from?: Transport): void {
-    const read = readLine(line);
+    const read = readLine(line, this.pending, from);
     // A line cut short or garbled that names its call lost that call's answer: it fails now.
     if (read.kind === "malformed")
       return void (
@@ -332,7 +332,7 @@ export class Connection {
   oversizeLine(bytes: number, head = "", maxLineBytes?: number, from?: Transport): void {
     const limit = maxLineBytes === undefined ? "maxLineBytes" : `maxLineBytes (${maxLineBytes})`;
     this.reportMalformed(`a ${bytes}-byte line exceeds ${limit}`);
-    this.lose(idOfLine(head), (method) => oversizeAnswerError(method, bytes, limit), from);
+    this.lose(lineKey(head, this.pending, from), (method) => oversizeAnswerError(method, bytes, limit), from);
   }
 
   /** A line of call `key` from core `from` was lost (too long, not JSON). False: no such call of it. */

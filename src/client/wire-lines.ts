@@ -14,26 +14,53 @@ export type ReadLine =
   /** `key`: the request a line that is no message names (its answer, lost). */
   | { kind: "malformed"; detail: string; key?: string | undefined };
 
-export function readLine(line: string): ReadLine {
+/** A line of core `from`'s (any core, when not given), read: `calls` are the pending ones. */
+export function readLine(line: string, calls?: Calls, from?: unknown): ReadLine {
   let msg: unknown;
   try {
     msg = JSON.parse(line);
   } catch {
     // Its start alone: on a line of megabytes whose id never closes, Node's regexp overflowed its stack.
-    return {
-      kind: "malformed",
-      detail: `not JSON: ${clip(line)}`,
-      key: idOfLine(line.slice(0, OVERSIZE_HEAD_BYTES)),
-    };
+    const key = lineKey(line.slice(0, OVERSIZE_HEAD_BYTES), calls, from);
+    return { kind: "malformed", detail: `not JSON: ${clip(line)}`, key };
   }
   const key =
     isObject(msg) && (typeof msg.id === "string" || typeof msg.id === "number") ? String(msg.id) : undefined;
   // One naming a call (a JSON-RPC answer: a wrong binary) is no answer to it, nor will one come.
   if (!isObject(msg) || typeof msg.type !== "string")
-    return { kind: "malformed", detail: `not a protocol message: ${clip(line)}`, key };
+    return {
+      kind: "malformed",
+      detail: `not a protocol message: ${clip(line)}`,
+      key: key ?? handshakeOf(calls, from),
+    };
   if (msg.type === "error" && msg.id === null) return { kind: "no_request", msg };
-  if (key === undefined) return { kind: "malformed", detail: `message without a usable id: ${clip(line)}` };
+  if (key === undefined)
+    return {
+      kind: "malformed",
+      detail: `message without a usable id: ${clip(line)}`,
+      key: handshakeOf(calls, from),
+    };
   return { kind: "message", key, msg };
+}
+
+type Calls = ReadonlyMap<string, { method: string; sentTo: unknown }>;
+
+/** The call a lost line of core `from`'s was for: the one its start names, else its handshake's. */
+export function lineKey(head: string, calls?: Calls, from?: unknown): string | undefined {
+  return idOfLine(head) ?? handshakeOf(calls, from);
+}
+
+/**
+ * The initialize call written to core `from` (any core, when not given) and not yet answered.
+ * While it waits it is the only call that core was sent (the others wait for its answer), so a
+ * line of that core's that is no protocol message can only be its answer: a program that is not
+ * local-ai (`yes`, a script printing its usage) fails start() at once, where its lines were
+ * counted one by one on the host's thread until the handshake's time limit.
+ */
+function handshakeOf(calls: Calls | undefined, from: unknown): string | undefined {
+  for (const [id, { method, sentTo }] of calls ?? [])
+    if (method === "initialize" && sentTo !== undefined && (from === undefined || sentTo === from)) return id;
+  return undefined;
 }
 
 /**

@@ -138,4 +138,27 @@ describe("a JSON line that is no protocol message but names its request", () => 
     expect(err.code).toBe("protocol_error");
     expect(err.method).toBe("initialize");
   });
+
+  test("start() on a program whose stdout is no protocol at all rejects at once, the program killed", async () => {
+    // `yes`, or a script printing its usage and waiting: its lines were counted one by one (a
+    // million a second on the host's main thread) until initialize timed out, a minute later.
+    for (const [line, maxLineBytes] of [
+      ["usage: yes [STRING]", undefined],
+      ['{"hello":"world"}', undefined],
+      [`banner ${"=".repeat(200)}`, 100],
+    ] as const) {
+      const child = new FakeChild();
+      const spawn = () => {
+        child.send = () => child.stdout.write(`${line}\n`);
+        return child;
+      };
+      const err = await rejection(
+        LocalAiClient.start({ binary: "local-ai", spawn: spawn as never, requestTimeoutMs: 0, maxLineBytes }),
+      );
+      expect(err.code).toBe("protocol_error");
+      expect(err.method).toBe("initialize");
+      if (!maxLineBytes) expect(err.message).toContain(line);
+      expect(child.signals).toContain("SIGKILL");
+    }
+  });
 });
