@@ -31,7 +31,7 @@ const RESTART_AT_LEAST = {
 const WHOLE = new Set(["maxBufferedEvents", "stderrTailLines", "restart.maxRestarts"]);
 
 /** Options that are the host's functions, left out or `null` when it has none. */
-const CALLBACKS = ["onStderr", "onExit", "onRestart", "spawn"] as const;
+const CALLBACKS = ["onStderr", "onExit", "onRestart", "onFailed", "spawn"] as const;
 
 /**
  * The first option the client cannot run with, as the `invalid_request` start() rejects with

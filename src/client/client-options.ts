@@ -1,3 +1,4 @@
+import type { LocalAiError } from "./errors.ts";
 import type { ClientLogger, Environment, ExitInfo, SpawnFunction } from "./host-types.ts";
 import type { InitializeParams } from "./types.ts";
 
@@ -75,6 +76,13 @@ export interface LocalAiClientOptions {
   onExit?: (info: ExitInfo & { expected: boolean }) => void;
   /** A restart is scheduled after an unexpected exit. */
   onRestart?: (info: { attempt: number; delayMs: number }) => void;
+  /**
+   * The client gave up: a core stopped serving unexpectedly (exited, or was stopped mute or hung)
+   * with restarts off, or the restarts ran out. No core runs and none will until start(); calls
+   * fail at once with `core_exited`. `error` is the last failure. Called after that exit's onExit
+   * (for a core stopped mute or hung, as it is stopped, before its exit).
+   */
+  onFailed?: (error: LocalAiError) => void;
   /**
    * The core's `llama.stop_grace_s`, in ms, when its config changes it (default 3000, the core's
    * default). shutdown() and close() never kill a core that is still stopping before

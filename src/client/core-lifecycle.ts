@@ -272,6 +272,7 @@ export class CoreLifecycle {
     if (!expected && !proc?.stopping) this.lastExit = error;
     // Requests written to this process can never be answered now.
     this.connection.failAll(closing ? closedError() : error, (sentTo) => sentTo === proc);
+    const serving = this.state === "ready";
     const restarts = expected ? undefined : this.stopServing(error);
     // The restart is what start() joins before the host hears of the exit: a start() from onExit
     // got the first start's promise, long resolved, while no core ran. It begins after onExit.
@@ -280,6 +281,8 @@ export class CoreLifecycle {
     // The host hears of it once the client's own bookkeeping is done.
     this.options.onExit?.({ ...info, expected });
     begin?.();
+    // Unless onExit started one again: then the host is not told it gave up.
+    if (serving && !expected && !restarts && this.state === "failed") this.options.onFailed?.(error);
   }
 
   /**
@@ -303,8 +306,10 @@ export class CoreLifecycle {
     proc.stop(minShutdownWaitMs(this.stopGraceMs), signal);
     // The restart is scheduled now, so that a start() while it stops joins it (it got the first
     // start's promise, long resolved); it launches once this core has exited, never beside it.
+    const serving = this.state === "ready";
     const restarts = this.stopServing(error);
     if (restarts) this.scheduleRestart(restarts, error, proc.waitForExit());
+    else if (serving) this.options.onFailed?.(error);
   }
 
   /**
@@ -353,6 +358,7 @@ export class CoreLifecycle {
     }
     this.enter("failed");
     this.connection.failAll(lastError);
+    this.options.onFailed?.(lastError);
     throw lastError;
   }
 

@@ -8,7 +8,7 @@ import type { ClientLogger } from "./host-types.ts";
  * logger; the logger's own throws are dropped.
  */
 
-/** The options with `logger`, `onStderr`, `onExit` and `onRestart` wrapped so that none throws. */
+/** The options with `logger` and the `on…` callbacks wrapped so that none throws. */
 export function guardHostCallbacks(options: LocalAiClientOptions): LocalAiClientOptions {
   const logger = guardedLogger(options.logger);
   return {
@@ -17,6 +17,7 @@ export function guardHostCallbacks(options: LocalAiClientOptions): LocalAiClient
     onStderr: guarded(logger, "onStderr", options.onStderr),
     onExit: guarded(logger, "onExit", options.onExit),
     onRestart: guarded(logger, "onRestart", options.onRestart),
+    onFailed: guarded(logger, "onFailed", options.onFailed),
   };
 }
 

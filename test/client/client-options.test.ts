@@ -68,6 +68,7 @@ const WRONG_TYPE: [string, Record<string, unknown>, string][] = [
   ["onStderr", { onStderr: "log" }, "a string"],
   ["onExit", { onExit: {} }, "an object"],
   ["onRestart", { onRestart: true }, "a boolean"],
+  ["onFailed", { onFailed: "alert" }, "a string"],
   ["spawn", { spawn: "node" }, "a string"],
   ["restart.maxRestarts", { restart: { maxRestarts: 2.5 } }, "2.5"],
   ["maxBufferedEvents", { maxBufferedEvents: 0.5 }, "0.5"],
@@ -99,6 +100,7 @@ describe("options of the wrong type, and the right ones", () => {
         onStderr: fn,
         onExit: fn,
         onRestart: fn,
+        onFailed: fn,
         restart: { maxRestarts: 2 },
       }),
     );

@@ -47,6 +47,62 @@ describe("restart options", () => {
   });
 });
 
+describe("giving up", () => {
+  test("onFailed tells the host once no core runs nor will, after the last exit's onExit", async () => {
+    // Its onExit alone could not tell a crash that a restart follows from the last one.
+    const heard: string[] = [];
+    let gaveUp = () => {};
+    const failed = new Promise<void>((resolve) => (gaveUp = resolve));
+    const children: FakeChild[] = [];
+    const spawn = () => {
+      const child = new FakeChild();
+      if (children.length > 0) setImmediate(() => child.exit(1, null));
+      children.push(child);
+      return child;
+    };
+    const client: LocalAiClient = track(
+      await LocalAiClient.start({
+        binary: "local-ai",
+        spawn,
+        restart: { maxRestarts: 2, initialDelayMs: 0 },
+        onExit: (e) => heard.push(`exit ${e.code}`),
+        onRestart: (r) => heard.push(`restart ${r.attempt}`),
+        onFailed: (err) => {
+          heard.push(`failed ${err.code} ${err.data?.exit_code}`);
+          gaveUp();
+        },
+      }),
+    );
+    children[0]?.exit(1, null);
+    await failed;
+    expect((await rejection(client.ping())).code).toBe("core_exited");
+    expect(heard).toEqual(["exit 1", "restart 1", "exit 1", "restart 2", "exit 1", "failed core_exited 1"]);
+  });
+
+  test("without restarts, an unexpected exit is followed by onFailed; a stop asked for is not", async () => {
+    const heard: string[] = [];
+    const start = async (child: FakeChild) =>
+      track(
+        await LocalAiClient.start({
+          binary: "local-ai",
+          spawn: child.spawn,
+          onExit: (e) => heard.push(`exit ${e.expected}`),
+          onFailed: (err) => heard.push(`failed ${err.code}`),
+        }),
+      );
+    const crashing = new FakeChild();
+    const client = await start(crashing);
+    const call = client.request("echo", {}, { timeoutMs: 0 });
+    crashing.exit(3, null);
+    expect((await rejection(call)).code).toBe("core_exited");
+    expect(heard).toEqual(["exit false", "failed core_exited"]);
+    heard.length = 0;
+    const stops = new FakeChild((req, c) => c.send({ id: req.id, type: "result", result: { status: "ok" } }));
+    await (await start(stops)).close();
+    expect(heard).toEqual(["exit true"]);
+  });
+});
+
 describe("the restart count's reset", () => {
   test("counts the time a core served, not its start-up: a slow start then a crash is no long run", async () => {
     // Each core's handshake takes 5 s (the clock is moved on as it answers) and it crashes as soon
