@@ -20,7 +20,7 @@ import type { AbortSignalLike, CallOptions, ClientLogger } from "./host-types.ts
 import type { RequestId } from "./protocol-types.ts";
 import { RequestStream, settled } from "./request-stream.ts";
 import type { CancelResult, GenericEvent } from "./types.ts";
-import { asText, clip, isObject, lineKey, readLine, requestLine, sentAsLineOf } from "./wire-lines.ts";
+import { asText, clip, isObject, lineKey, readLine, requestLine, sentAsLineOf, sole } from "./wire-lines.ts";
 
 /**
  * The request/answer half of the client, as the MCP SDK's `Protocol` is to its `Client`: it
@@ -114,10 +114,10 @@ export class Connection {
     return stream.result;
   }
 
-  /** LocalAiClient.cancel(): a pending call of ours is cancelled as its stream's cancel() does. */
+  /** LocalAiClient.cancel(): a call of ours (without an id, the sole()) is cancelled as its cancel() does. */
   cancel(requestId: RequestId | undefined, options: CallOptions = {}): Promise<boolean> {
     // Ours are strings; the core tells 5 from "5", so one of ours given as a number is ours still.
-    const ours = requestId === undefined ? undefined : String(requestId);
+    const ours = requestId === undefined ? sole(this.pending) : String(requestId);
     if (ours !== undefined && this.pending.has(ours)) return this.cancelFor(ours, options);
     return this.cancelRemote(requestId, options);
   }

@@ -78,6 +78,21 @@ export function sentAsLineOf(
 }
 
 /**
+ * The one cancellable call pending, as the core picks the one a `cancel` without an id stops
+ * (`implicitCandidates`: a search is never one); undefined when there are none or several.
+ * Cancelled by its id, it ends as chat.cancel() ends it, also when the core confirms but never
+ * ends it: the id-less form left such a chat pending for good.
+ */
+export function sole(
+  pending: ReadonlyMap<string, { method: string; cancellable: boolean }>,
+): string | undefined {
+  const ids = [...pending]
+    .filter(([, c]) => c.cancellable && c.method !== "sessions.search")
+    .map(([id]) => id);
+  return ids.length === 1 ? ids[0] : undefined;
+}
+
+/**
  * The line a request is written as, or why it cannot be: params JSON cannot carry (a cycle, a
  * BigInt, a toJSON that throws) fail that call alone with invalid_request, never the code writing it.
  */

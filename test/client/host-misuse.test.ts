@@ -90,6 +90,22 @@ describe("a host's misuse", () => {
     expect((await callCancel).code).toBe("timeout");
   });
 
+  test("client.cancel() without an id ends the only chat when the core confirms but never ends it", async () => {
+    // chat.cancel() and client.cancel(id) gave up on such a chat after the cancel's time limit;
+    // the id-less form, the only active chat's, left it (no stream time limit) pending for good.
+    const child = new FakeChild((req, c) => {
+      if (req.method === "cancel") c.send({ id: req.id, type: "result", result: { cancelled: true } });
+    });
+    const client = track(await LocalAiClient.start({ binary: "local-ai", spawn: child.spawn }));
+    const chat = client.chat({ input: "a" });
+    expect(await waitFor(() => child.requests.length === 1, { intervalMs: 2 })).toBe(true);
+    expect(await client.cancel(undefined, { timeoutMs: 50 })).toBe(true);
+    const err = await rejection(chat.result);
+    expect(err.code).toBe("cancelled");
+    expect(err.message).toContain("did not end it within 50 ms");
+    expect(child.requests[1]?.params).toEqual({ request_id: chat.id });
+  });
+
   test("client.cancel(id) with one of its ids as a number cancels that request, as the string does", async () => {
     // The client's ids are strings; the core tells 5 from "5", so a number went to the core as
     // another request's id, answered {cancelled: false}, and the chat ran on.
