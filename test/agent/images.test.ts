@@ -188,6 +188,26 @@ describe("a chat with images", () => {
     expect(h.checkpoint("s")).toBeUndefined();
   });
 
+  test("a resume with nothing to resume, for a model configured without a projector: refused before the model loads", async () => {
+    // Its images are the new turn's: refused only by the turn's own check, after the model's
+    // start and its acquire, a load (or a swap evicting another) for a chat refused anyway.
+    await using h = new ChatHarness({ ...AGENTS, model: { mmproj: "none" } }, { standIn: () => ({}) });
+    let acquired = 0;
+    h.provider.beforeLease = async () => {
+      acquired++;
+    };
+    const { terminal } = await h.chat(1, {
+      session_id: "s",
+      input: "look",
+      resume: true,
+      images: [{ data: b64(png(2, 2)) }],
+    });
+    expect(terminal.data).toMatchObject({ reason: "model_not_vision", field: "images" });
+    expect(acquired).toBe(0);
+    expect(h.history("s")).toEqual([]);
+    expect(h.checkpoint("s")).toBeUndefined();
+  });
+
   test("extra_args that add a projector leave it to llama-server's /props: the image is read", async () => {
     const config = { ...AGENTS, model: { mmproj: "none" }, llama: { extra_args: ["--mmproj", "/m/p.gguf"] } };
     await using h = new ChatHarness(config, { standIn: () => ({}) });

@@ -71,7 +71,7 @@ async function runHeldTurn(
     unlock = await place.granted;
     const warnings: Warning[] = [];
     const key = { userId: params.user_id, sessionId };
-    const images = checked ?? (await resumeImages(params, config, held, turnSignal, store, key));
+    const images = checked ?? (await resumeImages(params, deps, held, turnSignal, store, key));
     if (later) prestarted = await begunStart(deps);
     // The session is read and the turn's first checkpoint written in the write that takes the
     // session's lease. Another core on the same data folder may be running a turn of it: this
@@ -140,12 +140,13 @@ function imagesOf(
 /**
  * A resume's images: none where it resumes an interrupted turn, which sends its own again (they
  * are ignored, docs/protocol.md: a stale path among them refused the resume); read and checked
- * where it runs as a new turn. Asked with the session's place held, so no turn of this core
- * ends or leaves a checkpoint in between.
+ * where it runs as a new turn, refused unread for a model known to read none, as `runTurn`
+ * refuses another chat's (the turn's own check came after the model's start). Asked with the
+ * session's place held, so no turn of this core ends or leaves a checkpoint in between.
  */
 function resumeImages(
   params: ChatParams,
-  config: TurnDeps["config"],
+  deps: TurnDeps,
   held: HeldRoom | undefined,
   signal: AbortSignal,
   store: ReturnType<TurnDeps["store"]>,
@@ -153,7 +154,10 @@ function resumeImages(
 ) {
   // A checkpoint that does not read is dropped and the chat runs as a new turn: its images count.
   const interrupted = store.guard(() => hasInterruptedTurn(store, key));
-  if (!interrupted) return imagesOf(params, config, held, signal);
+  if (!interrupted) {
+    if (params.images?.length && deps.readsImages?.() === false) throw notVision();
+    return imagesOf(params, deps.config, held, signal);
+  }
   // Never read: the room taken for them goes back now, not at the end of the resumed turn.
   for (const [i] of held?.room.entries() ?? []) held?.readBytes(i, 0);
   return Promise.resolve([]);
