@@ -153,22 +153,63 @@ async function writeAll(file: FileHandle, chunk: Uint8Array, position: number): 
  * request is on its way, and "r+" followed it to write the model's bytes into the file it named.
  */
 async function openFile(path: string, where: PullWhere): Promise<FileHandle> {
+  let file: FileHandle;
   try {
-    return await open(path, constants.O_RDWR | (constants.O_NONBLOCK ?? 0) | (constants.O_NOFOLLOW ?? 0));
+    file = await open(path, constants.O_RDWR | (constants.O_NONBLOCK ?? 0) | (constants.O_NOFOLLOW ?? 0));
   } catch (err) {
     throw writeFailure(err, where, path);
   }
+  const links = await file.stat().then(
+    (s) => s.nlink,
+    () => 1,
+  );
+  if (links > 1) {
+    await file.close();
+    throw linkedPartial(path, where);
+  }
+  return file;
 }
 
 /**
  * The partial opened for writing; never a blocking open (a FIFO swapped in is ENXIO or refused
- * by the caller's checks, not a wait for a reader) and never through a link.
+ * by the caller's checks, not a wait for a reader), never through a link, and never a file with
+ * another name: emptied ("w") only once that is known, not by the open's O_TRUNC.
  */
 export function openFor(path: string, flags: "w" | "r+", where: PullWhere): number {
-  const mode = flags === "w" ? constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC : constants.O_RDWR;
+  const mode = flags === "w" ? constants.O_WRONLY | constants.O_CREAT : constants.O_RDWR;
+  let fd: number;
   try {
-    return openSync(path, mode | (constants.O_NONBLOCK ?? 0) | (constants.O_NOFOLLOW ?? 0));
+    fd = openSync(path, mode | (constants.O_NONBLOCK ?? 0) | (constants.O_NOFOLLOW ?? 0));
   } catch (err) {
     throw writeFailure(err, where, path);
   }
+  const refused = refusal(fd, flags === "w", path, where);
+  if (refused === null) return fd;
+  closeSync(fd);
+  throw refused;
+}
+
+/** Why the opened partial is not written (another name), else null once emptied where asked. */
+function refusal(fd: number, empty: boolean, path: string, where: PullWhere): unknown {
+  try {
+    const stats = fstatSync(fd);
+    if (stats.nlink > 1) return linkedPartial(path, where);
+    if (empty && stats.size > 0) ftruncateSync(fd, 0);
+    return null;
+  } catch (err) {
+    return writeFailure(err, where, path);
+  }
+}
+
+/**
+ * A partial with another name is a hard link to a file elsewhere (no pull makes one): one who
+ * can write a shared cache links another's file in, and the download would append to it or,
+ * starting over, empty it. O_NOFOLLOW does not see it; the link count does.
+ */
+function linkedPartial(path: string, where: PullWhere) {
+  return pullError(
+    where,
+    "cache_unwritable",
+    `${path} is a hard link to another file, never written; remove it and pull again`,
+  );
 }

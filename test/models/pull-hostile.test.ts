@@ -382,6 +382,37 @@ describe("a partial swapped for a link while its resume is on its way", () => {
   });
 });
 
+describe("a partial that is a hard link to a file outside the cache", () => {
+  // One who can write a shared cache links another user's file in as the partial: a link
+  // opened without following still writes that file's bytes, the resume appending after them,
+  // a start-over truncating it.
+  const linked = async (bytes: Buffer) => {
+    const { cache, dir, deps } = await hubWith();
+    mkdirSync(repoPaths(cache, "org/evil").blobs, { recursive: true });
+    const victim = join(dir, "victim.txt");
+    writeFileSync(victim, bytes);
+    fs.linkSync(victim, `${blobPath(cache, "org/evil", SHA)}.incomplete`);
+    return { victim, deps };
+  };
+
+  test("is not resumed into: the file it names is left as it was", async () => {
+    const before = Buffer.alloc(4000, 0x41);
+    const { victim, deps } = await linked(before);
+    const { error } = await pull(deps);
+    expect(readFileSync(victim).equals(before)).toBe(true);
+    expect(error?.data).toMatchObject({ cause: "cache_unwritable" });
+    expect(error?.message).toContain("remove it and pull again");
+  });
+
+  test("is not truncated for a start-over either (larger than the file)", async () => {
+    const before = Buffer.alloc(MODEL.length + 10, 0x41);
+    const { victim, deps } = await linked(before);
+    const { error } = await pull(deps);
+    expect(readFileSync(victim).equals(before)).toBe(true);
+    expect(error?.data).toMatchObject({ cause: "cache_unwritable" });
+  });
+});
+
 describe("a listed path longer than this system's paths", () => {
   test("is refused before its download, not when its snapshot link fails after it", async () => {
     // Each folder name fits (250 bytes), together they do not: 17 of them pass Linux's 4096.
