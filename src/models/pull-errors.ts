@@ -134,6 +134,14 @@ export function writeFailure(err: unknown, where: PullWhere, path: string): unkn
       // Only a `.incomplete` is a partial; the ref, a snapshot's copy or a lock come after or before one.
       `the disk filled up while writing ${path} (${code}); ${path.endsWith(".incomplete") ? "the partial download is kept, " : ""}free some space and pull again`,
     );
+  // A file past what its file system holds (FAT32: 4 GiB, a USB drive's usual format): resumed,
+  // the partial failed at once again; "cannot write (EFBIG)" did not say the drive is the cause.
+  if (code === "EFBIG")
+    return pullError(
+      where,
+      "cache_unwritable",
+      `the file system holding ${path} cannot hold a file this large (EFBIG; FAT32 holds at most 4 GiB); set HF_HUB_CACHE or HF_HOME to a folder on another drive${path.endsWith(".incomplete") ? ", and remove the partial download" : ""}`,
+    );
   if (typeof code === "string") return pullError(where, "cache_unwritable", `cannot write ${path} (${code})`);
   return err;
 }

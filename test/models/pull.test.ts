@@ -285,6 +285,18 @@ describe("pull into the Hugging Face cache", () => {
     expect(ro.data?.cause).toBe("cache_unwritable");
   });
 
+  test("a file larger than its file system holds (FAT32) says so, not only EFBIG", () => {
+    // Resumed, the partial fails again at once: moving the cache is the way out.
+    const err = writeFailure(
+      Object.assign(new Error("too big"), { code: "EFBIG" }),
+      { repo: "o/r", file: "f.gguf" },
+      "/c/x.incomplete",
+    ) as CoreError;
+    expect(err.data).toMatchObject({ cause: "cache_unwritable" });
+    expect(err.message).toContain("cannot hold a file this large (EFBIG; FAT32 holds at most 4 GiB)");
+    expect(err.message).toContain("set HF_HUB_CACHE or HF_HOME to a folder on another drive");
+  });
+
   test("a disk that fills up writing the ref or the snapshot's copy claims no partial download", () => {
     // The blob is whole and in place by then: a pull again finds it and only links it.
     for (const path of ["/c/models--o--r/refs/main", "/c/models--o--r/snapshots/abc/f.gguf"]) {
