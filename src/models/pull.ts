@@ -116,6 +116,7 @@ export async function pullModel(req: PullRequest, deps: PullDeps, hooks: PullHoo
     );
   const badEndpoint = endpointProblem(hubEndpoint(deps.env));
   if (badEndpoint) throw pullError(where, "bad_endpoint", badEndpoint);
+  checkRefName(req.revision, deps, where);
   const cacheDir = hubCacheDir(deps.env, deps.home);
   const hub = new HubClient({
     endpoint: hubEndpoint(deps.env),
@@ -190,6 +191,21 @@ function checkStorable(t: BlobTarget, pointer: string, deps: PullDeps, where: Pu
       "bad_listing",
       `the hub's file listing names ${JSON.stringify(path)}, which ${why} on this system; nothing was downloaded`,
       { entry: path },
+    );
+}
+
+/**
+ * A branch or tag is stored as refs/<revision>: one this system cannot name (`aux`, `nul` on
+ * Windows are devices) is refused before any request, not by the ref's write after the download.
+ * A commit writes no ref.
+ */
+function checkRefName(revision: string, deps: PullDeps, where: PullWhere): void {
+  const why = /^[0-9a-f]{40}$/.test(revision) ? null : unstorableName(revision, deps.platform);
+  if (why)
+    throw pullError(
+      where,
+      "cache_unwritable",
+      `the revision ${JSON.stringify(revision)}, stored as a file under refs/, ${why} on this system: pull it by its commit instead; nothing was downloaded`,
     );
 }
 

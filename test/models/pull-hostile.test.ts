@@ -382,6 +382,31 @@ describe("a partial swapped for a link while its resume is on its way", () => {
   });
 });
 
+describe("a revision whose ref this system cannot store", () => {
+  test("a tag named as a Windows device is refused before the download, not at its ref after it", async () => {
+    // refs/aux on Windows is the AUX device: the ref's rename failed once the model was down.
+    const files = [{ path: "m-Q4_K_M.gguf", content: MODEL }];
+    const hub = await startHubStandIn([{ id: "org/evil", files, revisions: { aux: "a".repeat(40) } }]);
+    const dir = tmpdir("local-ai-hostile-");
+    open.push(hub, { close: async () => dir[Symbol.dispose]() });
+    const deps: PullDeps = {
+      env: { HF_ENDPOINT: hub.url, HF_HUB_CACHE: join(dir.path, "hub") },
+      home: dir.path,
+      freeSpace: () => 1024 * 1024 * 1024 * 100,
+      platform: "win32",
+    };
+    const req = { repo: "org/evil", quant: "Q4_K_M", revision: "aux" };
+    const hooks = { signal: new AbortController().signal, progress: () => {} };
+    const error = (await pullModel(req, deps, hooks).catch((e) => e)) as CoreError;
+    expect(error.data).toMatchObject({ cause: "cache_unwritable", revision: "aux" });
+    expect(error.message).toContain("pull it by its commit");
+    expect(hub.requests.filter((q) => q.path.includes("/resolve/"))).toEqual([]);
+    // Its commit writes no ref: that pull goes on.
+    const byCommit = await pullModel({ ...req, revision: "a".repeat(40) }, deps, hooks);
+    expect(byCommit.sha256).toBe(SHA);
+  });
+});
+
 describe("a partial that is a hard link to a file outside the cache", () => {
   // One who can write a shared cache links another user's file in as the partial: a link
   // opened without following still writes that file's bytes, the resume appending after them,
