@@ -192,7 +192,7 @@ function rangedFetch(
       );
     }
     const partial = res.status === 206;
-    const bytes = await readSlice(res, partial ? 0 : start, end - start + 1);
+    const bytes = await readSlice(res, partial ? sentFrom(res, start, what) : start, end - start + 1);
     const total = partial
       ? /\/\s*(\d+)\s*$/.exec(res.headers.get("content-range") ?? "")?.[1]
       : (res.headers.get("content-length") ?? undefined);
@@ -205,6 +205,24 @@ function rangedFetch(
 }
 
 /** `length` bytes of the body after skipping `skip`; stops reading (and cancels) once it has them. */
+/**
+ * How far into a 206's body the asked `start` lies, by its Content-Range: a server may send
+ * another range than asked, and read from the asked offset its bytes were taken for the header's
+ * ("not a GGUF", the model blamed). One that starts after `start` lacks them: the hub's error.
+ */
+function sentFrom(res: Response, start: number, what: { repo: string; file: string }): number {
+  const range = res.headers.get("content-range");
+  const from = /^bytes (\d+)-/.exec(range ?? "");
+  if (!from) return 0;
+  if (Number(from[1]) <= start) return start - Number(from[1]);
+  void res.body?.cancel();
+  throw missing(
+    "hub_error",
+    `${what.repo} ${what.file}: asked for bytes from ${start}, the server sent ${range!.slice(0, 60)}`,
+    what,
+  );
+}
+
 async function readSlice(res: Response, skip: number, length: number): Promise<Uint8Array> {
   const out = new Uint8Array(length);
   let filled = 0;

@@ -357,6 +357,25 @@ describe("will it fit, from the hub's header alone", () => {
     expect(err.message).toContain("text/html");
   });
 
+  test("a 206 of other bytes than asked (its Content-Range) is hub_error, not read as the header's", async () => {
+    // A server may answer a range other than the one asked; read from the asked offset, its
+    // bytes were the header's: "not a GGUF" blamed the model, or later bytes misread as tensors.
+    using dir = tmpdir();
+    const hub = hubWith(dir.path, { "m-Q4_K_M.gguf": tinyModel() });
+    const shifted = (async (input: string | URL | Request, init?: RequestInit) => {
+      const headers = new Headers(init?.headers);
+      const asked = /^bytes=(\d+)-(\d+)$/.exec(headers.get("range") ?? "");
+      if (asked) headers.set("range", `bytes=${Number(asked[1]) + 16}-${asked[2]}`);
+      return fetch(input, { ...init, headers });
+    }) as typeof fetch;
+    const env = { HF_ENDPOINT: hub.url };
+    const err = await failure(
+      judged(parseModelRef("org/m:Q4_K_M"), config, env, { home: dir.path, fetch: shifted }),
+    );
+    expect(err.data).toMatchObject({ problem: "hub_error", file: "m-Q4_K_M.gguf" });
+    expect(err.message).toContain("asked for bytes from 0, the server sent bytes 16-");
+  });
+
   test("a 403 or 404 from the download server the hub redirected to is hub_error, not the token's or the repo's", async () => {
     // A CDN's expired signed link, a proxy's block page: the token never went there.
     using dir = tmpdir();
