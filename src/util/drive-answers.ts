@@ -13,12 +13,14 @@ export const DRIVE_WAIT_MS = 30_000;
 
 /**
  * How many stats may be out at once. Each holds one of the runtime's file threads until it
- * answers, and Bun has as many as the machine has cores (2 at least; UV_THREADPOOL_SIZE at start
- * sets it): with every one held by a stat that hangs, every file read and write of the core
- * waited with them, for good on a hard-mounted share. One is always left to the rest.
+ * answers, and Bun has as many as the machine has cores (2 at least), unless UV_THREADPOOL_SIZE,
+ * else GOMAXPROCS, names 2 or more at start (Bun reads them so, in that order; one naming fewer
+ * is passed over): with every one held by a stat that hangs, every file read and write of the
+ * core waited with them, for good on a hard-mounted share. One is always left to the rest.
  */
 export function statLanes(env: NodeJS.ProcessEnv = process.env, cores = availableParallelism()): number {
-  const pool = Number.parseInt(env.UV_THREADPOOL_SIZE ?? "", 10) || Math.max(2, cores);
+  const named = [env.UV_THREADPOOL_SIZE, env.GOMAXPROCS].map((v) => Number.parseInt(v ?? "", 10));
+  const pool = named.find((n) => n >= 2) ?? Math.max(2, cores);
   return Math.max(1, pool - 1);
 }
 

@@ -67,4 +67,15 @@ describe("DriveAnswers: the stats out at once", () => {
     expect(statLanes({}, 8)).toBe(7);
     expect(statLanes({ UV_THREADPOOL_SIZE: "16" }, 2)).toBe(15);
   });
+
+  test("the runtime's own reading of its environment: GOMAXPROCS after UV_THREADPOOL_SIZE, 2 at least", () => {
+    // Bun sizes its file threads by the first of these that names 2 or more, else the cores:
+    // GOMAXPROCS=2 on 16 cores is 2 threads, and 15 stats out would hold both.
+    expect(statLanes({ GOMAXPROCS: "2" }, 16)).toBe(1);
+    expect(statLanes({ UV_THREADPOOL_SIZE: "3", GOMAXPROCS: "6" }, 2)).toBe(2);
+    // One names fewer than 2: Bun passes over it to the next.
+    expect(statLanes({ UV_THREADPOOL_SIZE: "1", GOMAXPROCS: "4" }, 2)).toBe(3);
+    expect(statLanes({ UV_THREADPOOL_SIZE: "1" }, 8)).toBe(7);
+    expect(statLanes({ GOMAXPROCS: "x" }, 4)).toBe(3);
+  });
 });
