@@ -31,10 +31,9 @@ export interface DriveOptions {
   lanes?: number;
 }
 
-/** A stat queued for a lane or asked (`running`), not answered yet; `stuck` once a wait on it gave up. */
+/** A stat queued for a lane or asked, not answered yet; `stuck` once asked longer than the wait. */
 interface Asked {
   answer: Promise<Stats | null | "late">;
-  running: boolean;
   stuck: boolean;
 }
 
@@ -83,33 +82,41 @@ export class DriveAnswers {
     let asked = this.stats.get(path);
     if (!asked) {
       if (this.stuck >= this.lanes) return "late"; // every lane hangs: none is asked
-      const mine: Asked = { answer: Promise.resolve(null), running: false, stuck: false };
+      const mine: Asked = { answer: Promise.resolve(null), stuck: false };
       mine.answer = this.lane().then<Stats | null | "late">((go) => (go ? this.ask(path, mine) : "late"));
       void mine.answer.then(() => this.settled(path, mine));
       this.stats.set(path, mine);
       asked = mine;
     }
     const now = await within(asked.answer, this.waitMs, WAITED);
-    if (now !== WAITED) return now;
-    if (asked.running && !asked.stuck) {
-      asked.stuck = true;
-      // The queued cannot be asked while every lane hangs: they are late now, not in 30 s.
-      if (++this.stuck >= this.lanes) for (const go of this.queue.splice(0)) go(false);
-    }
-    return "late";
+    return now === WAITED ? "late" : now;
   }
 
   private async ask(path: string, asked: Asked): Promise<Stats | null> {
-    asked.running = true;
+    const answer = this.statNow(path);
+    // Hung by its own time, from when it was asked: a caller's wait that began while it queued
+    // behind a slow one ends sooner, and refused every path for a stat out a moment.
+    void within(answer, this.waitMs, WAITED).then((now) => {
+      if (now !== WAITED) return;
+      asked.stuck = true;
+      // The queued cannot be asked while every lane hangs: they are late now, not in 30 s.
+      if (++this.stuck >= this.lanes) for (const go of this.queue.splice(0)) go(false);
+    });
+    try {
+      return await answer;
+    } finally {
+      const next = this.queue.shift();
+      if (next) next(true);
+      else this.running--;
+    }
+  }
+
+  private async statNow(path: string): Promise<Stats | null> {
     try {
       const st = await (this.options.stat ?? stat)(path);
       return st instanceof Object && "ino" in st ? (st as Stats) : null;
     } catch {
       return null; // a missing file answers too: the synchronous calls after it say what is wrong
-    } finally {
-      const next = this.queue.shift();
-      if (next) next(true);
-      else this.running--;
     }
   }
 

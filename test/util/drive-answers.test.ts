@@ -1,4 +1,4 @@
-import { describe, expect, test } from "bun:test";
+import { describe, expect, jest, test } from "bun:test";
 import { DriveAnswers, statLanes } from "../../src/util/drive-answers.ts";
 
 // Each stat out holds one of the runtime's file threads until it answers (as many as cores, 2 at
@@ -59,6 +59,40 @@ describe("DriveAnswers: the stats out at once", () => {
     expect(await queued).toBe("late");
     expect(await drives.statOf("/models/c.gguf")).toBe("late");
     expect(fake.asked).toEqual(["/mnt/dead/a.gguf"]);
+  });
+
+  test("a stat is judged hung by its own time out, not by the time it queued before it", async () => {
+    // b waits behind a slow a (a disk spinning up) and is asked 900 ms into its 1 s: its caller's
+    // wait ends 100 ms later, but its drive has not had the wait yet, and no path is refused for it.
+    const fake = fakeStat();
+    const drives = new DriveAnswers({ stat: fake.stat, statWaitMs: 1000, lanes: 1 });
+    const turns = async () => {
+      for (let i = 0; i < 10; i++) await Promise.resolve();
+    };
+    jest.useFakeTimers();
+    try {
+      const a = drives.statOf("/usb/a.gguf");
+      const b = drives.statOf("/usb2/b.gguf");
+      await turns();
+      jest.advanceTimersByTime(900);
+      fake.answer("/usb/a.gguf");
+      expect(await a).toMatchObject({ ino: 1 });
+      await turns();
+      expect(fake.asked).toEqual(["/usb/a.gguf", "/usb2/b.gguf"]);
+      jest.advanceTimersByTime(100);
+      expect(await b).toBe("late");
+      // b has hung 100 ms of its 1 s: c waits for the lane, it is not refused unasked.
+      const c = drives.statOf("/home/u/c.gguf");
+      await turns();
+      expect(drives.asking("/home/u/c.gguf")).toBe(true);
+      // b hangs its whole second: now every lane hangs, and c, still queued, is late unasked.
+      jest.advanceTimersByTime(900);
+      expect(await c).toBe("late");
+      expect(fake.asked).toEqual(["/usb/a.gguf", "/usb2/b.gguf"]);
+      expect(await drives.statOf("/home/u/d.gguf")).toBe("late");
+    } finally {
+      jest.useRealTimers();
+    }
   });
 
   test("as many lanes as the runtime's file threads, less one", () => {
