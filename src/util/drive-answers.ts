@@ -31,9 +31,10 @@ export interface DriveOptions {
   lanes?: number;
 }
 
-/** A stat queued for a lane or asked, not answered yet; `stuck` once asked longer than the wait. */
+/** A stat queued for a lane or `asked`, not answered yet; `stuck` once asked longer than the wait. */
 interface Asked {
   answer: Promise<Stats | null | "late">;
+  asked: boolean;
   stuck: boolean;
 }
 
@@ -68,9 +69,12 @@ export class DriveAnswers {
     return this.lanesKnown;
   }
 
-  /** Whether a stat of `path` is out (or queued): false after a `late` means it was refused, never asked. */
+  /**
+   * Whether a stat of `path` is out: false after a `late` means it was refused, or its wait
+   * ended while it still queued for a lane; its drive was never asked.
+   */
   asking(path: string): boolean {
-    return this.stats.has(path);
+    return this.stats.get(path)?.asked === true;
   }
 
   async answers(path: string): Promise<boolean> {
@@ -82,7 +86,7 @@ export class DriveAnswers {
     let asked = this.stats.get(path);
     if (!asked) {
       if (this.stuck >= this.lanes) return "late"; // every lane hangs: none is asked
-      const mine: Asked = { answer: Promise.resolve(null), stuck: false };
+      const mine: Asked = { answer: Promise.resolve(null), asked: false, stuck: false };
       mine.answer = this.lane().then<Stats | null | "late">((go) => (go ? this.ask(path, mine) : "late"));
       void mine.answer.then(() => this.settled(path, mine));
       this.stats.set(path, mine);
@@ -93,6 +97,7 @@ export class DriveAnswers {
   }
 
   private async ask(path: string, asked: Asked): Promise<Stats | null> {
+    asked.asked = true;
     const answer = this.statNow(path);
     // Hung by its own time, from when it was asked: a caller's wait that began while it queued
     // behind a slow one ends sooner, and refused every path for a stat out a moment.

@@ -82,14 +82,41 @@ describe("DriveAnswers: the stats out at once", () => {
       jest.advanceTimersByTime(100);
       expect(await b).toBe("late");
       // b has hung 100 ms of its 1 s: c waits for the lane, it is not refused unasked.
-      const c = drives.statOf("/home/u/c.gguf");
+      let answered = false;
+      const c = drives.statOf("/home/u/c.gguf").finally(() => {
+        answered = true;
+      });
       await turns();
-      expect(drives.asking("/home/u/c.gguf")).toBe(true);
+      expect(answered).toBe(false);
       // b hangs its whole second: now every lane hangs, and c, still queued, is late unasked.
       jest.advanceTimersByTime(900);
       expect(await c).toBe("late");
       expect(fake.asked).toEqual(["/usb/a.gguf", "/usb2/b.gguf"]);
       expect(await drives.statOf("/home/u/d.gguf")).toBe("late");
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
+  test("a wait that ends while its path still queues: the path was not asked", async () => {
+    // model_missing and modelGone say a drive did not answer only where its path was asked.
+    const fake = fakeStat();
+    const drives = new DriveAnswers({ stat: fake.stat, statWaitMs: 1000, lanes: 1 });
+    jest.useFakeTimers();
+    try {
+      const first = drives.statOf("/models/a.gguf");
+      void drives.statOf("/usb/b.gguf");
+      const queued = drives.statOf("/models/c.gguf");
+      await Promise.resolve();
+      jest.advanceTimersByTime(900);
+      fake.answer("/models/a.gguf");
+      expect(await first).toMatchObject({ ino: 1 });
+      jest.advanceTimersByTime(100);
+      // b has had 100 ms of its own 1 s; c's caller waited its second, c never had a lane.
+      expect(await queued).toBe("late");
+      expect(fake.asked).toEqual(["/models/a.gguf", "/usb/b.gguf"]);
+      expect(drives.asking("/models/c.gguf")).toBe(false);
+      expect(drives.asking("/usb/b.gguf")).toBe(true);
     } finally {
       jest.useRealTimers();
     }
