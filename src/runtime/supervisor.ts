@@ -29,6 +29,7 @@ import {
   waitOutStop,
 } from "./supervisor-state.ts";
 
+type Progress = (p: StartProgress) => void;
 const shuttingDown = () => cancelledError("llama-server is stopping: the core is shutting down");
 /** How long a server that refused a connection may take to be seen exiting before it is failed. */
 const EXIT_NOTICE_MS = 2000;
@@ -46,6 +47,8 @@ export class Supervisor implements LlamaProvider {
   private readonly rpc = new RpcWatch({ onLost: (err) => this.failReady(err) });
   private readonly restarts: RestartPolicy;
   private readonly launcher: Launcher;
+  /** A crashed wrapper's group, SIGKILLed, until it has ended (its memory): a restart waits for it. */
+  private groupEnd: Promise<void> = Promise.resolve();
 
   constructor(private readonly options: SupervisorOptions) {
     this.restarts = new RestartPolicy(options.settings, options.now ?? Date.now, this.tail);
@@ -104,11 +107,7 @@ export class Supervisor implements LlamaProvider {
    * A slot on `running`, in line behind the callers before (its launch's table: one count per
    * server), then `usable`. False, the slot given back: it died or failed meanwhile.
    */
-  private async admitted(
-    running: Running,
-    signal: AbortSignal,
-    onProgress?: (p: StartProgress) => void,
-  ): Promise<boolean> {
+  private async admitted(running: Running, signal: AbortSignal, onProgress?: Progress): Promise<boolean> {
     if (!(await running.launch.admit(signal))) return false;
     let usable = false;
     try {
@@ -123,11 +122,7 @@ export class Supervisor implements LlamaProvider {
    * Whether `running` may take the lease it admitted: still the one serving, listening, and awake
    * (woken first, with progress). False: it died or failed meanwhile, and the caller starts again.
    */
-  private async usable(
-    running: Running,
-    signal: AbortSignal,
-    onProgress?: (p: StartProgress) => void,
-  ): Promise<boolean> {
+  private async usable(running: Running, signal: AbortSignal, onProgress?: Progress): Promise<boolean> {
     const s = this.state.get();
     if (running.launch.died.aborted || s.kind !== "ready" || s.running !== running) return false;
     // A SIGKILL of a moment ago is learned on a later tick: the one cheap look that settles it
@@ -298,6 +293,7 @@ export class Supervisor implements LlamaProvider {
     try {
       if (backoffMs > 0)
         await abortable(Promise.race([Bun.sleep(backoffMs), starting.backoffCut.promise]), signal);
+      await abortable(this.groupEnd, signal);
       starting.progress.report({ phase: "starting", attempt: 1 });
       const running = await this.launcher.launch(starting);
       if (!this.state.swap(starting, { kind: "ready", running })) {
@@ -367,7 +363,7 @@ export class Supervisor implements LlamaProvider {
     this.rpc.ended();
     const s = this.state.get();
     if (s.kind !== "ready" || s.running !== running) return;
-    if (running.child.groupLingers?.()) running.child.kill(); // a wrapper's shell killed: what it ran too
+    if (running.child.groupLingers?.()) this.groupEnd = stopChild(running.child, 0); // a wrapper's shell killed
     const how = exit.signal ? `killed by ${exit.signal}` : `exit code ${exit.code}`;
     logger.error(`llama-server crashed (${how})`);
     const data = { exit_code: exit.code, signal: exit.signal, log_tail: this.tail.last(TAIL_IN_ERRORS) };
