@@ -79,15 +79,15 @@ export function sentAsLineOf(
 
 /**
  * The one cancellable call pending, as the core picks the one a `cancel` without an id stops
- * (`implicitCandidates`: a search is never one); undefined when there are none or several.
- * Cancelled by its id, it ends as chat.cancel() ends it, also when the core confirms but never
- * ends it: the id-less form left such a chat pending for good.
+ * (`implicitCandidates`: a search is never one, nor one it is already cancelling); undefined when
+ * there are none or several. Cancelled by its id, it ends as chat.cancel() ends it, also when the
+ * core confirms but never ends it: the id-less form left such a chat pending for good.
  */
 export function sole(
-  pending: ReadonlyMap<string, { method: string; cancellable: boolean }>,
+  pending: ReadonlyMap<string, { method: string; cancellable: boolean; cancelSent?: boolean }>,
 ): string | undefined {
   const ids = [...pending]
-    .filter(([, c]) => c.cancellable && c.method !== "sessions.search")
+    .filter(([, c]) => c.cancellable && !c.cancelSent && c.method !== "sessions.search")
     .map(([id]) => id);
   return ids.length === 1 ? ids[0] : undefined;
 }

@@ -106,6 +106,24 @@ describe("a host's misuse", () => {
     expect(child.requests[1]?.params).toEqual({ request_id: chat.id });
   });
 
+  test("client.cancel() without an id skips a chat already cancelled, as the core does, and ends the other", async () => {
+    // The core's implicit cancel passes over a chat it is already cancelling; the client counted
+    // it, saw two, and sent the id-less form: the other chat, cancelled but never ended, hung.
+    const child = new FakeChild((req, c) => {
+      if (req.method === "cancel") c.send({ id: req.id, type: "result", result: { cancelled: true } });
+    });
+    const client = track(await LocalAiClient.start({ binary: "local-ai", spawn: child.spawn }));
+    const winding = client.chat({ input: "a" });
+    const other = client.chat({ input: "b" });
+    expect(await waitFor(() => child.requests.length === 2, { intervalMs: 2 })).toBe(true);
+    expect(await winding.cancel()).toBe(true);
+    expect(await client.cancel(undefined, { timeoutMs: 50 })).toBe(true);
+    expect(child.requests[3]?.params).toEqual({ request_id: other.id });
+    const err = await rejection(other.result);
+    expect(err.code).toBe("cancelled");
+    expect(err.message).toContain("did not end it within 50 ms");
+  });
+
   test("client.cancel(id) with one of its ids as a number cancels that request, as the string does", async () => {
     // The client's ids are strings; the core tells 5 from "5", so a number went to the core as
     // another request's id, answered {cancelled: false}, and the chat ran on.
