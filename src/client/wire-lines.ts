@@ -45,21 +45,35 @@ export function readLine(line: string, calls?: Calls, from?: unknown): ReadLine 
 
 type Calls = ReadonlyMap<string, { method: string; sentTo: unknown }>;
 
+/**
+ * Lines that are no protocol message a core may write before its answer to initialize, skipped:
+ * a launcher script's banner before it execs the core (`echo starting; exec local-ai "$@"`).
+ */
+export const HANDSHAKE_STRAY_LINES = 16;
+
+/** Stray lines seen so far, per initialize call (its entry in the table). */
+const strayLines = new WeakMap<object, number>();
+
 /** The call a lost line of core `from`'s was for: the one its start names, else its handshake's. */
 export function lineKey(head: string, calls?: Calls, from?: unknown): string | undefined {
   return idOfLine(head) ?? handshakeOf(calls, from);
 }
 
 /**
- * The initialize call written to core `from` (any core, when not given) and not yet answered.
- * While it waits it is the only call that core was sent (the others wait for its answer), so a
- * line of that core's that is no protocol message can only be its answer: a program that is not
- * local-ai (`yes`, a script printing its usage) fails start() at once, where its lines were
- * counted one by one on the host's thread until the handshake's time limit.
+ * The initialize call written to core `from` (any core, when not given) and not yet answered,
+ * once that core wrote more than HANDSHAKE_STRAY_LINES lines that are no protocol message before
+ * answering it: a program that is not local-ai (`yes`) fails start() at once, where its lines were
+ * counted one by one on the host's thread until the handshake's time limit. Not at the first such
+ * line: a launcher's banner failed a start that had always worked (and showed the host its text).
  */
 function handshakeOf(calls: Calls | undefined, from: unknown): string | undefined {
-  for (const [id, { method, sentTo }] of calls ?? [])
-    if (method === "initialize" && sentTo !== undefined && (from === undefined || sentTo === from)) return id;
+  for (const [id, call] of calls ?? []) {
+    const { method, sentTo } = call;
+    if (method !== "initialize" || sentTo === undefined || (from !== undefined && sentTo !== from)) continue;
+    const seen = (strayLines.get(call) ?? 0) + 1;
+    strayLines.set(call, seen);
+    return seen > HANDSHAKE_STRAY_LINES ? id : undefined;
+  }
   return undefined;
 }
 

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { LocalAiClient } from "../../src/client/index.ts";
-import { readLine } from "../../src/client/wire-lines.ts";
+import { HANDSHAKE_STRAY_LINES, readLine } from "../../src/client/wire-lines.ts";
 import { FakeChild, type FakeRequest } from "./fake-child.ts";
 import { killFakes, rejection, track } from "./fake-core-fixture.ts";
 
@@ -149,7 +149,7 @@ describe("a JSON line that is no protocol message but names its request", () => 
     ] as const) {
       const child = new FakeChild();
       const spawn = () => {
-        child.send = () => child.stdout.write(`${line}\n`);
+        child.send = () => child.stdout.write(`${line}\n`.repeat(HANDSHAKE_STRAY_LINES + 1));
         return child;
       };
       const err = await rejection(
@@ -159,6 +159,30 @@ describe("a JSON line that is no protocol message but names its request", () => 
       expect(err.method).toBe("initialize");
       if (!maxLineBytes) expect(err.message).toContain(line);
       expect(child.signals).toContain("SIGKILL");
+    }
+  });
+
+  test("start() through a launcher that prints a line or two before it execs the core succeeds", async () => {
+    // `echo "starting local-ai"; exec local-ai "$@"`: its banner, taken for the answer to
+    // initialize, failed a start that had always worked, and showed the host what it echoed.
+    for (const [banner, times, maxLineBytes] of [
+      ["starting local-ai with HF_TOKEN=hf_x", HANDSHAKE_STRAY_LINES, undefined],
+      [`${"=".repeat(400)}\n{"hello":"world"}`, HANDSHAKE_STRAY_LINES / 2, 300],
+    ] as const) {
+      const child = new FakeChild();
+      const send = child.send.bind(child);
+      const spawn = () => {
+        child.send = (msg) => {
+          child.stdout.write(`${banner}\n`.repeat(times));
+          send(msg);
+        };
+        return child;
+      };
+      const client = track(
+        await LocalAiClient.start({ binary: "local-ai", spawn: spawn as never, maxLineBytes }),
+      );
+      expect(client.info.server.name).toBe("fake-child");
+      expect(client.malformedLines).toBe(HANDSHAKE_STRAY_LINES);
     }
   });
 });
