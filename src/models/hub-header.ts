@@ -204,7 +204,6 @@ function rangedFetch(
   return ranged as typeof fetch;
 }
 
-/** `length` bytes of the body after skipping `skip`; stops reading (and cancels) once it has them. */
 /**
  * How far into a 206's body the asked `start` lies, by its Content-Range: a server may send
  * another range than asked, and read from the asked offset its bytes were taken for the header's
@@ -223,6 +222,7 @@ function sentFrom(res: Response, start: number, what: { repo: string; file: stri
   );
 }
 
+/** `length` bytes of the body after skipping `skip`; stops reading (and cancels) once it has them. */
 async function readSlice(res: Response, skip: number, length: number): Promise<Uint8Array> {
   const out = new Uint8Array(length);
   let filled = 0;

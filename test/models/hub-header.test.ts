@@ -376,6 +376,30 @@ describe("will it fit, from the hub's header alone", () => {
     expect(err.message).toContain("asked for bytes from 0, the server sent bytes 16-");
   });
 
+  test("a 206 that starts before the bytes asked is read from where they begin", async () => {
+    // A header past the first read (a 3 MB description) takes a second range, from an offset:
+    // a server answering it from earlier sends bytes that precede the asked ones.
+    using dir = tmpdir();
+    const spec = tinyModel();
+    spec.metadata["general.description"] = { type: "str", value: "x".repeat(3_000_000) };
+    const hub = hubWith(dir.path, { "m-Q4_K_M.gguf": spec });
+    const earlier = (async (input: string | URL | Request, init?: RequestInit) => {
+      const headers = new Headers(init?.headers);
+      const asked = /^bytes=(\d+)-(\d+)$/.exec(headers.get("range") ?? "");
+      if (asked) headers.set("range", `bytes=${Math.max(0, Number(asked[1]) - 16)}-${asked[2]}`);
+      return fetch(input, { ...init, headers });
+    }) as typeof fetch;
+    const env = { HF_ENDPOINT: hub.url };
+    const plain = await judged(parseModelRef("org/m:Q4_K_M"), config, env, { home: dir.path });
+    const shifted = await judged(parseModelRef("org/m:Q4_K_M"), config, env, {
+      home: dir.path,
+      fetch: earlier,
+    });
+    const asked = hub.requests.filter((r) => r.path.includes("/resolve/")).map((r) => r.range);
+    expect(asked.some((r) => r !== null && !r.startsWith("bytes=0-"))).toBe(true);
+    expect(shifted.model).toEqual(plain.model);
+  });
+
   test("a 403 or 404 from the download server the hub redirected to is hub_error, not the token's or the repo's", async () => {
     // A CDN's expired signed link, a proxy's block page: the token never went there.
     using dir = tmpdir();
