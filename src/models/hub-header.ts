@@ -207,13 +207,16 @@ function rangedFetch(
 /**
  * How far into a 206's body the asked `start` lies, by its Content-Range: a server may send
  * another range than asked, and read from the asked offset its bytes were taken for the header's
- * ("not a GGUF", the model blamed). One that starts after `start` lacks them: the hub's error.
+ * ("not a GGUF", the model blamed). One that starts after `start`, or ends before it (short of
+ * the file's end: past it, no bytes is the answer), lacks them: the hub's error.
  */
 function sentFrom(res: Response, start: number, what: { repo: string; file: string }): number {
   const range = res.headers.get("content-range");
-  const from = /^bytes (\d+)-/.exec(range ?? "");
-  if (!from) return 0;
-  if (Number(from[1]) <= start) return start - Number(from[1]);
+  const sent = /^bytes (\d+)-(\d*)(?:\/(\d+))?/.exec(range ?? "");
+  if (!sent) return 0;
+  // An end left out is taken to reach the asked bytes; a total of `*` (NaN) excuses no end short of them.
+  const [from, to, total] = [Number(sent[1]), sent[2] ? Number(sent[2]) : Infinity, Number(sent[3])];
+  if (from <= start && (to >= start || start >= total)) return start - from;
   void res.body?.cancel();
   throw missing(
     "hub_error",

@@ -47,6 +47,23 @@ function hubWith(
   return server;
 }
 
+/** A fetch that asks for `range(start, end)` where the bytes start-end were asked: a server answering another range. */
+function askingInstead(range: (start: number, end: number) => string): typeof fetch {
+  return (async (input: string | URL | Request, init?: RequestInit) => {
+    const headers = new Headers(init?.headers);
+    const asked = /^bytes=(\d+)-(\d+)$/.exec(headers.get("range") ?? "");
+    if (asked) headers.set("range", range(Number(asked[1]), Number(asked[2])));
+    return fetch(input, { ...init, headers });
+  }) as typeof fetch;
+}
+
+/** A model whose header (a 3 MB description) outgrows the first 2 MB read: a second range, from an offset. */
+function longHeader() {
+  const spec = tinyModel();
+  spec.metadata["general.description"] = { type: "str", value: "x".repeat(3_000_000) };
+  return spec;
+}
+
 /**
  * A model on the hub judged before any download: its header read as `plan` reads one not yet
  * pulled (hub-plan-deps.ts), the verdict the one `pull` and `models` give (fit-verdict.ts).
@@ -380,15 +397,8 @@ describe("will it fit, from the hub's header alone", () => {
     // A header past the first read (a 3 MB description) takes a second range, from an offset:
     // a server answering it from earlier sends bytes that precede the asked ones.
     using dir = tmpdir();
-    const spec = tinyModel();
-    spec.metadata["general.description"] = { type: "str", value: "x".repeat(3_000_000) };
-    const hub = hubWith(dir.path, { "m-Q4_K_M.gguf": spec });
-    const earlier = (async (input: string | URL | Request, init?: RequestInit) => {
-      const headers = new Headers(init?.headers);
-      const asked = /^bytes=(\d+)-(\d+)$/.exec(headers.get("range") ?? "");
-      if (asked) headers.set("range", `bytes=${Math.max(0, Number(asked[1]) - 16)}-${asked[2]}`);
-      return fetch(input, { ...init, headers });
-    }) as typeof fetch;
+    const hub = hubWith(dir.path, { "m-Q4_K_M.gguf": longHeader() });
+    const earlier = askingInstead((start, end) => `bytes=${Math.max(0, start - 16)}-${end}`);
     const env = { HF_ENDPOINT: hub.url };
     const plain = await judged(parseModelRef("org/m:Q4_K_M"), config, env, { home: dir.path });
     const shifted = await judged(parseModelRef("org/m:Q4_K_M"), config, env, {
@@ -398,6 +408,20 @@ describe("will it fit, from the hub's header alone", () => {
     const asked = hub.requests.filter((r) => r.path.includes("/resolve/")).map((r) => r.range);
     expect(asked.some((r) => r !== null && !r.startsWith("bytes=0-"))).toBe(true);
     expect(shifted.model).toEqual(plain.model);
+  });
+
+  test("a 206 of bytes that all lie before the ones asked is hub_error, not read as the header's end", async () => {
+    // Skipped to where the asked bytes would begin, the body held none of them: the header read
+    // as cut short, "not a GGUF", the model blamed for the server's answer.
+    using dir = tmpdir();
+    const hub = hubWith(dir.path, { "m-Q4_K_M.gguf": longHeader() });
+    const stale = askingInstead((start, end) => (start === 0 ? `bytes=0-${end}` : "bytes=0-15"));
+    const env = { HF_ENDPOINT: hub.url };
+    const err = await failure(
+      judged(parseModelRef("org/m:Q4_K_M"), config, env, { home: dir.path, fetch: stale }),
+    );
+    expect(err.data).toMatchObject({ problem: "hub_error", file: "m-Q4_K_M.gguf" });
+    expect(err.message).toContain("the server sent bytes 0-15/");
   });
 
   test("a 403 or 404 from the download server the hub redirected to is hub_error, not the token's or the repo's", async () => {
