@@ -2,6 +2,8 @@ import { CoreError, isCoreError } from "../protocol/errors.ts";
 import { HubBadAnswer, HubError, HubUnreachable } from "./hub-client.ts";
 import { type PullWhere, pullError } from "./pull-errors.ts";
 
+const DISK_CODES = new Set(["ENOSPC", "EDQUOT", "EACCES", "EROFS", "EIO", "EFBIG"]);
+
 /**
  * The request's own abort signal: the caller's cancel, no byte for `ms`, or an oversized body.
  * Explains a failure as cancelled, stalled, or a cut connection (the partial, when it has bytes, is kept in each).
@@ -62,9 +64,9 @@ export class StallGuard {
       );
     if (err instanceof HubError || err instanceof HubUnreachable || err instanceof HubBadAnswer)
       return undefined;
+    // The disk's failures, not the connection's: writeFailure names them (EFBIG: a FAT32 cache).
     const code = (err as NodeJS.ErrnoException)?.code;
-    if (code === "ENOSPC" || code === "EDQUOT" || code === "EACCES" || code === "EROFS" || code === "EIO")
-      return undefined;
+    if (code !== undefined && DISK_CODES.has(code)) return undefined;
     return pullError(
       where,
       "connection_lost",

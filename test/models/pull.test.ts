@@ -18,6 +18,7 @@ import { basename, dirname, join } from "node:path";
 import { blobPath, incompletePath, refPath, snapshotPath } from "../../src/models/hf-cache.ts";
 import { type PullDeps, type PullOutcome, type PullRequest, pullModel } from "../../src/models/pull.ts";
 import { writeFailure } from "../../src/models/pull-errors.ts";
+import { StallGuard } from "../../src/models/stall-guard.ts";
 import type { CoreError } from "../../src/protocol/errors.ts";
 import type { DownloadProgress } from "../../src/protocol/pull.ts";
 import { type HubStandIn, type Knobs, type StandInRepo, startHubStandIn } from "../fixtures/hub-stand-in.ts";
@@ -295,6 +296,22 @@ describe("pull into the Hugging Face cache", () => {
     expect(err.data).toMatchObject({ cause: "cache_unwritable" });
     expect(err.message).toContain("cannot hold a file this large (EFBIG; FAT32 holds at most 4 GiB)");
     expect(err.message).toContain("set HF_HUB_CACHE or HF_HOME to a folder on another drive");
+  });
+
+  test("EFBIG from a fresh download's native write says so too, not a broken connection", () => {
+    // Bun.write's failure goes through the stall guard first (body-writer.ts pumpNative): EFBIG
+    // was taken for a cut connection, "pull again to resume", and only the resume said why.
+    const stall = new StallGuard(new AbortController().signal, 60_000);
+    try {
+      const err = Object.assign(new Error("EFBIG: file too large, write"), { code: "EFBIG" });
+      const where = { repo: "o/r", file: "f.gguf" };
+      const told = (stall.explain(err, where, 2 ** 32 - 1, 5e9) ??
+        writeFailure(err, where, "/c/x.incomplete")) as CoreError;
+      expect(told.data).toMatchObject({ cause: "cache_unwritable" });
+      expect(told.message).toContain("cannot hold a file this large");
+    } finally {
+      stall.stop();
+    }
   });
 
   test("a disk that fills up writing the ref or the snapshot's copy claims no partial download", () => {
