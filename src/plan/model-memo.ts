@@ -103,10 +103,14 @@ export async function statAnswered(
 /**
  * Waits for `path`'s stat off the loop (util/drive-answers.ts): null once it answered, else why
  * the file is unreadable. The model's read and a configured projector's (find-projector.ts).
+ * Refused unasked (every lane held by other paths' stats that hang), its own drive is not blamed.
  */
 export async function statLate(answers: DriveAnswers, path: string): Promise<string | null> {
   if (await answers.answers(path)) return null;
-  return `its drive did not answer within ${answers.waitMs / 1000} s (a network drive offline?)`;
+  const why = answers.asking(path)
+    ? `its drive did not answer within ${answers.waitMs / 1000} s`
+    : "not asked while other paths' drives do not answer";
+  return `${why} (a network drive offline?)`;
 }
 
 /** A refusal of the file names where its path was set (config key or request field), as an `hf:` one does. */

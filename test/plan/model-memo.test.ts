@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { rmSync, utimesSync } from "node:fs";
-import { ModelMemo } from "../../src/plan/model-memo.ts";
+import { ModelMemo, statLate } from "../../src/plan/model-memo.ts";
 import { CoreError } from "../../src/protocol/errors.ts";
+import { DriveAnswers } from "../../src/util/drive-answers.ts";
 import { llama7b, llama8b, writeGguf } from "../fixtures/gguf-writer.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
@@ -106,5 +107,26 @@ describe("ModelMemo", () => {
     // The resolve's synchronous reads of the cache never ran: they would have held the loop.
     expect(resolved).toBe(0);
     expect(asked).toEqual(["/nas/hf/hub"]);
+  });
+});
+
+describe("statLate: a path refused unasked", () => {
+  test("every lane held by another path's stat that hangs: not said to have a drive that did not answer", async () => {
+    const asked: string[] = [];
+    const drives = new DriveAnswers({
+      stat: (path) => {
+        asked.push(path);
+        return new Promise<void>(() => {});
+      },
+      statWaitMs: 1,
+      lanes: 1,
+    });
+    expect(await statLate(drives, "/mnt/dead/a.gguf")).toContain("did not answer within");
+    // The only lane hangs on a's stat: b is refused at once, its drive never asked.
+    const why = await statLate(drives, "/home/u/b.gguf");
+    expect(asked).toEqual(["/mnt/dead/a.gguf"]);
+    expect(why).not.toBeNull();
+    expect(why).not.toContain("did not answer");
+    expect(why).toContain("not asked");
   });
 });
