@@ -1,7 +1,9 @@
 import { createHash } from "node:crypto";
 import { realpathSync } from "node:fs";
+import { homedir } from "node:os";
 import { chooseEmbedModel, type ModelChoice } from "../config/choose-model.ts";
 import type { Config } from "../config/schema.ts";
+import { hubCacheDir } from "../models/hf-cache.ts";
 import { resolveModelPath } from "../models/resolve.ts";
 import { adapterFiles } from "../plan/adapter-files.ts";
 import { shownArgs } from "../plan/secret-args.ts";
@@ -12,7 +14,7 @@ import { MemoryEmbedder } from "../store/memory-embedder.ts";
 import type { Store } from "../store/store.ts";
 import { abortable } from "../util/abortable.ts";
 import { type DriveAnswers, drives } from "../util/drive-answers.ts";
-import { type FileIdentity, fileIdentity } from "../util/file-identity.ts";
+import { type FileIdentity, fileIdentity, identityOf } from "../util/file-identity.ts";
 import { vectorArgs } from "./vector-flags.ts";
 
 /**
@@ -21,25 +23,35 @@ import { vectorArgs } from "./vector-flags.ts";
  * Its vectors go through several models' `embed`, so the model loads, shares memory and
  * unloads like any other.
  */
-export function memoryEmbedder(config: Config, store: Store, models: ModelsApi): MemoryEmbedder | undefined {
+export function memoryEmbedder(
+  config: Config,
+  store: Store,
+  models: ModelsApi,
+  ask: DriveAnswers = drives,
+): MemoryEmbedder | undefined {
   const name = config.memory.embedding_model;
   if (!config.memory.enabled || name === null) return undefined;
   const choice = chooseEmbedModel(config, name);
   const entry = config.models.find((m) => m.name === name);
   const path = entry?.path ?? name;
+  // Asked off the loop at each run, recall and document: a model on a dead network mount held the core.
   const fingerprintNow = () =>
-    embeddingFingerprint(path, [...config.llama.extra_args, ...(entry?.extra_args ?? [])]);
+    embeddingFingerprintAsked(path, [...config.llama.extra_args, ...(entry?.extra_args ?? [])], ask);
   const embedder = new MemoryEmbedder({
     store,
     model: name,
     fingerprint: fingerprintNow,
-    embed: (texts, signal) => embedWith(models, choice, texts, signal, path),
+    embed: (texts, signal) => embedWith(models, choice, texts, signal, path, ask),
   });
   // Rows left without a vector (the folders indexed at the first open, another model's vectors,
   // a failure last time) are embedded once the core is up; the folders once they are read.
   embedder.kick();
   // The in-memory index read in slices now, not all at once by the first recall.
-  void store.memory.vectors.warm(fingerprintNow());
+  // (Not while the model's drive does not answer: the first search reads it then.)
+  void fingerprintNow().then(
+    (fp) => store.memory.vectors.warm(fp),
+    () => {},
+  );
   void store.folderIndex.start().then(() => embedder.kick());
   // And what a folder's later walk adds (a file written while the core runs).
   store.folderIndex.onAdded(() => embedder.kick());
@@ -62,8 +74,34 @@ export function memoryEmbedder(config: Config, store: Store, models: ModelsApi):
  */
 export function embeddingFingerprint(path: string, extraArgs: readonly string[]): string {
   const model = modelFile(path) ?? { path };
-  const flags = shownArgs(vectorArgs(extraArgs));
   const adapters = adapterFiles(extraArgs).map((file) => fileIdentity(file) ?? { path: file });
+  return fingerprintOf(model, extraArgs, adapters);
+}
+
+/**
+ * `embeddingFingerprint` with each file's stat asked off the loop first (util/drive-answers.ts),
+ * its identity taken from that stat; an `hf:` reference's cache folder asked before it is read
+ * to resolve it. Rejects when a drive does not answer: no fingerprint is known then, and a
+ * guess would count every vector as another model's.
+ */
+export async function embeddingFingerprintAsked(
+  path: string,
+  extraArgs: readonly string[],
+  ask: DriveAnswers = drives,
+): Promise<string> {
+  const model = (await modelFileAsked(path, ask)) ?? { path };
+  const adapters = await Promise.all(
+    adapterFiles(extraArgs).map(async (file) => (await identityAsked(file, ask)) ?? { path: file }),
+  );
+  return fingerprintOf(model, extraArgs, adapters);
+}
+
+function fingerprintOf(
+  model: FileIdentity | { path: string },
+  extraArgs: readonly string[],
+  adapters: object[],
+) {
+  const flags = shownArgs(vectorArgs(extraArgs));
   return createHash("sha256")
     .update(JSON.stringify({ model, extraArgs: flags, ...(adapters.length > 0 ? { adapters } : {}) }))
     .digest("hex")
@@ -82,6 +120,27 @@ function modelFile(path: string): FileIdentity | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** `modelFile` with its stats asked off the loop; rejects when a drive does not answer. */
+async function modelFileAsked(path: string, ask: DriveAnswers): Promise<FileIdentity | undefined> {
+  if (!path.startsWith(HF_PREFIX)) return identityAsked(path, ask);
+  // Resolved by synchronous reads of the cache: its folder's drive asked first, as the plan's read does.
+  await identityAsked(hubCacheDir(process.env, process.env.HOME || homedir()), ask);
+  let file: string;
+  try {
+    file = realpathSync(resolveModelPath(path));
+  } catch {
+    return undefined;
+  }
+  return identityAsked(file, ask);
+}
+
+/** The file's identity from a stat asked off the loop: undefined when it cannot be read. */
+async function identityAsked(file: string, ask: DriveAnswers): Promise<FileIdentity | undefined> {
+  const st = await ask.statOf(file);
+  if (st === "late") throw new Error(`the drive of ${file} did not answer (a network drive offline?)`);
+  return st === null ? undefined : identityOf(file, st);
 }
 
 /** Whether the server's model file is the one `path` names now (the one the fingerprint keys). */

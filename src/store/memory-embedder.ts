@@ -1,5 +1,7 @@
+import { abortable } from "../util/abortable.ts";
 import { backoffDelayMs } from "../util/backoff.ts";
 import { logger } from "../util/logger.ts";
+import { cannotEmbed, serverDied, tooLong } from "./embed-failures.ts";
 import type { QueryVector } from "./memory-vectors.ts";
 import type { Store } from "./store.ts";
 
@@ -20,8 +22,11 @@ export interface MemoryEmbedderDeps {
   store: Store;
   /** The embedding model's name, as status shows it. */
   model: string;
-  /** The model's fingerprint now (its file's identity): vectors of another are never used. */
-  fingerprint(): string;
+  /**
+   * The model's fingerprint now (its file's identity): vectors of another are never used. Its
+   * stat is asked off the loop (a model on a dead network mount): rejects when it does not answer.
+   */
+  fingerprint(): string | Promise<string>;
   /** One L2-normalized vector per text, in order (several models' `embed`); throws CoreError. */
   embed(texts: string[], signal: AbortSignal): Promise<number[][]>;
   /** Tests: rows per request, the wait after a turn before embedding, the retry back-off. */
@@ -130,7 +135,9 @@ export class MemoryEmbedder {
     signal: AbortSignal,
   ): Promise<void> {
     const total = memoryRowIds.length;
-    const fp = this.deps.fingerprint();
+    const either = AbortSignal.any([signal, this.abort.signal]);
+    const fp = await this.fingerprintNow(either).catch((err) => this.chunksFailed(err, signal));
+    if (fp === undefined) return;
     const { store } = this.deps;
     // The document just committed now counts in status's total.
     this.recount(fp);
@@ -148,14 +155,24 @@ export class MemoryEmbedder {
         onProgress(done, total);
       }
     } catch (err) {
-      if (signal.aborted) throw signal.reason;
-      if (this.stopped) return;
-      logger.warn(
-        `memory: embedding a document's chunks failed (${(err as Error).message}); tried again later`,
-      );
-      this.retryLater();
+      return this.chunksFailed(err, signal);
     }
     if (!this.stopped) this.recount(fp);
+  }
+
+  /** A document's chunks not embedded: a cancel rejects; anything else is left to the job. */
+  private chunksFailed(err: unknown, signal: AbortSignal): void {
+    if (signal.aborted) throw signal.reason;
+    if (this.stopped) return;
+    logger.warn(
+      `memory: embedding a document's chunks failed (${(err as Error).message}); tried again later`,
+    );
+    this.retryLater();
+  }
+
+  /** The fingerprint, its wait ended by `signal` (a stop, a cancel), not after the drive's 30 s. */
+  private fingerprintNow(signal: AbortSignal): Promise<string> {
+    return abortable(Promise.resolve(this.deps.fingerprint()), signal);
   }
 
   /**
@@ -181,7 +198,7 @@ export class MemoryEmbedder {
   async queryVector(text: string, signal: AbortSignal): Promise<QueryVector | undefined> {
     const [vector] = await this.embedShortened([text.slice(0, MAX_CHARS)], signal);
     // Read once it came back: the model it was made by (a pull may have moved it meanwhile).
-    const fingerprint = this.deps.fingerprint();
+    const fingerprint = await this.fingerprintNow(signal);
     return vector && meaningful(vector) ? { fingerprint, vector } : undefined;
   }
 
@@ -196,7 +213,7 @@ export class MemoryEmbedder {
   private async loop(): Promise<void> {
     const { store } = this.deps;
     try {
-      const fp = this.deps.fingerprint();
+      const fp = await this.fingerprintNow(this.abort.signal);
       // Counted once a run (then added to as vectors are stored): two counts of every row.
       const counts = this.recount(fp);
       // All embedded: the search for rows without a vector would read every row to say so.
@@ -282,7 +299,7 @@ export class MemoryEmbedder {
     }
     // The model changed while they were made (a pull moved its hf: reference and the server was
     // started again on the new file): not `fp`'s vectors. The run starts over under the new one.
-    if (this.deps.fingerprint() !== fp)
+    if ((await this.fingerprintNow(signal)) !== fp)
       throw new ModelChanged("the embedding model changed while it embedded them");
     const got = rows.map((r, i) => ({ id: r.id, text: r.text, vector: vectors[i] ?? [] }));
     const { store } = this.deps;
@@ -359,34 +376,4 @@ class ModelChanged extends Error {}
  */
 function meaningful(vector: readonly number[]): boolean {
   return vector.some((x) => x !== 0);
-}
-
-/** The place of an input the server refused as too long, and how much of it to keep. */
-function tooLong(err: unknown): { index: number; ratio: number } | undefined {
-  const data = (err as { data?: Record<string, unknown> }).data;
-  const field = data?.field;
-  const index = data?.index;
-  if (typeof field !== "string" || !field.startsWith("input.") || typeof index !== "number") return undefined;
-  // Refused for what it is, not its length: shortened, it would be sent again.
-  if (data?.reason !== undefined) return undefined;
-  const n = Number(data?.n_tokens);
-  const max = Number(data?.max_tokens);
-  const ratio = n > 0 && max > 0 && max < n ? (max / n) * 0.9 : 0.5;
-  return { index, ratio };
-}
-
-/**
- * An input the model cannot embed at any length: the server crashed on it each time it was sent
- * (server/embed-suspects.ts), or the model gave it a vector holding NaN or infinity (garbage,
- * never stored; cut, it would be sent again and its half's vector kept as the row's).
- */
-function cannotEmbed(err: unknown): "crashes_server" | "not_finite" | undefined {
-  const reason = (err as { data?: Record<string, unknown> }).data?.reason;
-  return reason === "crashes_server" || reason === "not_finite" ? reason : undefined;
-}
-
-/** The server died (or its connection was lost) with the request in flight: an input may be why. */
-function serverDied(err: unknown): boolean {
-  const reason = (err as { data?: Record<string, unknown> }).data?.reason;
-  return reason === "server_failed" || reason === "connection_lost";
 }

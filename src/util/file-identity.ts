@@ -1,4 +1,4 @@
-import { statSync } from "node:fs";
+import { type Stats, statSync } from "node:fs";
 
 /** A file as the file system knows it: a file replaced in place (a new inode, size or time) is another. */
 export interface FileIdentity {
@@ -11,11 +11,15 @@ export interface FileIdentity {
 /** The file at `path` as it is now; undefined when it cannot be read. */
 export function fileIdentity(path: string): FileIdentity | undefined {
   try {
-    const st = statSync(path);
-    return { path, size: st.size, mtimeMs: Math.floor(st.mtimeMs), ino: st.ino };
+    return identityOf(path, statSync(path));
   } catch {
     return undefined;
   }
+}
+
+/** The identity of `path` from its stat, asked elsewhere (off the loop: util/drive-answers.ts). */
+export function identityOf(path: string, st: Pick<Stats, "size" | "mtimeMs" | "ino">): FileIdentity {
+  return { path, size: st.size, mtimeMs: Math.floor(st.mtimeMs), ino: st.ino };
 }
 
 /** Whether `now` is still the file `then` was. */
