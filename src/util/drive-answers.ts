@@ -19,9 +19,18 @@ export const DRIVE_WAIT_MS = 30_000;
  * core waited with them, for good on a hard-mounted share. One is always left to the rest.
  */
 export function statLanes(env: NodeJS.ProcessEnv = process.env, cores = availableParallelism()): number {
-  const named = [env.UV_THREADPOOL_SIZE, env.GOMAXPROCS].map((v) => Number.parseInt(v ?? "", 10));
+  const named = [env.UV_THREADPOOL_SIZE, env.GOMAXPROCS].map(threadCount);
   const pool = named.find((n) => n >= 2) ?? Math.max(2, cores);
   return Math.max(1, pool - 1);
+}
+
+/**
+ * A count as Bun reads one (a Zig integer: spaces around, a `+`, `_` between digits), else NaN.
+ * parseInt took "3.5" or "3x" as 3 where Bun passes them over: more lanes than its threads.
+ */
+function threadCount(value: string | undefined): number {
+  const text = value?.trim() ?? "";
+  return /^\+?\d(?:[\d_]*\d)?$/.test(text) ? Number(text.replace(/[+_]/g, "")) : Number.NaN;
 }
 
 /** Tests: the stat, its wait, how many may be out at once. */

@@ -139,4 +139,18 @@ describe("DriveAnswers: the stats out at once", () => {
     expect(statLanes({ UV_THREADPOOL_SIZE: "1" }, 8)).toBe(7);
     expect(statLanes({ GOMAXPROCS: "x" }, 4)).toBe(3);
   });
+
+  test("a value the runtime does not read as a whole number is passed over as it passes it over", () => {
+    // Bun reads "3.5", "3x" or "4e0" as no number (measured: 2 threads on 2 cores), where a
+    // lenient parse took 3 or 4: as many stats out as threads, every file read waited on them.
+    expect(statLanes({ GOMAXPROCS: "3.5" }, 2)).toBe(1);
+    expect(statLanes({ GOMAXPROCS: "3x" }, 2)).toBe(1);
+    expect(statLanes({ GOMAXPROCS: "4e0" }, 2)).toBe(1);
+    expect(statLanes({ UV_THREADPOOL_SIZE: "3x", GOMAXPROCS: "6" }, 2)).toBe(5);
+    // What it does read: spaces around, a plus, underscores between digits (Zig's integers).
+    expect(statLanes({ GOMAXPROCS: " 4 " }, 2)).toBe(3);
+    expect(statLanes({ GOMAXPROCS: "+4" }, 2)).toBe(3);
+    expect(statLanes({ GOMAXPROCS: "0_4" }, 2)).toBe(3);
+    expect(statLanes({ GOMAXPROCS: "4_" }, 2)).toBe(1);
+  });
 });
