@@ -200,6 +200,8 @@ export class Supervisor implements LlamaProvider {
       } else if (from.kind === "stopping") {
         await from.done;
       }
+      // A crash's SIGKILLed group still exiting: the next model's start must not meet its memory.
+      await this.groupEnd;
     } finally {
       this.state.swap(closing, { kind: "closed" });
       this.launcher.close();
