@@ -143,11 +143,19 @@ async function identityAsked(file: string, ask: DriveAnswers): Promise<FileIdent
   return st === null ? undefined : identityOf(file, st);
 }
 
-/** Whether the server's model file is the one `path` names now (the one the fingerprint keys). */
-function startedOnCurrent(files: LaunchFiles | null, path: string | undefined): boolean {
+/**
+ * Whether the server's model file is the one `path` names now (the one the fingerprint keys),
+ * its stats asked off the loop; `late` when a drive does not answer.
+ */
+async function startedOnCurrent(
+  files: LaunchFiles | null,
+  path: string | undefined,
+  ask: DriveAnswers,
+): Promise<boolean | "late"> {
   const then = files?.model;
   if (!then || path === undefined) return true;
-  const now = modelFile(path);
+  const now = await modelFileAsked(path, ask).catch(() => "late" as const);
+  if (now === "late") return now;
   return now !== undefined && now.ino === then.ino && now.size === then.size && now.mtimeMs === then.mtimeMs;
 }
 
@@ -174,12 +182,13 @@ export async function embedWith(
   });
   // Asked off the loop (each turn's recall embeds): a model on a dead network mount held the core
   // here. A cancel (the chat's, its recall) ends the wait at once, not after the drive's 30 s.
-  const unchanged = await abortable(filesUnchangedNow(files, ask), signal);
+  const same = await abortable(filesUnchangedNow(files, ask), signal);
+  const unchanged = same === true ? await abortable(startedOnCurrent(files, path, ask), signal) : same;
   if (unchanged === "late")
     throw new Error(
       "the embedding model's drive did not answer (a network drive offline?); its vectors are not kept",
     );
-  if (unchanged && startedOnCurrent(files, path)) return out.embeddings;
+  if (unchanged) return out.embeddings;
   await models.unload(choice, { force: false, keepPin: true }).catch(() => {});
   throw new Error("the embedding model's file changed since its server loaded it; it is loaded again");
 }

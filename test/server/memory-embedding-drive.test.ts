@@ -2,16 +2,20 @@ import { describe, expect, spyOn, test } from "bun:test";
 import * as fs from "node:fs";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import type { ModelChoice } from "../../src/config/choose-model.ts";
 import { ConfigSchema } from "../../src/config/schema.ts";
+import type { LaunchView } from "../../src/runtime/launch.ts";
 import type { ModelsApi } from "../../src/runtime/models-api.ts";
 import {
   embeddingFingerprint,
   embeddingFingerprintAsked,
+  embedWith,
   memoryEmbedder,
 } from "../../src/server/memory-embedding.ts";
 import type { MemoryEmbedder } from "../../src/store/memory-embedder.ts";
 import { Store } from "../../src/store/store.ts";
 import { DriveAnswers } from "../../src/util/drive-answers.ts";
+import { fileIdentity } from "../../src/util/file-identity.ts";
 import { commitNotedTurn } from "../fixtures/noted-turn.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { layRepo } from "../models/cache-layout.ts";
@@ -129,6 +133,37 @@ describe("the fingerprint of an hf: embedding model whose cache's drive does not
     } finally {
       if (before === undefined) delete process.env.HF_HUB_CACHE;
       else process.env.HF_HUB_CACHE = before;
+    }
+  });
+});
+
+describe("vectors checked against the file the embedding model's path names now", () => {
+  test("that file's identity comes from a stat asked off the loop, not a synchronous one", async () => {
+    using dir = tmpdir();
+    const path = join(dir.path, "embed.gguf");
+    writeFileSync(path, "GGUF one");
+    const files = { model: fileIdentity(path), projector: undefined };
+    const models = {
+      embed: async (_m: unknown, input: string[], _s: AbortSignal, onLaunch?: (l: LaunchView) => void) => {
+        onLaunch?.({ files } as unknown as LaunchView);
+        return { dimensions: 2, embeddings: input.map(() => [1, 0]), usage: { prompt_tokens: 1 } };
+      },
+    } as unknown as ModelsApi;
+    const statSync = spyOn(fs, "statSync");
+    try {
+      const out = await embedWith(
+        models,
+        { name: "embed" } as ModelChoice,
+        ["a"],
+        new AbortController().signal,
+        path,
+        new DriveAnswers(),
+      );
+      expect(out).toEqual([[1, 0]]);
+      // Before the fix the path was stat'd synchronously once its launch's file had answered.
+      expect(statSync.mock.calls.filter((c) => c[0] === path)).toEqual([]);
+    } finally {
+      statSync.mockRestore();
     }
   });
 });
