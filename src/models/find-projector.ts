@@ -3,7 +3,7 @@ import { homedir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { readGgufHeader } from "../plan/gguf-read.ts";
 import type { ModelInfo } from "../plan/model.ts";
-import { type MemoOptions, statLate } from "../plan/model-memo.ts";
+import type { MemoOptions } from "../plan/model-memo.ts";
 import {
   type ProjectorChoice,
   type ProjectorInfo,
@@ -14,7 +14,7 @@ import {
 } from "../plan/projector.ts";
 import { isCoreError } from "../protocol/errors.ts";
 import { HF_PREFIX } from "../protocol/model-ref.ts";
-import { answersFor } from "../util/drive-answers.ts";
+import { answersFor, statLate } from "../util/drive-answers.ts";
 import { hubCacheDir, snapshotRootOf } from "./hf-cache.ts";
 import { isGgufPath, isProjector, namesText } from "./pick-gguf.ts";
 import { resolveModelPath, snapshotFiles } from "./resolve.ts";

@@ -2,7 +2,7 @@ import { closeSync, readSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import type { gguf } from "@huggingface/gguf";
 import { CoreError } from "../protocol/errors.ts";
-import { type DriveAnswers, drives } from "../util/drive-answers.ts";
+import { type DriveAnswers, drives, statLate } from "../util/drive-answers.ts";
 import { NotRegularFile, openRegularFile, readFailure } from "../util/read-file.ts";
 import { terminalText } from "../util/terminal-text.ts";
 import { cutText } from "../util/text-cut.ts";
@@ -91,12 +91,8 @@ async function readOneFile(path: string, shardLabel: string | null, ask: DriveAn
   const label = shardLabel ? `${path} (${shardLabel})` : path;
   // The reads below are synchronous: on a dead network mount (a projector's, a split's later
   // part) one hung for minutes and the core with it. Its stat is asked off the loop first.
-  if (!(await ask.answers(path)))
-    throw problem(
-      "unreadable",
-      label,
-      `unreadable: its drive did not answer within ${ask.waitMs / 1000} s (a network drive offline?)`,
-    );
+  const late = await statLate(ask, path);
+  if (late) throw problem("unreadable", label, `unreadable: ${late}`);
   let opened: { fd: number; size: number };
   try {
     // Never a blocking open: a FIFO here would stop the whole core (util/read-file.ts).

@@ -1,7 +1,13 @@
 import { statSync } from "node:fs";
 import { settingData } from "../config/model-entry.ts";
 import { CoreError, isCoreError } from "../protocol/errors.ts";
-import { answersFor, DRIVE_WAIT_MS, type DriveAnswers, type DriveOptions } from "../util/drive-answers.ts";
+import {
+  answersFor,
+  DRIVE_WAIT_MS,
+  type DriveAnswers,
+  type DriveOptions,
+  statLate,
+} from "../util/drive-answers.ts";
 import { readGgufHeader, shardPaths } from "./gguf-read.ts";
 import { type ModelInfo, modelInfo } from "./model.ts";
 
@@ -98,19 +104,6 @@ export async function statAnswered(
     }),
     key,
   );
-}
-
-/**
- * Waits for `path`'s stat off the loop (util/drive-answers.ts): null once it answered, else why
- * the file is unreadable. The model's read and a configured projector's (find-projector.ts).
- * Refused unasked (every lane held by other paths' stats that hang), its own drive is not blamed.
- */
-export async function statLate(answers: DriveAnswers, path: string): Promise<string | null> {
-  if (await answers.answers(path)) return null;
-  const why = answers.asking(path)
-    ? `its drive did not answer within ${answers.waitMs / 1000} s`
-    : "not asked while other paths' drives do not answer";
-  return `${why} (a network drive offline?)`;
 }
 
 /** A refusal of the file names where its path was set (config key or request field), as an `hf:` one does. */

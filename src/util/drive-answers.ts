@@ -156,3 +156,17 @@ export const drives = new DriveAnswers();
 export function answersFor(options: DriveOptions): DriveAnswers {
   return options.stat || options.statWaitMs !== undefined ? new DriveAnswers(options) : drives;
 }
+
+/**
+ * Waits for `path`'s stat off the loop: null once it answered, else why the file is unreadable.
+ * The model's read (plan/model-memo.ts), a configured projector's (models/find-projector.ts),
+ * each header's (plan/gguf-read.ts: a split's part, a projector found beside the model).
+ * Refused unasked (every lane held by other paths' stats that hang), its own drive is not blamed.
+ */
+export async function statLate(answers: DriveAnswers, path: string): Promise<string | null> {
+  if (await answers.answers(path)) return null;
+  const why = answers.asking(path)
+    ? `its drive did not answer within ${answers.waitMs / 1000} s`
+    : "not asked while other paths' drives do not answer";
+  return `${why} (a network drive offline?)`;
+}

@@ -27,3 +27,23 @@ describe("readGgufHeader: a file whose drive does not answer", () => {
     expect((await readGgufHeader(path, new DriveAnswers())).path).toBe(path);
   });
 });
+
+describe("readGgufHeader: a file refused unasked", () => {
+  test("every lane held by another path's stat that hangs: its own drive is not blamed", async () => {
+    using dir = tmpdir();
+    const path = writeGguf(dir.path, "mmproj-near.gguf", llama7b());
+    const asked: string[] = [];
+    const stat = (p: string) => {
+      asked.push(p);
+      return new Promise(() => {});
+    };
+    const drives = new DriveAnswers({ stat, statWaitMs: 1, lanes: 1 });
+    // The only lane hangs on another file's stat (a model on a dead mount).
+    expect(await drives.answers("/mnt/dead/model.gguf")).toBe(false);
+    const err = await readGgufHeader(path, drives).catch((e: unknown) => e);
+    expect(asked).toEqual(["/mnt/dead/model.gguf"]);
+    expect(err).toMatchObject({ code: "model_missing", data: { path, problem: "unreadable" } });
+    expect((err as Error).message).not.toContain("did not answer");
+    expect((err as Error).message).toContain("not asked");
+  });
+});

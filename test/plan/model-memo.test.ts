@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { rmSync, utimesSync } from "node:fs";
-import { ModelMemo, statLate } from "../../src/plan/model-memo.ts";
+import { ModelMemo } from "../../src/plan/model-memo.ts";
 import { CoreError } from "../../src/protocol/errors.ts";
-import { DriveAnswers } from "../../src/util/drive-answers.ts";
+import { DriveAnswers, statLate } from "../../src/util/drive-answers.ts";
 import { llama7b, llama8b, writeGguf } from "../fixtures/gguf-writer.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
