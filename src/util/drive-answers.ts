@@ -20,17 +20,23 @@ export const DRIVE_WAIT_MS = 30_000;
  */
 export function statLanes(env: NodeJS.ProcessEnv = process.env, cores = availableParallelism()): number {
   const named = [env.UV_THREADPOOL_SIZE, env.GOMAXPROCS].map(threadCount);
-  const pool = named.find((n) => n >= 2) ?? Math.max(2, cores);
+  const pool = Math.min(named.find((n) => n >= 2) ?? Math.max(2, cores), MAX_POOL_THREADS);
   return Math.max(1, pool - 1);
 }
 
+/** The most file threads Bun starts, whatever is asked (measured: 2,000 asked, 1,024 ran). */
+const MAX_POOL_THREADS = 1024;
+
 /**
- * A count as Bun reads one (a Zig integer: spaces around, a `+`, `_` between digits), else NaN.
- * parseInt took "3.5" or "3x" as 3 where Bun passes them over: more lanes than its threads.
+ * A count as Bun reads one (a 16-bit Zig integer: a `+`, `_` between digits, only ASCII space,
+ * tab, CR, LF and form feed trimmed around), else NaN. parseInt took "3.5" or "3x" as 3, and
+ * "99999" or a no-break space before were counts, where Bun passes them over: more lanes than
+ * its threads.
  */
 function threadCount(value: string | undefined): number {
-  const text = value?.trim() ?? "";
-  return /^\+?\d(?:[\d_]*\d)?$/.test(text) ? Number(text.replace(/[+_]/g, "")) : Number.NaN;
+  const text = value?.replace(/^[ \t\r\n\f]+|[ \t\r\n\f]+$/g, "") ?? "";
+  const n = /^\+?\d(?:[\d_]*\d)?$/.test(text) ? Number(text.replace(/[+_]/g, "")) : Number.NaN;
+  return n <= 0xffff ? n : Number.NaN;
 }
 
 /** Tests: the stat, its wait, how many may be out at once. */

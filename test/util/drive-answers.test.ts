@@ -153,4 +153,19 @@ describe("DriveAnswers: the stats out at once", () => {
     expect(statLanes({ GOMAXPROCS: "0_4" }, 2)).toBe(3);
     expect(statLanes({ GOMAXPROCS: "4_" }, 2)).toBe(1);
   });
+
+  test("what Bun passes over or caps is passed over or capped: its 16 bits, its 1024 threads, its spaces", async () => {
+    // Measured on bun 1.4.5 (its pool's threads counted): a count past 65,535 is no number there
+    // (2 threads on 2 cores), 2,000 or 65,535 are 1,024 threads, and only ASCII space, tab, CR,
+    // LF and form feed are trimmed (a no-break space or a vertical tab: no number).
+    expect(statLanes({ GOMAXPROCS: "99999999999" }, 2)).toBe(1);
+    expect(statLanes({ GOMAXPROCS: "65536" }, 2)).toBe(1);
+    expect(statLanes({ UV_THREADPOOL_SIZE: "70000", GOMAXPROCS: "4" }, 2)).toBe(3);
+    expect(statLanes({ GOMAXPROCS: "65535" }, 2)).toBe(1023);
+    expect(statLanes({ GOMAXPROCS: "2000" }, 2)).toBe(1023);
+    expect(statLanes({ GOMAXPROCS: "\u00a04" }, 2)).toBe(1);
+    expect(statLanes({ GOMAXPROCS: "\v4" }, 2)).toBe(1);
+    expect(statLanes({ GOMAXPROCS: "\t4\r\n" }, 2)).toBe(3);
+    expect(statLanes({ GOMAXPROCS: "\f4" }, 2)).toBe(3);
+  });
 });
