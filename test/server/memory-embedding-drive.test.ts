@@ -167,3 +167,28 @@ describe("vectors checked against the file the embedding model's path names now"
     }
   });
 });
+
+// Production reads only the asked fingerprint; most fingerprint tests read the synchronous one
+// (memory-embedding.test.ts): the two must give one value, or those tests pass for a key no core uses.
+describe("the embedding fingerprint asked off the loop", () => {
+  test("is the synchronous one's value: a file, a link, a missing file, adapters and flags", async () => {
+    using dir = tmpdir();
+    const path = join(dir.path, "embed.gguf");
+    writeFileSync(path, "GGUF one");
+    const link = join(dir.path, "linked.gguf");
+    fs.symlinkSync(path, link);
+    const lora = join(dir.path, "lora.gguf");
+    writeFileSync(lora, "adapter");
+    const cases: [string, string[]][] = [
+      [path, []],
+      [link, []],
+      [join(dir.path, "missing.gguf"), []],
+      [path, ["--pooling", "cls", "--api-key", "sk-secret-value"]],
+      [path, ["--lora", `${lora},${join(dir.path, "gone.gguf")}`, "--control-vector-scaled", `${lora}:0.5`]],
+    ];
+    for (const [file, args] of cases)
+      expect(await embeddingFingerprintAsked(file, args, new DriveAnswers())).toBe(
+        embeddingFingerprint(file, args),
+      );
+  });
+});
