@@ -4,7 +4,7 @@ import { type LlamaProps, readProps } from "../llama/props.ts";
 import { SpareConnection } from "../llama/spare-connection.ts";
 import { abortable } from "../util/abortable.ts";
 import { type DriveAnswers, drives } from "../util/drive-answers.ts";
-import { type FileIdentity, fileIdentity, sameFile } from "../util/file-identity.ts";
+import { type FileIdentity, fileIdentity, identityOf, sameFile } from "../util/file-identity.ts";
 import { type SleepPhase, SleepWatch, type SleepWatchOptions } from "./idle-sleep.ts";
 import type { ProgressListener } from "./progress-beat.ts";
 import { SlotUse } from "./slot-use.ts";
@@ -69,8 +69,7 @@ export async function changedFileNow(
   if (now.includes("late")) return "late";
   const changed = all.find(([, then], i) => {
     const st = now[i] as Stats | null;
-    const identity = st && { path: then.path, size: st.size, mtimeMs: Math.floor(st.mtimeMs), ino: st.ino };
-    return !sameFile(then, identity ?? undefined);
+    return !sameFile(then, st ? identityOf(then.path, st) : undefined);
   });
   return changed?.[0];
 }
