@@ -115,6 +115,11 @@ export interface LaunchView extends LlamaEndpoint {
    * watched request): its loop has begun, so a polite stop is heard at once (launch-steps.ts).
    */
   taskServed(): void;
+  /**
+   * The check of its files begun with the last connection opened ahead, once and while fresh
+   * (`connectAhead`); undefined: ask anew.
+   */
+  takeFilesAhead?(): Promise<string | undefined | "late"> | undefined;
   /** Its /props, read once (undefined while it cannot be read, or has no n_ctx). */
   props(signal: AbortSignal): Promise<LlamaProps | undefined>;
   /** Its context per slot (the props' n_ctx). */
@@ -144,6 +149,11 @@ export interface LaunchInit extends LlamaEndpoint {
 const PROPS_TIMEOUT_MS = 5000;
 /** A look at the process this recent, made after a spare opened, stands for the spare's own. */
 const SEEN_RUNNING_MS = 5;
+/**
+ * A check of the files this recent stands for a chat's own: the fingerprint it guards names the
+ * files the server started with, so state saved in the window is still labelled by what it holds.
+ */
+const FILES_AHEAD_MS = 1000;
 let launchCount = 0;
 
 export class Launch implements LaunchView {
@@ -167,6 +177,8 @@ export class Launch implements LaunchView {
   private readonly running: () => boolean;
   /** When the process was last seen running, just before a lease (`noteRunning`). */
   private runningSeenAt = Number.NEGATIVE_INFINITY;
+  /** The check of its files begun with the last connection opened ahead (`connectAhead`). */
+  private filesAhead: { at: number; changed: Promise<string | undefined | "late"> } | undefined;
 
   constructor(init: LaunchInit) {
     this.baseUrl = init.baseUrl;
@@ -197,9 +209,22 @@ export class Launch implements LaunchView {
       return undefined;
     this.spares++;
     const opened = performance.now();
+    // The chat's first save or restore asks whether the files changed (agent/kv/fingerprint.ts):
+    // asked now, the stats' round trip runs while the chat takes its session.
+    if (this.files) {
+      const changed = changedFileNow(this.files);
+      changed.catch(() => {}); // taken by no chat: no unhandled rejection (its taker still hears it)
+      this.filesAhead = { at: opened, changed };
+    }
     const seen = () =>
       this.runningSeenAt >= opened && performance.now() - this.runningSeenAt < SEEN_RUNNING_MS;
     return new SpareConnection(this, { onDone: () => this.spares--, alive: () => seen() || this.running() });
+  }
+
+  takeFilesAhead(): Promise<string | undefined | "late"> | undefined {
+    const ahead = this.filesAhead;
+    this.filesAhead = undefined;
+    return ahead && performance.now() - ahead.at < FILES_AHEAD_MS ? ahead.changed : undefined;
   }
 
   /**

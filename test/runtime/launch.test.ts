@@ -1,4 +1,4 @@
-import { describe, expect, test } from "bun:test";
+import { describe, expect, spyOn, test } from "bun:test";
 import { Launch } from "../../src/runtime/launch.ts";
 import { closeTcpServers, tcpServer } from "../fixtures/tcp-server.ts";
 
@@ -194,3 +194,49 @@ function handlers() {
   const nothing = () => {};
   return { open: nothing, drain: nothing, data: nothing, close: nothing, error: nothing };
 }
+
+describe("Launch: its files' check begun with a connection ahead", () => {
+  test("taken once while fresh; it says what changed; none without files", async () => {
+    const { mkdtempSync, renameSync, rmSync, writeFileSync } = await import("node:fs");
+    const { join } = await import("node:path");
+    const { tmpdir } = await import("node:os");
+    const { fileIdentity } = await import("../../src/util/file-identity.ts");
+    const dir = mkdtempSync(join(tmpdir(), "launch-ahead-"));
+    try {
+      const model = join(dir, "model.gguf");
+      writeFileSync(model, "v1");
+      const { baseUrl } = await tcpServer(() => {});
+      const launch = new Launch({
+        baseUrl,
+        apiKey: "k",
+        slots: 4,
+        files: { model: fileIdentity(model), projector: undefined },
+      });
+      launch.connectAhead()?.close();
+      const taken = launch.takeFilesAhead();
+      expect(taken).toBeDefined();
+      expect(await taken).toBeUndefined();
+      expect(launch.takeFilesAhead()).toBeUndefined();
+      writeFileSync(`${model}.new`, "v2");
+      renameSync(`${model}.new`, model);
+      launch.connectAhead()?.close();
+      expect(await launch.takeFilesAhead()).toBe("the model file");
+      // Older than a chat's way to its first save or restore: asked anew.
+      launch.connectAhead()?.close();
+      const later = performance.now() + 1001;
+      const clock = spyOn(performance, "now").mockImplementation(() => later);
+      try {
+        expect(launch.takeFilesAhead()).toBeUndefined();
+      } finally {
+        clock.mockRestore();
+      }
+      const bare = new Launch({ baseUrl, apiKey: "k", slots: 1 });
+      bare.connectAhead()?.close();
+      expect(bare.takeFilesAhead()).toBeUndefined();
+      launch.end();
+      bare.end();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -114,7 +114,8 @@ export function launchFingerprinter(
   return async () => {
     const fp = await once;
     if (fp === undefined) return fp;
-    const changed = await changedFileNow(launch.files, ask);
+    // A chat's first: begun with its connection ahead (runtime/launch.ts `takeFilesAhead`).
+    const changed = await (launch.takeFilesAhead?.() ?? changedFileNow(launch.files, ask));
     // A drive that does not answer (a dead network mount): not known to be the same, not changed either.
     if (changed === "late") return undefined;
     if (changed === undefined) return fp;

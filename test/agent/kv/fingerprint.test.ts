@@ -9,6 +9,7 @@ import { parseProps } from "../../../src/llama/props.ts";
 import { filesUnchanged } from "../../../src/runtime/launch.ts";
 import { DriveAnswers } from "../../../src/util/drive-answers.ts";
 import { fileIdentity } from "../../../src/util/file-identity.ts";
+import { logger } from "../../../src/util/logger.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
 // What a saved slot is valid for (docs/agent.md#prompt-reuse). A slot holds the embeddings its
@@ -276,5 +277,49 @@ describe("launchFingerprinter: a model on a drive that does not answer", () => {
     silent = false;
     answer();
     expect(await fp()).toBe(atStart);
+  });
+});
+
+describe("launchFingerprinter: the files' check begun ahead", () => {
+  test("a chat's first save or restore takes the check its connection ahead began; the next asks anew", async () => {
+    await using dir = tmpdir();
+    const { props } = setup(dir.path);
+    const model = props.model_path as string;
+    const files = { model: fileIdentity(model), projector: undefined };
+    const asked: string[] = [];
+    const real = await stat(model);
+    const drives = new DriveAnswers({
+      stat: (p) => {
+        asked.push(p);
+        return Promise.resolve(real);
+      },
+    });
+    let ahead: Promise<string | undefined | "late"> | undefined = Promise.resolve(undefined);
+    const take = () => {
+      const taken = ahead;
+      ahead = undefined;
+      return taken;
+    };
+    const launch = {
+      props: async () => props,
+      projector: null,
+      extraArgs: null,
+      files,
+      takeFilesAhead: take,
+    };
+    const fp = launchFingerprinter(launch as never, llama, drives);
+    const first = await fp();
+    expect(first).toBeDefined();
+    expect(asked).toEqual([]);
+    expect(await fp()).toBe(first as string);
+    expect(asked).toEqual([model]);
+    // What the check ahead found stands: a file changed then gives no fingerprint.
+    ahead = Promise.resolve("the model file");
+    const warn = spyOn(logger, "warn").mockImplementation(() => {});
+    try {
+      expect(await fp()).toBeUndefined();
+    } finally {
+      warn.mockRestore();
+    }
   });
 });
