@@ -159,8 +159,8 @@ export function spawnServer(req: SpawnRequest): Spawned | LaunchFailure {
     req.onLine(line);
   };
   spawned.drained = Promise.all([
-    readLines(child.stdout, lineReader(new LogRedactor(), spawned.states)),
-    readLines(child.stderr, lineReader(new LogRedactor())),
+    readLines(child.stdout, lineReader(new LogRedactor(), spawned.states), undefined, hide),
+    readLines(child.stderr, lineReader(new LogRedactor()), undefined, hide),
   ]).then(() => {});
   recordChild(req.dataDir, spawned, req.instance);
   return spawned;

@@ -84,10 +84,15 @@ export function withoutQuotes(message: string): string {
  * the host. As written, as a URL escapes it (`secretSpellings`), and with `_` as `-`: llama-server
  * rewrites a `--` argument so before it reads or quotes it. SECRET_MIN_CHARS or more only.
  */
-export function secretHider(args: readonly string[], apiKey: string): (line: string) => string {
+export function secretHider(args: readonly string[], apiKey: string): SecretHider {
   const values = [...maskedSecrets(args), apiKey];
   const spelt = secretSpellings([...values, ...values.map((v) => v.replaceAll("_", "-"))]).filter(
     (s) => s.length >= SECRET_MIN_CHARS,
   );
-  return literalReplacer(spelt, "[redacted]");
+  return Object.assign(literalReplacer(spelt, "[redacted]"), {
+    longest: Math.max(0, ...spelt.map((s) => s.length)),
+  });
 }
+
+/** Hides the secrets it knows in a text; `longest`: the longest spelling it hides, in characters. */
+export type SecretHider = ((text: string) => string) & { readonly longest: number };

@@ -3,6 +3,7 @@ import { dirname, join } from "node:path";
 import { logger } from "../util/logger.ts";
 import { ensurePrivateDir, openPrivateFile } from "../util/private-fs.ts";
 import { prunePathLogs } from "./log-prune.ts";
+import type { SecretHider } from "./log-redact.ts";
 import { redactEarlierLogs } from "./log-scrub.ts";
 
 /** The last lines of llama-server's output, bounded by count and by bytes per line. */
@@ -100,15 +101,26 @@ export class RotatingLog {
  * Splits a byte stream into lines, decoding UTF-8 across chunk boundaries. A line longer than
  * `maxLineChars` is handed on in parts of that length as it comes: a child writing without a
  * newline must not grow the core's memory (the log and the tail keep the parts like lines);
- * `cut` says such a part is one, more of its line following.
+ * `cut` says such a part is one, more of its line following. `hide`: a secret the cut would split
+ * passes whole in neither part, so a long line's secrets are hidden before it is cut.
  */
 export async function readLines(
   stream: ReadableStream<Uint8Array>,
   onLine: (line: string, cut: boolean) => void,
   maxLineChars = 64 * 1024,
+  hide?: SecretHider,
 ): Promise<void> {
   const decoder = new TextDecoder();
   let pending = "";
+  /** Hands on parts of the line begun in `pending` while more than the limit and `hold` is there. */
+  const cut = (hold: number) => {
+    if (pending.length <= maxLineChars + hold) return;
+    if (hide) pending = hide(pending);
+    let start = 0;
+    for (; pending.length - start > maxLineChars + hold; start += maxLineChars)
+      onLine(pending.slice(start, start + maxLineChars), true);
+    pending = pending.slice(start);
+  };
   const reader = stream.getReader();
   try {
     for (;;) {
@@ -120,13 +132,14 @@ export async function readLines(
         onLine(pending.slice(start, nl).replace(/\r$/, ""), false);
         start = nl + 1;
       }
-      for (; pending.length - start > maxLineChars; start += maxLineChars)
-        onLine(pending.slice(start, start + maxLineChars), true);
       pending = pending.slice(start);
+      // Held past the cut: a secret begun before it has arrived whole when the part is cut.
+      cut(hide?.longest ?? 0);
     }
   } catch {
     // The pipe broke with the process; what arrived is already handed on.
   }
   pending += decoder.decode();
+  cut(0);
   if (pending) onLine(pending, false);
 }

@@ -11,6 +11,7 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { PATH_LOGS_KEPT } from "../../src/runtime/log-prune.ts";
+import { secretHider } from "../../src/runtime/log-redact.ts";
 import { LogTail, RotatingLog, readLines } from "../../src/runtime/log-sink.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
@@ -111,6 +112,30 @@ describe("readLines", () => {
     expect(lines.join("")).toBe(`${"x".repeat(50_000)}tailnext`);
     expect(lines.at(-2)).toBe(`${"x".repeat(50_000 - 12 * 4096)}tail`);
     expect(lines.at(-1)).toBe("next");
+  });
+
+  test("a secret the cut would split is hidden whole, even when its end comes in a later read", async () => {
+    const secret = "hf_SECRETtoken1234";
+    const hide = secretHider(["--hf-token", secret], "k".repeat(32));
+    // The cut at 64 falls inside the secret; its tail arrives in the next read.
+    const line = `${"x".repeat(60)}${secret}${"y".repeat(200)}`;
+    const at = 66;
+    const stream = new ReadableStream<Uint8Array>({
+      start(c) {
+        c.enqueue(new TextEncoder().encode(line.slice(0, at)));
+        c.enqueue(new TextEncoder().encode(line.slice(at, 90)));
+        c.enqueue(new TextEncoder().encode(line.slice(90)));
+        c.close();
+      },
+    });
+    const parts: string[] = [];
+    // As the launch's reader: each part hidden on its own after the cut.
+    await readLines(stream, (l) => parts.push(hide(l)), 64, hide);
+    expect(parts.length).toBeGreaterThan(1);
+    expect(parts.join("")).not.toContain(secret.slice(0, 8));
+    expect(parts.join("")).not.toContain(secret.slice(-8));
+    expect(parts.join("")).toBe(`${"x".repeat(60)}[redacted]${"y".repeat(200)}`);
+    expect(Math.max(...parts.map((p) => p.length))).toBeLessThanOrEqual(64);
   });
 });
 
