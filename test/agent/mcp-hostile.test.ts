@@ -431,6 +431,24 @@ describe("MCP servers that answer or ask what a call does not expect", () => {
     });
   }, 30_000);
 
+  // As for a content that is no list: the server answered (the tool ran), and would answer so again.
+  test("a result that is no object fails its call, saying why, not retryable", async () => {
+    for (const [mode, kind] of [
+      ["result-string", "string"],
+      ["result-array", "object"],
+      ["result-null", "object"],
+    ] as const) {
+      await withHostile(mode, async (pool, pids) => {
+        const err = await pool.call("h", "echo", {}, never).catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(McpError);
+        expect((err as McpError).message).toContain("not a valid JSON-RPC answer");
+        expect((err as McpError).message).toContain(kind);
+        expect(mayRetry(err)).toBe(false);
+        expect(pidsIn(pids)).toHaveLength(1);
+      });
+    }
+  }, 30_000);
+
   test("a server whose every answer the SDK's schema refuses fails its start at once, saying why", async () => {
     await withHostile("null-error", async (pool) => {
       const err = await pool.tools("h", never).catch((e: unknown) => e);

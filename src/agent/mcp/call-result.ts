@@ -99,8 +99,17 @@ const CALL_WRONG: ReadonlySet<number> = new Set([
 /** Failures read from a server's answer to the call itself (callOutcome): not worth a retry. */
 const ANSWERED = new WeakSet<object>();
 
+/**
+ * The `data` of the error answer the core makes of an answer the JSON-RPC schema refuses (a
+ * result that is no object: child-transport.ts). The server answered, as for a `content` that is
+ * no list: it was retryable as any -32603. The SDK hands `data` on as it is, so the very object
+ * tells it from a server's own -32603, whose `data` is parsed JSON.
+ */
+export const REFUSED_ANSWER: unknown = Object.freeze({ refused_answer: true });
+
 /** Whether a failed call may succeed if made again: not when the server said the call is wrong, or answered it. */
 export function mayRetry(err: unknown): boolean {
   if (typeof err === "object" && err !== null && ANSWERED.has(err)) return false;
+  if (err instanceof McpError && err.data === REFUSED_ANSWER) return false;
   return !(err instanceof McpError && CALL_WRONG.has(err.code));
 }

@@ -12,6 +12,7 @@ import { keepLatest } from "../../util/keep-latest.ts";
 import { logger } from "../../util/logger.ts";
 import { cutText } from "../../util/text-cut.ts";
 import { within } from "../../util/within.ts";
+import { REFUSED_ANSWER } from "./call-result.ts";
 import { exitText, type McpChild } from "./child.ts";
 import { initializeEssentials } from "./initialize-answer.ts";
 import { LineReader } from "./line-reader.ts";
@@ -288,7 +289,11 @@ function parseMessage(text: string): JSONRPCMessage {
     .map((i) => cutText(`${i.path.length > 0 ? `${i.path.join(".")}: ` : ""}${i.message}`, ISSUE_CHARS))
     .join("; ");
   const message = `the server's message is not a valid JSON-RPC answer (${why})`;
-  return { jsonrpc: "2.0", id: m.id, error: { code: ErrorCode.InternalError, message } };
+  return {
+    jsonrpc: "2.0",
+    id: m.id,
+    error: { code: ErrorCode.InternalError, message, data: REFUSED_ANSWER },
+  };
 }
 
 /** How much of the first stray line is kept: room for a secret to be redacted before its cut (connect.ts). */
