@@ -141,6 +141,42 @@ describe("chat: a reply that fills the slot's context", () => {
     expect(h.checkpoint("grow") !== undefined).toBe(false);
   });
 
+  // docs/agent.md#history-trimming: the turn's own results the model has answered go as notes
+  // before the turn ends; it ended context_outgrown, though only its newest result was unread.
+  test("llama-server refusing the turn: its answered tool results are left out, the newest sent whole", async () => {
+    await using h = new ChatHarness();
+    // 3,000 of the stand-in's tokens in each result (its calls' arguments cost it little): two fit
+    // its 8,192, three do not, three with the first two left out do (the estimate counts half).
+    const call = (n: number) => ({
+      content: [`Look ${n}.`],
+      tool_calls: [{ name: "t__echo", arguments: { text: `r${n} ${"w ".repeat(3000)}` } }],
+    });
+    h.llama.script(call(1), call(2), call(3), { content: ["Done."] });
+    const { terminal } = await h.chat(1, { input: "x", session_id: "own" });
+    expect(terminal.result).toMatchObject({ response: "Done.", warnings: [] });
+    const sent = h.llama.requests.at(-1)?.body.messages ?? [];
+    const results = sent.filter((m) => m.role === "tool").map((m) => String(m.content));
+    const note = "[tool result left out to fit the context: 6009 characters]";
+    expect(results).toEqual([note, note, `echo: r3 ${"w ".repeat(3000)}`]);
+    // The database keeps every result whole.
+    const kept = readHistory(h, "own").filter((m) => m.role === "tool");
+    expect(kept.map((m) => String(m.content).length)).toEqual([6009, 6009, 6009]);
+  });
+
+  test("an estimate over the slot: the oldest answered results go until the turn fits, the newest whole", async () => {
+    await using h = new ChatHarness();
+    // 12,000 characters, some 3,000 tokens as estimated: the budget is 8,192 less 1,024 for the reply.
+    const call = { content: ["Look."], tool_calls: [{ name: "t__huge", arguments: { chars: 12_000 } }] };
+    h.llama.script(call, call, call, { content: ["Done."] });
+    const { terminal } = await h.chat(1, { input: "x", session_id: "est" });
+    expect(terminal.result).toMatchObject({ response: "Done.", warnings: [] });
+    const sent = h.llama.requests.map((r) =>
+      r.body.messages.filter((m) => m.role === "tool").map((m) => String(m.content).length),
+    );
+    // Two fit; the third step's request leaves the first out, and the last keeps it out (sticky).
+    expect(sent).toEqual([[], [12_000], [12_000, 12_000], [59, 12_000, 12_000]]);
+  });
+
   test("the configured reply cap still gives reply_truncated", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain", max_tokens: 2 }] });
     h.llama.script({ content: ["so", " much"], finish_reason: "length" });

@@ -70,20 +70,18 @@ export async function llmStep(ctx: TurnContext, setup: StepSetup, step: number):
   const { system, tools, contextSize, maxTokens, layout } = setup;
   const reserve = replyReserve(maxTokens, contextSize);
   const turn = layout.turnMessages(session.state.turn);
-  let budget =
-    contextSize -
-    reserve -
-    estimateTokens(system) -
-    estimateAll(tools) -
-    estimateAll(turn) -
-    layout.turnImageCost(turn);
+  const room =
+    contextSize - reserve - estimateTokens(system) - estimateAll(tools) - layout.turnImageCost(turn);
+  // The turn's own answered results go only once no history is left (the budget below 0).
+  let own = layout.fitTurn(turn, room);
+  let budget = room - estimateAll(own);
   for (let attempt = 0; ; attempt++) {
     const kept = layout.history(session.history, Math.max(0, budget));
     const dropped = session.history.length - kept.length;
     if (dropped > 0)
       logger.debug(`trace=${ctx.traceId} step=${step} history trimmed: ${dropped} older messages left out`);
     const partial = { step, reasoning: "", content: "" };
-    const messages = breakMarkers([system, ...kept, ...turn], setup.markers ?? []);
+    const messages = breakMarkers([system, ...kept, ...own], setup.markers ?? []);
     const refs = refsOf(messages);
     let textTokens: Promise<number | undefined> | undefined;
     try {
@@ -133,7 +131,13 @@ export async function llmStep(ctx: TurnContext, setup: StepSetup, step: number):
       if (image) return { kind: "refused", error: image };
       if (isUnparsedReply(err)) return { kind: "unparsed", content: partial.content };
       if (err.kind !== "context_overflow") return { kind: "failed", failure: err };
-      if (layout.kept === 0) return { kind: "overflow", error: err };
+      if (layout.kept === 0) {
+        // No history left: the turn's own answered results go before the turn ends (docs/agent.md#history-trimming).
+        const less = layout.fitTurn(turn);
+        if (estimateAll(less) >= estimateAll(own)) return { kind: "overflow", error: err };
+        own = less;
+        continue;
+      }
       budget = attempt < OVERFLOW_RETRIES ? Math.floor(layout.keptCost / 2) : 0;
     }
   }

@@ -1,7 +1,7 @@
 import { IMAGE_BODY_BYTES, imageBodyBytes } from "../../images/limits.ts";
 import type { ChatMessage } from "../../protocol/chat-message.ts";
 import type { MemoryHit } from "../../store/memory-store.ts";
-import { estimateTokens, imagesFrom, trimInSteps } from "../context-budget.ts";
+import { estimateAll, estimateTokens, imagesFrom, trimInSteps } from "../context-budget.ts";
 import type { NoteRecord, PromptRecord } from "../kv/prompt-record.ts";
 import { withoutImages } from "./images.ts";
 import { memoryNotes, withNotes } from "./prompt.ts";
@@ -31,6 +31,8 @@ export class PromptLayout {
   private imageCut: number;
   /** The first history message whose tool result is sent whole (withoutResult). */
   private resultCut: number;
+  /** The turn's own messages before this one have their results left out (fitTurn). */
+  private ownCut = 0;
   /** Notes of earlier user messages, by seq. */
   private readonly notes: Map<number, NoteRecord>;
   /** This turn's notes, decided with its first request (later steps send the same). */
@@ -103,6 +105,26 @@ export class PromptLayout {
     this.turnBytes = bodyBytesOf(turn);
     const [first, ...rest] = turn;
     return first ? [withNotes(first, this.own), ...rest] : [];
+  }
+
+  /**
+   * The turn's own messages (turnMessages') within `room` tokens: once they do not fit, their
+   * oldest tool results that the model has answered since go as notes (withoutResult), as the
+   * history's do, until they fit. The last step's results, which the model has not read, are
+   * always sent. As sticky as the history's cut: a result left out stays out for the turn. No
+   * `room`: every answered result goes (llama-server refused what the estimate let through).
+   */
+  fitTurn(turn: readonly ChatMessage[], room = Number.NEGATIVE_INFINITY): ChatMessage[] {
+    const answered = turn.findLastIndex((m) => m.role === "assistant");
+    const out = turn.map((m, i) => (i < this.ownCut ? withoutResult(m) : m));
+    let cost = estimateAll(out);
+    for (let i = this.ownCut; i < answered && cost > room; i++) {
+      const whole = out[i] as ChatMessage;
+      out[i] = withoutResult(whole);
+      cost += estimateTokens(out[i]) - estimateTokens(whole);
+      this.ownCut = i + 1;
+    }
+    return out;
   }
 
   /** What the turn's own messages' images cost (they are always sent). */
