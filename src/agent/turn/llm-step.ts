@@ -68,7 +68,7 @@ export type StepAnswer =
 export async function llmStep(ctx: TurnContext, setup: StepSetup, step: number): Promise<StepAnswer> {
   const { deps, session } = ctx;
   const { system, tools, contextSize, maxTokens, layout } = setup;
-  const reserve = replyReserve(maxTokens, contextSize);
+  const reserve = replyReserve(maxTokens, contextSize, setup.think);
   const turn = layout.turnMessages(session.state.turn);
   const room =
     contextSize - reserve - estimateTokens(system) - estimateAll(tools) - layout.turnImageCost(turn);
@@ -144,14 +144,17 @@ export async function llmStep(ctx: TurnContext, setup: StepSetup, step: number):
 }
 
 /**
- * The tokens kept free for the reply: max_tokens, else min(1024, a quarter of the slot), and
- * never over half the slot. A max_tokens the slot cannot give (at or past its size, as a config
+ * The tokens kept free for the reply: max_tokens (it bounds the whole reply, thinking included),
+ * else min(1024, a quarter of the slot) plus `think`'s budget_tokens, and never over half the
+ * slot. A thinking budget left out of it let the history fill the slot up to the answer's 1024,
+ * and the thinking the rest: the reply ended with no answer. A max_tokens the slot cannot give (at or past its size, as a config
  * for a larger context leaves it) left no budget for any history: every turn went out without
  * the conversation before it. A reply that outgrows the rest ends as `context_full`.
  */
-export function replyReserve(maxTokens: number | undefined, contextSize: number): number {
+export function replyReserve(maxTokens: number | undefined, contextSize: number, think?: Think): number {
   const half = Math.floor(contextSize / 2);
-  return Math.min(maxTokens ?? Math.min(1024, Math.floor(contextSize / 4)), half);
+  const thinking = typeof think === "object" ? think.budget_tokens : 0;
+  return Math.min(maxTokens ?? Math.min(1024, Math.floor(contextSize / 4)) + thinking, half);
 }
 
 /**

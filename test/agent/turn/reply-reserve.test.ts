@@ -1,4 +1,5 @@
 import { expect, test } from "bun:test";
+import { replyReserve } from "../../../src/agent/turn/llm-step.ts";
 import { ChatHarness } from "../harness.ts";
 
 // docs/agent.md#history-trimming: the reply's reserve is max_tokens, but a reserve the slot
@@ -17,4 +18,35 @@ test("max_tokens past the context per slot still lets a short conversation be se
   expect(second.terminal.type).toBe("result");
   const sent = h.llama.requests[1]?.body.messages.map((m) => m.content);
   expect(sent).toEqual(["Be brief.", "my name is Ann", "Hello Ann", "what is my name?"]);
+});
+
+// A thinking budget is tokens of the reply too: with only the 1,024 kept for it, the history
+// filled the slot up to that and the model's thinking filled the rest, ending with no answer.
+test("think.budget_tokens is kept free beside the answer's reserve, within half the slot", async () => {
+  const earlier = "w".repeat(18_000); // some 4,500 tokens as estimated
+  for (const [think, trimmed] of [
+    [undefined, false],
+    [{ budget_tokens: 3000 }, true],
+  ] as const) {
+    await using h = new ChatHarness(
+      { agents: [{ name: "plain", ...(think ? { think } : {}) }] },
+      {
+        standIn: () => ({ nCtx: 8192 }),
+      },
+    );
+    h.llama.script({ content: "noted" }, { content: "ok" });
+    await h.chat("c1", { input: earlier, session_id: "s1" });
+    await h.chat("c2", { input: "and now?", session_id: "s1" });
+    const sent = h.llama.requests[1]?.body.messages.map((m) => m.content) ?? [];
+    // 8,192 less 1,024 holds the 4,500; less 1,024 and 3,000 more it does not.
+    expect(sent.includes(earlier)).toBe(!trimmed);
+  }
+});
+
+test("replyReserve: max_tokens bounds the whole reply, thinking included; a budget adds to the default", () => {
+  expect(replyReserve(undefined, 8192)).toBe(1024);
+  expect(replyReserve(undefined, 8192, { budget_tokens: 1000 })).toBe(2024);
+  expect(replyReserve(undefined, 8192, { budget_tokens: 100_000 })).toBe(4096);
+  expect(replyReserve(500, 8192, { budget_tokens: 3000 })).toBe(500);
+  expect(replyReserve(undefined, 8192, "high")).toBe(1024);
 });
