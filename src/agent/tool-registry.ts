@@ -29,11 +29,15 @@ function matches(pattern: string, server: string, tool: string): boolean {
   return ps === server && (pt === "*" || pt === tool);
 }
 
-/** A server whose tools are not all offered: none (it failed), or some (`partial`: the rest are). */
+/**
+ * A server whose tools are not all offered: none (it failed), or some (`partial`: the rest are);
+ * or (`approval`) its `requires_approval` naming a tool it does not list.
+ */
 export interface ToolFailure {
   server: string;
   message: string;
   partial?: boolean;
+  approval?: boolean;
 }
 
 /**
@@ -79,11 +83,12 @@ export async function resolveTools(
     // Tools it listed that are unfit to offer (tool-list.ts) cost a warning, not the chat.
     if (listed.dropped) failures.push({ server, message: listed.dropped, partial: true });
     // One left out as unfit is told above, by name: not a typo.
-    const unlisted = namedUnlisted(patterns, server, [
-      ...listed.tools.map((t) => t.name),
-      ...(listed.unfit ?? []),
-    ]);
+    const names = [...listed.tools.map((t) => t.name), ...(listed.unfit ?? [])];
+    const unlisted = namedUnlisted(patterns, server, names);
     if (unlisted) failures.push({ server, message: unlisted, partial: true });
+    // Only known now: a typo there guarded nothing, and the tool it meant ran unapproved unsaid.
+    const unguarded = cfg.requires_approval.filter((n) => n !== "*" && !names.includes(n));
+    if (unguarded.length > 0) failures.push({ server, message: namesText(unguarded), approval: true });
     for (const t of listed.tools) {
       if (!patterns.some((p) => matches(p, server, t.name))) continue;
       // `a` + `b__c` and `a__b` + `c` would be one function name: the first keeps it.
@@ -124,9 +129,13 @@ function namedUnlisted(
     return p.slice(0, dot) === server && tool !== "*" && !names.has(tool);
   });
   if (missing.length === 0) return undefined;
-  const shown = missing.slice(0, 3).map((p) => `'${p}'`);
-  const more = missing.length > 3 ? ` and ${missing.length - 3} more` : "";
-  return `agents.tools names ${shown.join(", ")}${more}, not among its tools`;
+  return `agents.tools names ${namesText(missing)}, not among its tools`;
+}
+
+/** A few names quoted, and how many more. */
+function namesText(names: readonly string[]): string {
+  const shown = names.slice(0, 3).map((p) => `'${p}'`);
+  return `${shown.join(", ")}${names.length > 3 ? ` and ${names.length - 3} more` : ""}`;
 }
 
 /** A `tools` entry's function name (toOpenAiTools' shape); undefined for anything else. */

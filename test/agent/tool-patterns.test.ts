@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { ChatHarness } from "./harness.ts";
+import { ChatHarness, MCP_SERVER } from "./harness.ts";
 
 // docs/agent.md#mcp-servers: an agent's `server.tool` pattern that names no tool its server lists
 // (a typo, a tool renamed) offered nothing, and said nothing: the model simply had no such tool.
@@ -44,4 +44,35 @@ test("a pattern naming a listed tool left out as unfit is told once, as left out
   const { terminal } = await h.chat("c1", { input: "hi" });
   const { warnings } = terminal.result as { warnings: { code: string; message: string }[] };
   expect(warnings.map((w) => w.message)).toEqual([expect.stringContaining('"stringy"')]);
+});
+
+// A requires_approval entry can be checked only once its server lists its tools: a typo there
+// (`write_ntoe`) guarded nothing, and the tool it meant ran unapproved without a word.
+test("a requires_approval entry naming no tool its server lists costs a warning naming it; listed ones none", async () => {
+  const { join } = await import("node:path");
+  const server = (requires_approval: string[]) => ({
+    name: "t",
+    command: process.execPath,
+    args: [MCP_SERVER],
+    timeout_s: 20,
+    requires_approval,
+  });
+  for (const [entries, warned] of [
+    [["write_ntoe", "echo"], true],
+    [["write_note", "*"], false],
+  ] as const) {
+    await using h = new ChatHarness({ mcp_servers: [server([...entries])] });
+    h.llama.script({ content: "fine" });
+    const { terminal } = await h.chat("c1", { input: "hi" });
+    const { warnings } = terminal.result as { warnings: { code: string; message: string }[] };
+    if (!warned) {
+      expect(warnings).toEqual([]);
+      continue;
+    }
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]?.code).toBe("tools_unavailable");
+    expect(warnings[0]?.message).toContain("requires_approval");
+    expect(warnings[0]?.message).toContain("'write_ntoe'");
+    expect(warnings[0]?.message).not.toContain("'echo'");
+  }
 });

@@ -18,9 +18,11 @@ export async function loadTools(ctx: TurnContext): Promise<AgentTool[]> {
     for (const f of failures) {
       warnings.push({
         code: "tools_unavailable",
-        message: f.partial
-          ? `some tools of MCP server '${f.server}' were left out, the turn ran with the rest: ${f.message}`
-          : `the tools of MCP server '${f.server}' could not be loaded, the turn ran without them: ${f.message}`,
+        message: f.approval
+          ? `requires_approval of MCP server '${f.server}' names ${f.message}, not among its tools: no tool needs approval for it (a typo, or a tool renamed?)`
+          : f.partial
+            ? `some tools of MCP server '${f.server}' were left out, the turn ran with the rest: ${f.message}`
+            : `the tools of MCP server '${f.server}' could not be loaded, the turn ran without them: ${f.message}`,
       });
     }
     return tools;
