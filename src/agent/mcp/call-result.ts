@@ -101,7 +101,7 @@ const ANSWERED = new WeakSet<object>();
 
 /**
  * The `data` of the error answer the core makes of an answer the JSON-RPC schema refuses (a
- * result that is no object: child-transport.ts). The server answered, as for a `content` that is
+ * result that is no object), or of one of too many values (child-transport.ts). The server answered, as for a `content` that is
  * no list: it was retryable as any -32603. The SDK hands `data` on as it is, so the very object
  * tells it from a server's own -32603, whose `data` is parsed JSON.
  */

@@ -315,5 +315,9 @@ function tooManyValues(text: string): JSONRPCMessage | undefined {
   const message = `the server's message holds about ${shape.values} JSON values; at most ${MAX_VALUES} are read in a message over ${LOOK_FROM_CHARS} characters`;
   // A request of the server's own (ids of both sides start at 0) is no answer to a call of ours.
   if (shape.id === undefined || shape.method) throw new Error(message);
-  return { jsonrpc: "2.0", id: shape.id, error: { code: ErrorCode.InternalError, message } };
+  return {
+    jsonrpc: "2.0",
+    id: shape.id,
+    error: { code: ErrorCode.InternalError, message, data: REFUSED_ANSWER },
+  };
 }
