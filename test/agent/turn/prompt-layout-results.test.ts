@@ -77,3 +77,34 @@ test("a recent result that fits once older turns are dropped is sent whole", () 
   expect(sent).toEqual(history.slice(layout.cut));
   expect(layout.record(true).result_cut).toBeUndefined();
 });
+
+// The turn's own results: the oldest the model has answered go first, sticky; the last step's
+// results, which the model has not read, never (docs/agent.md#history-trimming).
+test("fitTurn leaves out the turn's answered results oldest first, never the unread one, and keeps them out", () => {
+  const call = (id: string): ChatMessage => ({
+    role: "assistant",
+    content: null,
+    tool_calls: [{ id, type: "function", function: { name: "t__read", arguments: "{}" } }],
+  });
+  const result = (id: string): ChatMessage => ({ role: "tool", tool_call_id: id, content: "x".repeat(4000) });
+  const turn = [
+    { role: "user", content: "read" } as ChatMessage,
+    call("a"),
+    result("a"),
+    call("b"),
+    result("b"),
+  ];
+  const layout = new PromptLayout(emptyRecord(), [], 0);
+  expect(layout.fitTurn(turn, 100_000)).toEqual(turn);
+  // Nothing left to fit in: the answered result goes, the unread one stays whole.
+  const tight = layout.fitTurn(turn, 0);
+  expect(tight[2]?.content).toBe("[tool result left out to fit the context: 4000 characters]");
+  expect(tight[4]).toBe(turn[4]);
+  // Room enough again: it stays out for the turn (the prompt's prefix does not flip back).
+  const more = [...turn, call("c"), result("c")];
+  const later = layout.fitTurn(more, 100_000);
+  expect(later[2]?.content).toContain("left out");
+  expect(later[4]).toBe(more[4]);
+  expect(layout.fitTurn(more)[4]?.content).toContain("left out");
+  expect(layout.fitTurn(more)[6]).toBe(more[6]);
+});
