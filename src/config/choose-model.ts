@@ -17,7 +17,7 @@ import type { Config } from "./schema.ts";
 export type ModelChoice =
   /** A configured model, by its name (or its path). */
   | { kind: "configured"; name: string; model: ConfiguredModel; asGiven?: string }
-  /** A GGUF by its path (absolute, through symlinks) or `hf:` reference. */
+  /** A GGUF by its path (absolute, through symlinks), or an `hf:` reference not in the cache. */
   | { kind: "path"; name: string; asGiven?: string };
 
 /** The model a result names: as the request gave it (docs/protocol.md#chat). */
@@ -181,16 +181,21 @@ export function findModel(config: Config, ref: string, files: ModelFiles = plain
     // take its memory twice.
     const same = models.find((m) => m.path === ref);
     if (same) return { kind: "configured", name: same.name, model: same, asGiven: ref };
-    return { kind: "path", name: ref };
+    // Another reference to a cached file (the listing's `model_path` names it by file, a config by
+    // quant; a quant's case): that file, or one file ran two llama-servers, its memory twice.
+    const cached = files.cached(ref);
+    return cached === null ? { kind: "path", name: ref } : byFile(models, canonical(cached), ref, files);
   }
-  if (looksLikePath(ref)) {
-    const path = canonical(ref);
-    const same = models.find((m) => fileOf(m.path, files) === path);
-    const asGiven = { asGiven: ref };
-    if (same) return { kind: "configured", name: same.name, model: same, ...asGiven };
-    return { kind: "path", name: path, ...(path === ref ? {} : asGiven) };
-  }
+  if (looksLikePath(ref)) return byFile(models, canonical(ref), ref, files);
   throw modelNotFound(config, ref);
+}
+
+/** A file (one spelling) as `ref` named it: the configured model that is that file, else the path. */
+function byFile(models: ConfiguredModel[], path: string, ref: string, files: ModelFiles): ModelChoice {
+  const same = models.find((m) => fileOf(m.path, files) === path);
+  const asGiven = { asGiven: ref };
+  if (same) return { kind: "configured", name: same.name, model: same, ...asGiven };
+  return { kind: "path", name: path, ...(path === ref ? {} : asGiven) };
 }
 
 /** A configured model's file, one spelling (`canonicalPath`); null: an `hf:` one not in the cache. */

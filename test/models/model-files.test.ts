@@ -50,3 +50,32 @@ describe("a configured hf: model by its cached file's path", () => {
     expect(choice.kind).toBe("path");
   });
 });
+
+describe("a cached file by another hf: reference than the configured one", () => {
+  test("the listing's model_path (by file) or another case of the quant is that configured model, not a second server", () => {
+    using dir = tmpdir();
+    const { config } = cached(dir.path);
+    // `models` shows `model_path: hf:org/m:m-Q4_K_M.gguf` for the file the config names by quant.
+    for (const ref of ["hf:org/m:m-Q4_K_M.gguf", "hf:org/m:q4_k_m", "hf:org/m"]) {
+      const choice = findModel(config, ref, modelFiles);
+      expect(choice).toMatchObject({ kind: "configured", name: "default" });
+      expect(shownName(choice)).toBe(ref);
+    }
+  });
+
+  test("two references to one unconfigured cached file are one model, shown as each request spelled it", () => {
+    using dir = tmpdir();
+    const { config } = cached(dir.path);
+    const other = layRepo(dir.path, "org/other", { "o-Q4_K_M.gguf": tinyModel(3) });
+    const file = join(other.snapshot, "o-Q4_K_M.gguf");
+    const refs = ["hf:org/other:Q4_K_M", "hf:org/other:o-Q4_K_M.gguf", file];
+    const choices = refs.map((ref) => findModel(config, ref, modelFiles));
+    expect(new Set(choices.map((c) => c.name)).size).toBe(1);
+    expect(choices.map(shownName)).toEqual(refs);
+    // Not pulled: the reference as given, so its load says how to pull it.
+    expect(findModel(config, "hf:org/absent2:Q4_K_M", modelFiles)).toMatchObject({
+      kind: "path",
+      name: "hf:org/absent2:Q4_K_M",
+    });
+  });
+});
