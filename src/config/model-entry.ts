@@ -45,7 +45,7 @@ export const REQUEST_MODEL_KEY = "model";
 /**
  * The config key of one of the model's settings: `model.path`, `models.<i>.mmproj`; for a
  * request's own model, its path is the param (REQUEST_MODEL_KEY), and its other settings are the
- * model section's it is planned with (`model.mmproj`: the config's to fix, not the request's).
+ * model section's it is planned with (its projector, `auto`, names `model.mmproj` were it to fail).
  */
 export function modelSettingKey(config: ModelConfig, setting: "path" | "mmproj"): string {
   if (config.model_key === null && setting === "path") return REQUEST_MODEL_KEY;

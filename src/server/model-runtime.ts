@@ -45,10 +45,19 @@ export interface RuntimeDeps {
   ): Promise<{ plan: { devices: readonly DevicePlan[] }; launch: LaunchPlan }>;
 }
 
-/** A path or `hf:` reference a chat named (docs/models.md): planned with the model section's keys. */
+/**
+ * A path or `hf:` reference a chat named (docs/models.md): planned with the model section's keys,
+ * but its own projector (`auto`), as `plan {model}` and the `models` listing judge it: the
+ * section's `mmproj` is its model's, and another model given it was refused for a width it never
+ * had, or started with a projector not its own.
+ */
 export function modelConfig(config: Config, name: string): ModelConfig {
   return (
-    configForModel(config, name) ?? { ...config, model: { ...config.model, path: name }, model_key: null }
+    configForModel(config, name) ?? {
+      ...config,
+      model: { ...config.model, path: name, mmproj: "auto" },
+      model_key: null,
+    }
   );
 }
 

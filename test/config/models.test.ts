@@ -202,24 +202,35 @@ describe("models: in config.yaml", () => {
     expect(hub.data.field).toBe("model");
   });
 
-  test("a chat's own model planned with the model section's mmproj: a refusal of it names model.mmproj", async () => {
+  test("a chat's own model by path has its own projector (auto), as plan {model} and the listing judge it", async () => {
     using dir = tmpdir();
     writeGguf(dir.path, "main.gguf", llama7b());
     writeGguf(dir.path, "other.gguf", llama7b());
+    // The model section's projector is main's (here one that is not there): no setting of other.gguf's.
     writeFileSync(
       join(dir.path, "config.yaml"),
       "model: {path: ./main.gguf, mmproj: ./no-such-mmproj.gguf}\n",
     );
     const { config } = loadConfig("config.yaml", dir.path);
     const deps: PlanDeps = { ...defaultPlanDeps, probe: async () => cpuOnlyMachine() };
-    // chat {model: <path>} (server/model-runtime.ts modelConfig): the model section's keys, mmproj included.
-    const asked = await planLaunch(modelConfig(config, join(dir.path, "other.gguf")), deps).then(
+    const other = join(dir.path, "other.gguf");
+    const source = {
+      loadedConfig: () => loadConfig("config.yaml", dir.path),
+      defaultConfig: () => defaultConfig(dir.path),
+    };
+    const report = await planReportWithHub(source, { model: other }, {}, { plan: deps });
+    expect(report.plan.vision).toBe(false);
+    // chat {model: <path>} (server/model-runtime.ts modelConfig) plans it as plan {model} did: it
+    // was refused model_plan_error for main's projector, which plan and the listing never gave it.
+    const launched = await planLaunch(modelConfig(config, other), deps);
+    expect(launched.mmproj ?? null).toBeNull();
+    // The model section itself is still refused for its setting, naming it.
+    const main = await planLaunch(modelConfig(config, "default"), deps).then(
       () => expect.unreachable(),
       (e) => e,
     );
-    // The request gave the model's path, not its projector: that is the config's setting to fix.
-    expect(asked.code).toBe("model_plan_error");
-    expect(asked.data).toMatchObject({ key: "model.mmproj", problem: "absent" });
+    expect(main.code).toBe("model_plan_error");
+    expect(main.data).toMatchObject({ key: "model.mmproj", problem: "absent" });
   });
 
   test.each([
