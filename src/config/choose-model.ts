@@ -17,8 +17,11 @@ import type { Config } from "./schema.ts";
 export type ModelChoice =
   /** A configured model, by its name (or its path). */
   | { kind: "configured"; name: string; model: ConfiguredModel; asGiven?: string }
-  /** A GGUF by its path (absolute, through symlinks), or an `hf:` reference not in the cache. */
-  | { kind: "path"; name: string; asGiven?: string };
+  /**
+   * A GGUF by its path (absolute, through symlinks), or an `hf:` reference not in the cache.
+   * `file`: where the name is a link's target, the file by its own name (`spelledFile`).
+   */
+  | { kind: "path"; name: string; asGiven?: string; file?: string };
 
 /** The model a result names: as the request gave it (docs/protocol.md#chat). */
 export const shownName = (choice: ModelChoice): string => choice.asGiven ?? choice.name;
@@ -33,6 +36,19 @@ export const shownName = (choice: ModelChoice): string => choice.asGiven ?? choi
  */
 export function canonicalPath(path: string): string {
   return throughLinks(resolve(path), 0);
+}
+
+/**
+ * The file llama-server is given for a path whose target (`canonical`) is named as no GGUF is:
+ * the link by its own name, its folders through links. The cache's snapshot holds links to blobs
+ * named by their hash: given the blob, a split model's other parts (found by the first's name)
+ * and an `auto` projector (found in the snapshot) were not, and the plan counted the first part
+ * alone. A link to a file named `.gguf` gives that file, as before (its parts are beside it).
+ */
+function spelledFile(path: string, canonical: string, files: ModelFiles): string {
+  if (canonical.toLowerCase().endsWith(".gguf")) return canonical;
+  const abs = resolve(path);
+  return join(files.canonical(dirname(abs)), basename(abs));
 }
 
 /**
@@ -171,7 +187,6 @@ export function chooseEmbedModel(
  * `hf:` model's too, its file in the cache by its snapshot path (what the `models` listing shows).
  */
 export function findModel(config: Config, ref: string, files: ModelFiles = plainFiles): ModelChoice {
-  const { canonical } = files;
   const models = configuredModels(config);
   const model = models.find((m) => m.name === ref);
   if (model) return { kind: "configured", name: ref, model };
@@ -184,18 +199,20 @@ export function findModel(config: Config, ref: string, files: ModelFiles = plain
     // Another reference to a cached file (the listing's `model_path` names it by file, a config by
     // quant; a quant's case): that file, or one file ran two llama-servers, its memory twice.
     const cached = files.cached(ref);
-    return cached === null ? { kind: "path", name: ref } : byFile(models, canonical(cached), ref, files);
+    return cached === null ? { kind: "path", name: ref } : byFile(models, cached, ref, files);
   }
-  if (looksLikePath(ref)) return byFile(models, canonical(ref), ref, files);
+  if (looksLikePath(ref)) return byFile(models, ref, ref, files);
   throw modelNotFound(config, ref);
 }
 
-/** A file (one spelling) as `ref` named it: the configured model that is that file, else the path. */
-function byFile(models: ConfiguredModel[], path: string, ref: string, files: ModelFiles): ModelChoice {
+/** The file at `given` as `ref` named it: the configured model that is that file, else the path. */
+function byFile(models: ConfiguredModel[], given: string, ref: string, files: ModelFiles): ModelChoice {
+  const path = files.canonical(given);
+  const file = spelledFile(given, path, files);
   const same = models.find((m) => fileOf(m.path, files) === path);
   const asGiven = { asGiven: ref };
   if (same) return { kind: "configured", name: same.name, model: same, ...asGiven };
-  return { kind: "path", name: path, ...(path === ref ? {} : asGiven) };
+  return { kind: "path", name: path, ...(path === ref ? {} : asGiven), ...(file === path ? {} : { file }) };
 }
 
 /** A configured model's file, one spelling (`canonicalPath`); null: an `hf:` one not in the cache. */

@@ -26,6 +26,8 @@ export interface RuntimeDeps {
   heldByOthers(model: string): DeviceBytes[];
   /** The model's prompt reuse, which outlives its runtimes (a model unloaded comes back). */
   reuse(model: string): PromptReuse;
+  /** A path model's file by its own name, where its name is a link's target (choose-model.ts). */
+  file?(model: string): string | undefined;
   /**
    * Starts of each model that ran out of GPU memory, kept across its runtimes (a model unloaded
    * and loaded again is a new one): its next plan, the scheduler's included, keeps that much
@@ -51,11 +53,11 @@ export interface RuntimeDeps {
  * section's `mmproj` is its model's, and another model given it was refused for a width it never
  * had, or started with a projector not its own.
  */
-export function modelConfig(config: Config, name: string): ModelConfig {
+export function modelConfig(config: Config, name: string, file = name): ModelConfig {
   return (
     configForModel(config, name) ?? {
       ...config,
-      model: { ...config.model, path: name, mmproj: "auto" },
+      model: { ...config.model, path: file, mmproj: "auto" },
       model_key: null,
     }
   );
@@ -100,7 +102,9 @@ export function planDepsBeside(held: () => readonly DeviceBytes[]): PlanDeps {
 }
 
 export function makeModelRuntime(name: string, deps: RuntimeDeps): ModelRuntime {
-  const config = () => modelConfig(deps.config(), name);
+  // Read once: the file the model was asked by when this runtime (one load) began.
+  const file = deps.file?.(name);
+  const config = () => modelConfig(deps.config(), name, file);
   const planDeps = planDepsBeside(() => deps.heldByOthers(name));
   // Its runtimes before this one ran out so often; this one's own are the supervisor's hint. At
   // most MAX_OUT_OF_MEMORY margins over all its loads: a cause that has gone since (another

@@ -51,6 +51,8 @@ export class SeveralModels implements ModelsApi {
   readonly scheduler: Scheduler;
   private readonly providers = new Map<string, ModelProvider>();
   private readonly reuses = new Map<string, PromptReuse>();
+  /** A path model's file by its own name where its name is a link's target (choose-model.ts `file`). */
+  private readonly files = new Map<string, string>();
   /** Each model's starts that ran out of GPU memory, across its loads (model-runtime.ts). */
   private readonly outOfMemory = new Map<string, number>();
   /** Each model's last start that failed once spawned, held across its loads (model-runtime.ts). */
@@ -76,6 +78,7 @@ export class SeveralModels implements ModelsApi {
             config: deps.config,
             heldByOthers: (m) => this.scheduler.heldByOthers(m),
             reuse: (m) => this.promptReuse(m),
+            file: (m) => this.files.get(m),
             plan: deps.plan,
             outOfMemory: this.outOfMemory,
             startFailures: this.startFailures,
@@ -94,7 +97,7 @@ export class SeveralModels implements ModelsApi {
 
   /** Models with bookkeeping here: a provider, a prompt reuse or a chat set (tests count it). */
   get kept(): number {
-    return new Set([...this.providers.keys(), ...this.reuses.keys(), ...this.chats.keys()]).size;
+    return this.names().size;
   }
 
   /** A model's starts that ran out of GPU memory, over all its loads in this core. */
@@ -131,7 +134,23 @@ export class SeveralModels implements ModelsApi {
     return this.pinnedCheck.done;
   }
 
+  /** Every model with bookkeeping here. */
+  private names(): Set<string> {
+    return new Set([
+      ...this.providers.keys(),
+      ...this.reuses.keys(),
+      ...this.chats.keys(),
+      ...this.files.keys(),
+    ]);
+  }
+
+  /** A path model's file as its next runtime gives it to llama-server, kept as long as the model is (`forgetUnused`). */
+  private noteFile(model: ModelChoice): void {
+    if (model.kind === "path" && model.file !== undefined) this.files.set(model.name, model.file);
+  }
+
   provider(model: ModelChoice): ModelProvider {
+    this.noteFile(model);
     let p = this.providers.get(model.name);
     if (!p) {
       p = new ModelProvider(this.scheduler, model.name, () => {
@@ -214,12 +233,13 @@ export class SeveralModels implements ModelsApi {
     } catch {
       return; // a config that cannot be read now: the next chat's end looks again
     }
-    for (const name of new Set([...this.providers.keys(), ...this.reuses.keys(), ...this.chats.keys()])) {
+    for (const name of this.names()) {
       if (configured.has(name) || (this.chats.get(name)?.size ?? 0) > 0) continue;
       if (this.scheduler.runtimeOf(name) || this.providers.get(name)?.served) continue;
       this.providers.delete(name);
       this.reuses.delete(name);
       this.chats.delete(name);
+      this.files.delete(name);
     }
   }
 
@@ -227,6 +247,7 @@ export class SeveralModels implements ModelsApi {
     model: ModelChoice,
     options: { pin: boolean | undefined; signal: AbortSignal; onProgress(p: WarmupProgress): void },
   ): Promise<ModelsLoadResult> {
+    this.noteFile(model);
     const r = await this.scheduler.load(model.name, {
       ...(options.pin === undefined ? {} : { pin: options.pin }),
       signal: options.signal,
