@@ -72,3 +72,20 @@ export function configForModel(config: Config, name: string): ModelConfig | unde
     llama: { ...config.llama, extra_args: [...config.llama.extra_args, ...entry.extra_args] },
   };
 }
+
+/**
+ * A path or `hf:` reference a chat named (docs/models.md): planned with the model section's keys,
+ * but its own projector (`auto`), as `plan {model}` and the `models` listing judge it: the
+ * section's `mmproj` is its model's, and another model given it was refused for a width it never
+ * had, or started with a projector not its own (and a chat's images refused for the section's
+ * `mmproj: none`, methods/chat.ts).
+ */
+export function modelConfig(config: Config, name: string, file = name): ModelConfig {
+  return (
+    configForModel(config, name) ?? {
+      ...config,
+      model: { ...config.model, path: file, mmproj: "auto" },
+      model_key: null,
+    }
+  );
+}

@@ -2,7 +2,7 @@ import { randomInt } from "node:crypto";
 import { pickAgent } from "../agent/turn/pick-agent.ts";
 import { isRewrite, takePlace } from "../agent/turn/rewrite.ts";
 import { answeringFiles, chooseChatModel, type ModelChoice, shownName } from "../config/choose-model.ts";
-import { configForModel } from "../config/model-entry.ts";
+import { modelConfig } from "../config/model-entry.ts";
 import { configReadsNoImages } from "../config/reads-images.ts";
 import type { Config } from "../config/schema.ts";
 import { modelFiles } from "../models/model-files.ts";
@@ -84,11 +84,9 @@ export const chat = defineMethod({
         config,
         dataDir: config.app.data_dir,
         provider,
-        // Its config says no projector, else its serving server's /props (docs/protocol.md#images).
+        // Its config says no projector (a path's is its own, `auto`), else its serving server's /props (docs/protocol.md#images).
         readsImages: () =>
-          configReadsNoImages(configForModel(config, model.name) ?? config)
-            ? false
-            : provider.readsImages?.(),
+          configReadsNoImages(modelConfig(config, model.name)) ? false : provider.readsImages?.(),
         prestarted,
         spare,
         // On first use: the MCP SDK costs a cold chat tens of ms, and an agent without tools never needs it.

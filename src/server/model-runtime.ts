@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { PromptReuse } from "../agent/kv/reuse.ts";
-import { configForModel, type ModelConfig } from "../config/model-entry.ts";
+import { configForModel, type ModelConfig, modelConfig } from "../config/model-entry.ts";
 import { DEFAULT_MODEL_NAME } from "../config/model-schema.ts";
 import type { Config } from "../config/schema.ts";
 import { defaultPlanDeps } from "../models/local-plan-deps.ts";
@@ -45,22 +45,6 @@ export interface RuntimeDeps {
     config: ModelConfig,
     deps: PlanDeps,
   ): Promise<{ plan: { devices: readonly DevicePlan[] }; launch: LaunchPlan }>;
-}
-
-/**
- * A path or `hf:` reference a chat named (docs/models.md): planned with the model section's keys,
- * but its own projector (`auto`), as `plan {model}` and the `models` listing judge it: the
- * section's `mmproj` is its model's, and another model given it was refused for a width it never
- * had, or started with a projector not its own.
- */
-export function modelConfig(config: Config, name: string, file = name): ModelConfig {
-  return (
-    configForModel(config, name) ?? {
-      ...config,
-      model: { ...config.model, path: file, mmproj: "auto" },
-      model_key: null,
-    }
-  );
 }
 
 /**
