@@ -337,7 +337,12 @@ export class SeveralModels implements ModelsApi {
   }
 
   loadedPaths(): string[] {
-    const names = this.scheduler.snapshot().models.map((m) => m.name);
+    // Serving now, as status's state says: not one being unloaded (its server saving, stopping),
+    // nor one still loading, which a host's picker showed loaded beside the model taking its room.
+    const names = this.scheduler
+      .snapshot()
+      .models.filter((m) => m.state === "loaded")
+      .map((m) => m.name);
     const paths = names.map((n) => this.scheduler.runtimeOf(n)?.snapshot().model.path);
     return paths.filter((p): p is string => typeof p === "string");
   }

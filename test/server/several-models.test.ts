@@ -95,6 +95,37 @@ describe("SeveralModels", () => {
     expect(checks()).toBe(1);
   });
 
+  test("the listing's loaded files: a model serving now, not one whose server is being unloaded", async () => {
+    const save = Promise.withResolvers<void>();
+    const fleet = new FakeFleet({ a: { gib: 1, saveGate: save.promise } });
+    const several = new SeveralModels({
+      config: () => config,
+      reuse: () => ({}) as PromptReuse,
+      plan: () => Promise.reject(new Error("the fakes plan themselves")),
+      pinnedProblem: async () => null,
+      runtime: (name) => {
+        const r = fleet.runtime(name);
+        const snap = r.snapshot.bind(r);
+        r.snapshot = () => ({ ...snap(), model: { path: `/m/${name}.gguf` } }) as ReturnType<typeof snap>;
+        return r;
+      },
+    });
+    const a = {
+      kind: "configured",
+      name: "a",
+      model: { name: "a", kind: "chat", pin: true, path: "/m/a.gguf" },
+    } as const;
+    await several.load(a, { pin: undefined, signal: signal(), onProgress: () => {} });
+    expect(several.loadedPaths()).toEqual(["/m/a.gguf"]);
+    // Its sessions being saved before its stop: the host's picker must not offer it as loaded.
+    const unloaded = several.unload(a, { force: false });
+    expect(several.status().models.find((m) => m.name === "a")?.state).toBe("unloaded");
+    expect(several.loadedPaths()).toEqual([]);
+    save.resolve();
+    await unloaded;
+    await several.stop();
+  });
+
   test("a model's provider opens a connection ahead only to that model's server, once it serves", async () => {
     const { several } = setup(null);
     const a = several.provider({ kind: "path", name: "a" });
