@@ -26,6 +26,9 @@ export class TermStats {
    * Documents holding `term`, cached. Counted by a match of the quoted word, not looked up in
    * fts5vocab: its terms are the tokenizer's (`café` is `cafe`, `हिन्दी` three letters), the
    * query's word as typed is none of them, and a word counted in no document was dropped.
+   * A count of none is not kept: a turn recalls its input before committing it, so a word it is
+   * the first to say was counted 0 and dropped from every recall for the next ten minutes, and
+   * the one turn that held it was never found (asking FTS5 for an absent word costs little).
    */
   docsWith(term: string): number {
     const hit = this.cache.get(term);
@@ -34,6 +37,7 @@ export class TermStats {
     const row = this.db
       .query(`SELECT count(*) AS doc FROM ${this.table} WHERE ${this.table} MATCH ?`)
       .get(`"${term.replaceAll('"', '""')}"`) as { doc: number };
+    if (row.doc === 0) return 0;
     if (this.cache.size >= MAX_CACHED) this.cache.clear();
     this.cache.set(term, { doc: row.doc, at: now });
     return row.doc;

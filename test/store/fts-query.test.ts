@@ -78,21 +78,23 @@ describe("words", () => {
   });
 });
 
+/** A memory table and its index as store/db/migrations.ts makes them, and a function storing a text. */
+function memoryIndex(): { db: Database; store: (text: string) => void } {
+  const db = new Database(":memory:");
+  db.run("CREATE TABLE memory (id INTEGER PRIMARY KEY, text TEXT NOT NULL)");
+  // The index holds `cafe`, `naive`, single Devanagari letters.
+  db.run(`CREATE VIRTUAL TABLE memory_fts USING fts5(text, content='memory', content_rowid='id',
+    tokenize='unicode61 remove_diacritics 2')`);
+  const add = db.query("INSERT INTO memory (text) VALUES (?)");
+  const index = db.query("INSERT INTO memory_fts (rowid, text) VALUES (?, ?)");
+  return { db, store: (text) => void index.run(add.run(text).lastInsertRowid, text) };
+}
+
 describe("TermStats.informative", () => {
   test("a big index keeps an accented or marked word: counted as the index's tokenizer splits it", () => {
-    const db = new Database(":memory:");
-    db.run("CREATE TABLE memory (id INTEGER PRIMARY KEY, text TEXT NOT NULL)");
-    // As store/db/migrations.ts makes it: the index holds `cafe`, `naive`, single Devanagari letters.
-    db.run(`CREATE VIRTUAL TABLE memory_fts USING fts5(text, content='memory', content_rowid='id',
-      tokenize='unicode61 remove_diacritics 2')`);
-    const add = db.query("INSERT INTO memory (text) VALUES (?)");
-    const index = db.query("INSERT INTO memory_fts (rowid, text) VALUES (?, ?)");
+    const { db, store } = memoryIndex();
     const texts = ["café au lait", "a naïve plan", "हिन्दी भाषा", "İstanbul trip"];
-    for (let i = 0; i < 2100; i++) {
-      const text = `${texts[i % 50] ?? "filler"} row${i}`;
-      const { lastInsertRowid } = add.run(text);
-      index.run(lastInsertRowid, text);
-    }
+    for (let i = 0; i < 2100; i++) store(`${texts[i % 50] ?? "filler"} row${i}`);
     const stats = new TermStats(db, "memory_fts", "memory");
     // Each in a few of 2100 rows: rare, worth asking for; "row0" once too.
     expect(stats.informative(words("café naïve हिन्दी İstanbul row0"))).toEqual(
@@ -100,5 +102,18 @@ describe("TermStats.informative", () => {
     );
     // One in every row: dropped while a rarer word is asked for.
     expect(stats.informative(words("filler café"))).toEqual(["café"]);
+  });
+});
+
+describe("TermStats: a word in no document yet", () => {
+  test("is counted again once stored: a turn's own new word, asked before its commit, is found next", () => {
+    const { db, store } = memoryIndex();
+    for (let i = 0; i < 2100; i++) store(`filler row${i}`);
+    const stats = new TermStats(db, "memory_fts", "memory");
+    // The turn that first names it recalls before it is committed: in no document then.
+    expect(stats.informative(words("filler zorbax"))).toEqual(["filler"]);
+    store("my dog is called zorbax");
+    // Another chat a minute later asks for it: the one turn that holds it must be asked for.
+    expect(stats.informative(words("filler zorbax"))).toEqual(["zorbax"]);
   });
 });
