@@ -61,6 +61,14 @@ const LIKE_WORDS = 16;
  * passages held the loop 2.3 s here; the newest 3,000 of 1,200 characters each, 170 ms).
  */
 const LIKE_ROWS = 3000;
+/**
+ * Of those, the characters a LIKE recall reads: each passage's head of LIKE_HEAD_CHARS, newest
+ * first, until LIKE_CHARS are read. LIKE_ROWS alone bounds nothing when passages are long (a turn
+ * keeps its whole input and answer): 40 pasted turns of 2 Mi characters held the loop over a
+ * second for a query of four Chinese pairs, and about four for 16 words.
+ */
+const LIKE_HEAD_CHARS = 32 * 1024;
+const LIKE_CHARS = 8 * 1024 * 1024;
 
 /**
  * With a query vector, how deep each list (words, meaning) goes into the fusion: deeper than
@@ -260,21 +268,28 @@ export class MemoryStore {
       });
       return `(${any.join(" OR ")})`;
     });
-    // With pairs to count every row in the scan is read; without, only those a word matches.
-    const where = unspaced.length > 0 ? "" : `WHERE (${hits.join(" OR ")})`;
+    // Every row of the scan comes out, matched or not, with the characters read of it: the scan
+    // stops once LIKE_CHARS are read (SQLite matches a row as it is stepped to; the newest are
+    // chosen by id alone, so no text is read before). Its text (a head
+    // of a turn's whole input and answer) only with pairs to count, dropped once counted: only
+    // the best topK are read out whole.
     const scan = this.db.query(
-      `SELECT m.id, m.at, ${unspaced.length > 0 ? "m.text" : "NULL AS text"}, (${hits.join(" + ") || "0"}) AS score
-       FROM (SELECT * FROM memory m WHERE ${RECALL_SCOPE} ORDER BY m.id DESC LIMIT $scan) m ${where}`,
+      `SELECT m.id, m.at, ${unspaced.length > 0 ? "m.text" : "NULL AS text"}, length(m.text) AS chars,
+         (${hits.join(" + ") || "0"}) AS score
+       FROM (SELECT m.id, m.at, substr(m.text, 1, $head) AS text
+         FROM (SELECT m.id FROM memory m WHERE ${RECALL_SCOPE} ORDER BY m.id DESC LIMIT $scan) k
+         CROSS JOIN memory m ON m.id = k.id) m`,
     );
-    // A row at a time, its text (a turn's whole input and answer, long or not) dropped once
-    // counted: only the best topK are read out whole.
     const count = unspacedCounter(unspaced);
     const scored: Scored[] = [];
-    for (const r of scan.iterate({ ...params, scan: LIKE_ROWS }) as Iterable<
-      Scored & { text: string | null }
+    let read = 0;
+    for (const r of scan.iterate({ ...params, scan: LIKE_ROWS, head: LIKE_HEAD_CHARS }) as Iterable<
+      Scored & { text: string | null; chars: number }
     >) {
       const score = r.score + (r.text === null ? 0 : count(r.text));
       if (score > 0) scored.push({ id: r.id, at: r.at, score });
+      read += r.chars;
+      if (read >= LIKE_CHARS) break;
     }
     const best = scored.sort((a, b) => b.score - a.score || b.at - a.at).slice(0, topK);
     const byId = this.rowsInScope(

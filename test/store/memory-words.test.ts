@@ -8,16 +8,22 @@ import { tmpdir } from "../fixtures/tmpdir.ts";
 
 /** A store (with FTS5 or without) holding one remembered turn of "u" in session "old". */
 function withTurn(text: string, withoutFts: boolean) {
+  return withTurns([text], withoutFts);
+}
+
+/** A store holding the remembered turns `texts` of "u", the first the oldest, each in a session of its own. */
+function withTurns(texts: readonly string[], withoutFts: boolean) {
   const dir = tmpdir("local-ai-memory-words-");
   const store = Store.open(dir.path, { chunkThread: false, withoutFts });
-  store.conversations.commitTurn({
-    userId: "u",
-    sessionId: "old",
-    agent: "a",
-    messages: [{ role: "user", content: text }],
-    memoryText: text,
-    at: new Date(),
-  });
+  for (const [i, text] of texts.entries())
+    store.conversations.commitTurn({
+      userId: "u",
+      sessionId: i === 0 ? "old" : `s${i}`,
+      agent: "a",
+      messages: [{ role: "user", content: text }],
+      memoryText: text,
+      at: new Date(),
+    });
   return {
     recall: (query: string) => store.memory.search("u", query, 5, "now").map((h) => h.doc.text),
     [Symbol.dispose]: () => {
@@ -149,4 +155,24 @@ test("a LIKE recall reads the text of the passages it returns only", () => {
   expect(memory.search("u", "寿司", 3, "now")).toHaveLength(3);
   expect(texts).toBe(3);
   db.close();
+});
+
+describe("memory recall by LIKE: the characters read are bounded, not the passages only", () => {
+  const turns = (texts: readonly string[]) => withTurns(texts, true);
+
+  // Each LIKE is a scan of each text read, on the main loop: 40 pasted turns of 2 Mi characters
+  // held it over a second for a four-pair Chinese query (16 words: over four), though far under
+  // the 3,000 passages LIKE_ROWS allows.
+  test("a long passage is read for its first 32 Ki characters only", () => {
+    const long = `${"filler ".repeat(40_000)}我喜欢吃寿司`;
+    using s = turns([long, "寿司在这里"]);
+    expect(s.recall("寿司")).toEqual(["寿司在这里"]);
+  });
+
+  test("passages are read newest first until 8 Mi characters, however few they are", () => {
+    const old = "我喜欢吃寿司";
+    const huge = `${"filler ".repeat(5_000)}。`;
+    using s = turns([old, ...Array.from({ length: 300 }, () => huge), "寿司在这里"]);
+    expect(s.recall("寿司")).toEqual(["寿司在这里"]);
+  });
 });
