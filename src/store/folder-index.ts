@@ -1,10 +1,11 @@
 import type { Database } from "bun:sqlite";
-import { stat } from "node:fs/promises";
 import { relative } from "node:path";
+import { type DriveAnswers, drives } from "../util/drive-answers.ts";
 import { logger } from "../util/logger.ts";
 import { outOfOpenFiles } from "../util/read-file.ts";
 import { whileBusy } from "./busy-retry.ts";
 import { settleErase } from "./erase.ts";
+import { staleFolderFiles } from "./folder-current.ts";
 import { onDisk, readable } from "./folder-names.ts";
 import {
   dropFiles,
@@ -82,6 +83,8 @@ export interface FolderIndexOptions {
   retryMs?: number;
   /** How long a batch waits for a write lock held elsewhere (the store's wait). */
   busyWaitMs?: number;
+  /** Tests: the stats of a recall's check (`current`); the core's `drives` unless said. */
+  drives?: DriveAnswers;
 }
 
 /**
@@ -164,34 +167,14 @@ export class FolderIndex {
   /**
    * `hits` less the folder passages whose file is not as it was indexed (gone, or its size or
    * modification time changed); finding one walks its folder again. A passage of a file that
-   * cannot be checked now is left out too: what is quoted is never older than the file.
+   * cannot be checked now is left out too, its drive not waited on past a second
+   * (store/folder-current.ts): what is quoted is never older than the file.
    */
   async current(hits: MemoryHit[]): Promise<MemoryHit[]> {
-    const paths = [...new Set(hits.filter((h) => h.cite.kind === "folder").map((h) => h.cite.id))];
-    if (paths.length === 0) return hits;
-    const known = new Map(
-      (
-        this.db
-          .query(
-            "SELECT path, root, size, mtime_ms FROM memory_files WHERE path IN (SELECT value FROM json_each(?))",
-          )
-          .all(JSON.stringify(paths)) as { path: string; root: string; size: number; mtime_ms: number }[]
-      ).map((r) => [r.path, r]),
-    );
-    const stale = new Set<string>();
-    await Promise.all(
-      paths.map(async (path) => {
-        const k = known.get(path);
-        const st = await stat(k ? onDisk(k.root, path) : path).catch(() => undefined);
-        const asIndexed = st?.isFile() && k && st.size === k.size && Math.round(st.mtimeMs) === k.mtime_ms;
-        if (!asIndexed) {
-          stale.add(path);
-          if (k) this.dirty.add(k.root);
-        }
-      }),
-    );
+    const { stale, changed, walk } = await staleFolderFiles(this.db, hits, this.options.drives ?? drives);
     if (stale.size === 0) return hits;
-    void this.refresh([]);
+    for (const root of changed) this.dirty.add(root);
+    if (walk) void this.refresh([]);
     return hits.filter((h) => h.cite.kind !== "folder" || !stale.has(h.cite.id));
   }
 

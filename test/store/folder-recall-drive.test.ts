@@ -1,0 +1,39 @@
+import { expect, test } from "bun:test";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { Store } from "../../src/store/store.ts";
+import { DriveAnswers } from "../../src/util/drive-answers.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+// Recall checks each folder passage it found against its file now (FolderIndex.current). That
+// stat went straight to the drive and was awaited however long it took: a memory folder on a
+// network share gone offline held every chat whose recall found one of its passages, for good on
+// a hard mount, and each such chat held one more of the runtime's few file threads with it.
+test("a folder passage whose drive does not answer is left out: recall does not wait on it", async () => {
+  using dir = tmpdir();
+  const folder = join(dir.path, "notes");
+  mkdirSync(folder);
+  writeFileSync(join(folder, "a.md"), "the wombat burrow");
+  const asked: string[] = [];
+  const dead = new DriveAnswers({
+    stat: (path) => {
+      asked.push(path);
+      return new Promise(() => {});
+    },
+    statWaitMs: 0,
+  });
+  const store = Store.open(join(dir.path, "data"), {
+    folders: [folder],
+    folderIndex: { watch: false, drives: dead },
+  });
+  try {
+    await store.folderIndex.start();
+    const hits = store.memory.search("u", "wombat", 5);
+    expect(hits.map((h) => h.doc.source)).toEqual(["file:a.md"]);
+    // It cannot be vouched for as indexed: not quoted.
+    expect(await store.folderIndex.current(hits)).toEqual([]);
+    expect(asked).toEqual([join(folder, "a.md")]);
+  } finally {
+    store.close();
+  }
+});
