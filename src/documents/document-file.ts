@@ -1,6 +1,6 @@
-import { stat } from "node:fs/promises";
 import { openFilesUsedUp } from "../protocol/errors.ts";
 import { windowsDevicePath } from "../util/device-path.ts";
+import { type DriveAnswers, drives, whyLate } from "../util/drive-answers.ts";
 import { isFullPath } from "../util/full-path.ts";
 import { FileTooLarge, NotRegularFile, readFailure, readFileBytesAsync } from "../util/read-file.ts";
 import { MAX_DOCUMENT_BYTES } from "./limits.ts";
@@ -28,11 +28,18 @@ export async function readDocumentFile(path: string, room = MAX_DOCUMENT_BYTES):
   }
 }
 
-/** The file's size as stat sees it, for a place in the reading budget; 0 when it cannot be seen (the read says why). */
-export async function documentFileSize(path: string): Promise<number> {
+/**
+ * The file's size as stat sees it, for a place in the reading budget; 0 when it cannot be seen
+ * (the read says why). Asked as a model's path is (util/drive-answers.ts): a drive that does not
+ * answer within its wait refuses the add `unreadable`, where the add waited for good (a cancel
+ * aside), and each add sent again held one more of the runtime's few file threads.
+ */
+export async function documentFileSize(path: string, ask: DriveAnswers = drives): Promise<number> {
   // A pipe or a device is never stat'ed (its stat connects to it): its read refuses it.
   if (windowsDevicePath(path)) return 0;
-  return (await stat(path).catch(() => undefined))?.size ?? 0;
+  const st = await ask.statOf(path);
+  if (st === "late") throw pathProblem("unreadable", `${path}: ${whyLate(ask, path)}`);
+  return st?.size ?? 0;
 }
 
 function refusalOf(path: string, err: unknown, max: number): Error {

@@ -170,7 +170,11 @@ export function answersFor(options: DriveOptions): DriveAnswers {
  * Refused unasked (every lane held by other paths' stats that hang), its own drive is not blamed.
  */
 export async function statLate(answers: DriveAnswers, path: string): Promise<string | null> {
-  if (await answers.answers(path)) return null;
+  return (await answers.answers(path)) ? null : whyLate(answers, path);
+}
+
+/** Why `path`'s stat came back `late`, its own drive blamed only when it was asked. */
+export function whyLate(answers: DriveAnswers, path: string): string {
   const why = answers.asking(path)
     ? `its drive did not answer within ${answers.waitMs / 1000} s`
     : "not asked while other paths' drives do not answer";

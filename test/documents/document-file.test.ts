@@ -2,9 +2,10 @@ import { describe, expect, test } from "bun:test";
 import { execFileSync } from "node:child_process";
 import { mkdirSync, symlinkSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { readDocumentFile } from "../../src/documents/document-file.ts";
+import { documentFileSize, readDocumentFile } from "../../src/documents/document-file.ts";
 import { MAX_DOCUMENT_BYTES } from "../../src/documents/limits.ts";
 import { readDocument } from "../../src/documents/read-document.ts";
+import { deadDrive } from "../fixtures/dead-drive.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 const refused = (problem: string, message: RegExp) =>
@@ -64,5 +65,20 @@ describe("a document read from a path", () => {
     await expect(readDocumentFile(path)).rejects.toThrow(
       refused("too_large", new RegExp(`over the ${MAX_DOCUMENT_BYTES} bytes`)),
     );
+  });
+});
+
+// The add's first look at the file, its size for the reading budget, was a stat of its own,
+// awaited until a cancel: an add without one waited for good on a drive gone offline, and each
+// add sent again held one more of the runtime's few file threads with its stat, until every file
+// read and write of the core waited behind them. It is asked as a model's path is (drives).
+describe("a document's size on a drive that does not answer", () => {
+  test("is refused unreadable once the drive's wait is over, the stat asked through the drives", async () => {
+    const asked: string[] = [];
+    const dead = deadDrive(asked);
+    await expect(documentFileSize("/offline/notes.md", dead)).rejects.toEqual(
+      refused("unreadable", /^\/offline\/notes\.md: its drive did not answer within 0 s/),
+    );
+    expect(asked).toEqual(["/offline/notes.md"]);
   });
 });

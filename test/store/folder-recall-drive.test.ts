@@ -2,7 +2,7 @@ import { expect, test } from "bun:test";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Store } from "../../src/store/store.ts";
-import { DriveAnswers } from "../../src/util/drive-answers.ts";
+import { deadDrive } from "../fixtures/dead-drive.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 // Recall checks each folder passage it found against its file now (FolderIndex.current). That
@@ -15,13 +15,7 @@ test("a folder passage whose drive does not answer is left out: recall does not 
   mkdirSync(folder);
   writeFileSync(join(folder, "a.md"), "the wombat burrow");
   const asked: string[] = [];
-  const dead = new DriveAnswers({
-    stat: (path) => {
-      asked.push(path);
-      return new Promise(() => {});
-    },
-    statWaitMs: 0,
-  });
+  const dead = deadDrive(asked);
   const store = Store.open(join(dir.path, "data"), {
     folders: [folder],
     folderIndex: { watch: false, drives: dead },
