@@ -15,6 +15,7 @@ import {
   type SessionSummary,
   summaryOf,
 } from "./message-rows.ts";
+import { SessionHistories } from "./session-histories.ts";
 import { refuseIfTakenOver, refuseStale, type TurnMark } from "./session-lease.ts";
 import { latestShownText } from "./session-pages.ts";
 import { storedSources } from "./source-names.ts";
@@ -76,9 +77,6 @@ export function indexesLong(turn: CommitTurn): boolean {
  */
 const LATER = `MAX($at, COALESCE((SELECT MAX(updated_at) FROM sessions WHERE user_id = $u), 0) + 1)`;
 
-/** Sessions whose history is kept in memory (a few active chats). */
-const CACHED_HISTORIES = 16;
-
 /** The text a session's preview shows: the last message that has some (not the core's own). */
 function previewText(messages: readonly TurnMessage[]): string | undefined {
   for (let i = messages.length - 1; i >= 0; i--) {
@@ -95,66 +93,24 @@ function previewText(messages: readonly TurnMessage[]): string | undefined {
  * together or not at all.
  */
 export class Conversations {
-  /**
-   * Recent sessions' histories as the model sees them (a seq is its index: seqs run from 0
-   * without gaps), valid while no other connection has written (`PRAGMA data_version`): a
-   * turn then does not read its whole history back after committing to it.
-   */
-  private readonly histories = new Map<string, { version: number; messages: ChatMessage[] }>();
   /** The messages' images (store/attachments.ts). */
   readonly attachments: Attachments;
+  /** Recent sessions' histories as the model sees them (store/session-histories.ts). */
+  readonly histories: SessionHistories;
 
   constructor(private readonly db: Database) {
     this.attachments = new Attachments(db);
+    this.histories = new SessionHistories(db, this.attachments);
   }
 
   /** The model's history of a session, oldest first (empty for a new session). */
   history(userId: string, sessionId: string): ChatMessage[] {
-    const key = `${userId}\0${sessionId}`;
-    const version = this.dataVersion();
-    const cached = this.histories.get(key);
-    if (cached && cached.version === version) return cached.messages.slice();
-    const rows = this.db
-      .query(
-        `SELECT seq, role, content, reasoning, tool_calls, tool_call_id, usage, created_at, by_core FROM messages
-         WHERE user_id = ? AND session_id = ? ORDER BY seq`,
-      )
-      .all(userId, sessionId) as MessageRow[];
-    const images = this.attachments.refsBySeq(userId, sessionId);
-    const messages = rows.map((r) => modelMessage(r, images.get(r.seq)));
-    this.histories.delete(key);
-    if (this.histories.size >= CACHED_HISTORIES)
-      this.histories.delete(this.histories.keys().next().value as string);
-    this.histories.set(key, { version, messages });
-    return messages.slice();
-  }
-
-  /** Changes when another connection (another core) commits; never for this one's own writes. */
-  private dataVersion(): number {
-    return (this.db.query("PRAGMA data_version").get() as { data_version: number }).data_version;
-  }
-
-  /** A committed turn applied to the cached history, or the cache dropped when it is stale. */
-  private remember(turn: CommitTurn, version: number): void {
-    const key = `${turn.userId}\0${turn.sessionId}`;
-    const cached = this.histories.get(key);
-    if (!cached) return;
-    if (cached.version !== version) {
-      this.histories.delete(key);
-      return;
-    }
-    if (turn.replaceFromSeq !== undefined)
-      cached.messages.length = Math.min(cached.messages.length, turn.replaceFromSeq);
-    for (const m of turn.messages)
-      cached.messages.push(modelMessage(rowOf(m), m.role === "user" ? m.attachments : undefined));
+    return this.histories.read(userId, sessionId);
   }
 
   /** Forgets a session's cached history (it was deleted). */
   forget(userId: string, sessionId?: string): void {
-    for (const key of [...this.histories.keys()]) {
-      if (sessionId === undefined ? key.startsWith(`${userId}\0`) : key === `${userId}\0${sessionId}`)
-        this.histories.delete(key);
-    }
+    this.histories.forget(userId, sessionId);
   }
 
   session(userId: string, sessionId: string): SessionSummary | undefined {
@@ -266,10 +222,10 @@ export class Conversations {
   /** Appends (or, for an edit, replaces the tail with) one turn; returns its first seq. */
   commitTurn(turn: CommitTurn): number {
     const { db } = this;
-    const version = this.dataVersion();
-    const first = db
+    const { userId: u, sessionId: s } = turn;
+    const { first, was, now } = db
       .transaction(() => {
-        const { userId: u, sessionId: s } = turn;
+        const was = this.histories.stamp(u, s);
         const at = turn.at.getTime();
         const opening = turn.messages.find((m) => m.role === "user");
         this.ensureSession(u, s, turn.agent, opening?.content ?? "", turn.at, turn.since);
@@ -305,10 +261,13 @@ export class Conversations {
             `INSERT INTO memory (id, user_id, session_id, seq, source, text, at) VALUES (${NEW_MEMORY_ID}, ?, ?, ?, ?, ?, ?)`,
           ).run(u, s, firstSeq, `session:${s}`, turn.memoryText, at);
         }
-        return firstSeq;
+        return { first: firstSeq, was, now: this.histories.stamp(u, s) };
       })
       .immediate();
-    this.remember(turn, version);
+    const messages = turn.messages.map((m) =>
+      modelMessage(rowOf(m), m.role === "user" ? m.attachments : undefined),
+    );
+    this.histories.remember(u, s, { was, now }, { ...turn, messages });
     return first;
   }
 

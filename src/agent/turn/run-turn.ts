@@ -88,9 +88,7 @@ async function runHeldTurn(
       };
       return TurnSession.begin(store, key, start, warnings, deps.now);
     };
-    const leased = rewriting
-      ? await store.tryLease(params.user_id, sessionId, turnSignal, begin)
-      : await store.lease(params.user_id, sessionId, turnSignal, begin);
+    const leased = await leaseSession(store, key, rewriting, turnSignal, begin);
     if (!leased) throw turnInFlight(sessionId);
     unlease = leased.release;
     const session = await leased.value.firstWrite(turnSignal);
@@ -118,6 +116,26 @@ async function runHeldTurn(
     if (unlock) unlock();
     else place.leave();
   }
+}
+
+/**
+ * The session's lease, `begin` run in its write (a rewrite's refused while another core holds
+ * it: undefined). The history is read first, a page a turn of the loop, into the cache that
+ * write reads from: read whole there, 100k messages held ping and cancel (docs/agent.md "The
+ * store", History reads). A failure there is met again by that read, which names it; a cancel,
+ * by the lease's wait.
+ */
+async function leaseSession<T>(
+  store: ReturnType<TurnDeps["store"]>,
+  key: { userId: string; sessionId: string },
+  rewriting: boolean,
+  signal: AbortSignal,
+  begin: () => T,
+) {
+  await store.conversations.histories.load(key.userId, key.sessionId, signal).catch(() => undefined);
+  return rewriting
+    ? await store.tryLease(key.userId, key.sessionId, signal, begin)
+    : await store.lease(key.userId, key.sessionId, signal, begin);
 }
 
 /** Every image checked before anything starts: a refusal costs no model load (docs/protocol.md#images). */
