@@ -296,10 +296,16 @@ export class Conversations {
     const edit = turn.replaceFromSeq !== undefined;
     const preview =
       previewText(turn.messages) ?? (edit ? latestShownText(this.db, userId, sessionId) : undefined);
+    // A turn appended adds its own (not the core's requests to write again): counted anew, the
+    // session's every row was read (`by_core` sits past the text), 60-95 ms of the main loop a
+    // turn at 100,000 messages. An edit, which runs off the loop, counts what its erase left.
+    const added = turn.messages.filter((m) => !(m.role === "user" && m.by_core)).length;
+    const count = edit
+      ? "(SELECT COUNT(*) FROM messages WHERE user_id = $u AND session_id = $s AND by_core = 0)"
+      : "message_count + $added";
     this.db
       .query(
-        `UPDATE sessions SET agent = $agent, updated_at = ${LATER},
-           message_count = (SELECT COUNT(*) FROM messages WHERE user_id = $u AND session_id = $s AND by_core = 0),
+        `UPDATE sessions SET agent = $agent, updated_at = ${LATER}, message_count = ${count},
            preview = COALESCE($preview, preview),
            title = CASE WHEN renamed = 0 AND $title IS NOT NULL THEN $title ELSE title END
          WHERE user_id = $u AND session_id = $s`,
@@ -311,6 +317,7 @@ export class Conversations {
         s: sessionId,
         preview: preview === undefined ? null : previewOf(preview),
         title: this.retitle(turn),
+        added,
       });
   }
 
