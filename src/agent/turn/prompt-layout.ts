@@ -135,7 +135,11 @@ export class PromptLayout {
   /** The history within `budget` tokens, as sent; the cut and the images' cut follow it. */
   history(history: readonly ChatMessage[], budget: number): ChatMessage[] {
     const at = (i: number) => history[i] as ChatMessage;
-    const text = (i: number) => estimateTokens(withNotes(withoutImages(at(i)), this.notes.get(i)));
+    // Each costed once: the passes below ask each message's again (a JSON of it each time), and
+    // a long session's first turn with no record (cut at 0) held the loop ~280 ms at 100k messages.
+    const text = once(history.length, (i) =>
+      estimateTokens(withNotes(withoutImages(at(i)), this.notes.get(i))),
+    );
     const image = (i: number) => this.images.costOf(at(i));
     this.imageCut = imagesFrom(history, text, image, this.cutAt, Math.max(this.imageCut, 0), budget);
     this.imageCut = bodyCut(
@@ -145,7 +149,9 @@ export class PromptLayout {
     );
     // Then the tool results (imagesFrom's steps, their costs in place of the images'), before any
     // whole turn: a turn that read a large one went with its answer, and the cut never comes back.
-    const noted = (i: number) => (at(i).role === "tool" ? estimateTokens(withoutResult(at(i))) : text(i));
+    const noted = once(history.length, (i) =>
+      at(i).role === "tool" ? estimateTokens(withoutResult(at(i))) : text(i),
+    );
     const withImage = (i: number) => noted(i) + (i >= this.imageCut ? image(i) : 0);
     const result = (i: number) => text(i) - noted(i);
     const results = imagesFrom(history, withImage, result, this.cutAt, this.resultCut, budget);
@@ -213,6 +219,18 @@ export class PromptLayout {
     if (!committed && sent && this.own) hold(this.own);
     return held.length ? { held } : {};
   }
+}
+
+/** `cost` of message i, asked once for each i below `length` (a cost is never negative). */
+function once(length: number, cost: (i: number) => number): (i: number) => number {
+  const known = new Float64Array(length).fill(-1);
+  return (i) => {
+    const had = known[i] ?? -1;
+    if (had >= 0) return had;
+    const c = cost(i);
+    known[i] = c;
+    return c;
+  };
 }
 
 /** A tool message as sent once its result no longer fits: a note of what was left out. */
