@@ -177,6 +177,22 @@ describe("chat: a reply that fills the slot's context", () => {
     expect(sent).toEqual([[], [12_000], [12_000, 12_000], [59, 12_000, 12_000]]);
   });
 
+  // The history's cut never comes back: a whole turn dropped for the turn's own results, though
+  // leaving out one the model had answered made room, was lost to every later turn.
+  test("the turn's answered results go before a whole turn of the history would", async () => {
+    await using h = new ChatHarness();
+    const earlier = `my name is Ann ${"n".repeat(6000)}`; // some 1,500 tokens as estimated
+    const call = { content: ["Look."], tool_calls: [{ name: "t__huge", arguments: { chars: 12_000 } }] };
+    h.llama.script({ content: ["Hello Ann."] }, call, call, { content: ["Done."] });
+    await h.chat(1, { input: earlier, session_id: "keep" });
+    const { terminal } = await h.chat(2, { input: "x", session_id: "keep" });
+    expect(terminal.result).toMatchObject({ response: "Done.", warnings: [] });
+    const last = h.llama.requests.at(-1)?.body.messages ?? [];
+    // The earlier turn is sent; the first result, answered, is the note; the unread one whole.
+    expect(last.map((m) => m.content)).toContain(earlier);
+    expect(last.filter((m) => m.role === "tool").map((m) => String(m.content).length)).toEqual([59, 12_000]);
+  });
+
   test("the configured reply cap still gives reply_truncated", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain", max_tokens: 2 }] });
     h.llama.script({ content: ["so", " much"], finish_reason: "length" });

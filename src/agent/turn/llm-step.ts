@@ -72,8 +72,8 @@ export async function llmStep(ctx: TurnContext, setup: StepSetup, step: number):
   const turn = layout.turnMessages(session.state.turn);
   const room =
     contextSize - reserve - estimateTokens(system) - estimateAll(tools) - layout.turnImageCost(turn);
-  // The turn's own answered results go only once no history is left (the budget below 0).
-  let own = layout.fitTurn(turn, room);
+  // The turn's own answered results go before a whole turn of the history would (turnRoom).
+  let own = layout.fitTurn(turn, layout.turnRoom(session.history, turn, room));
   let budget = room - estimateAll(own);
   for (let attempt = 0; ; attempt++) {
     const kept = layout.history(session.history, Math.max(0, budget));

@@ -127,6 +127,28 @@ export class PromptLayout {
     return out;
   }
 
+  /**
+   * The room fitTurn gets with the history in it: where leaving out the turn's answered results
+   * lets the history be sent without a whole turn going (its images and results left out), they
+   * go first, since the history's cut never comes back; else `room`, the history going anyway.
+   */
+  turnRoom(history: readonly ChatMessage[], turn: readonly ChatMessage[], room: number): number {
+    let bare = 0;
+    // Stopped once over: a long session's first turn (cut at 0) costed every message, 100k of them.
+    for (let i = this.cutAt; i < history.length && bare <= room; i++) bare += this.noted(history, i);
+    if (bare > room) return room;
+    const answered = turn.findLastIndex((m) => m.role === "assistant");
+    const least = estimateAll(turn.map((m, i) => (i < answered ? withoutResult(m) : m)));
+    return least + bare <= room ? room - bare : room;
+  }
+
+  /** A history message's tokens with its images and tool result left out, its notes kept. */
+  private noted(history: readonly ChatMessage[], i: number): number {
+    const m = history[i] as ChatMessage;
+    if (m.role === "tool") return estimateTokens(withoutResult(m));
+    return estimateTokens(withNotes(withoutImages(m), this.notes.get(i)));
+  }
+
   /** What the turn's own messages' images cost (they are always sent). */
   turnImageCost(turn: readonly ChatMessage[]): number {
     return turn.reduce((n, m) => n + this.images.costOf(m), 0);
