@@ -49,7 +49,6 @@ test("a pattern naming a listed tool left out as unfit is told once, as left out
 // A requires_approval entry can be checked only once its server lists its tools: a typo there
 // (`write_ntoe`) guarded nothing, and the tool it meant ran unapproved without a word.
 test("a requires_approval entry naming no tool its server lists costs a warning naming it; listed ones none", async () => {
-  const { join } = await import("node:path");
   const server = (requires_approval: string[]) => ({
     name: "t",
     command: process.execPath,
