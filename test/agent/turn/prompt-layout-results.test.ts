@@ -108,3 +108,21 @@ test("fitTurn leaves out the turn's answered results oldest first, never the unr
   expect(layout.fitTurn(more)[4]?.content).toContain("left out");
   expect(layout.fitTurn(more)[6]).toBe(more[6]);
 });
+
+// The room fitTurn gets beside the history: its answered results go where that keeps every
+// history turn (their results left out), and not where turns would go all the same.
+test("turnRoom leaves the history's bare cost out of the room only where the turn can then fit", () => {
+  const history = toolTurn("x".repeat(20_000));
+  const turn = [{ role: "user", content: "again" } as ChatMessage, ...toolTurn("y".repeat(8000)).slice(1, 3)];
+  turn.push({ role: "assistant", content: "read" }, { role: "user", content: "and?" });
+  const layout = new PromptLayout(emptyRecord(), [], history.length);
+  const room = layout.turnRoom(history, turn, 1000);
+  // The history with its result left out is some 110 tokens: the turn gets the rest.
+  expect(room).toBeLessThan(1000);
+  expect(room).toBeGreaterThan(850);
+  expect(layout.fitTurn(turn, room)[2]?.content).toContain("8000 characters");
+  // A history that would not fit even bare: the turn's own room, its turns going anyway.
+  const long = Array.from({ length: 40 }, () => toolTurn("z".repeat(100))).flat();
+  const other = new PromptLayout(emptyRecord(), [], long.length);
+  expect(other.turnRoom(long, turn, 1000)).toBe(1000);
+});
