@@ -163,6 +163,25 @@ describe("chat: a reply that fills the slot's context", () => {
     expect(kept.map((m) => String(m.content).length)).toEqual([6009, 6009, 6009]);
   });
 
+  // The same refused beside an earlier turn: the history was halved, then dropped (its cut never
+  // comes back) before the answered results went, and the next turns were sent without it.
+  test("llama-server refusing the turn: its answered results go before the history does", async () => {
+    await using h = new ChatHarness();
+    const call = (n: number) => ({
+      content: [`Look ${n}.`],
+      tool_calls: [{ name: "t__echo", arguments: { text: `r${n} ${"w ".repeat(3000)}` } }],
+    });
+    h.llama.script({ content: ["Hi Ann."] }, call(1), call(2), call(3), { content: ["Done."] });
+    const earlier = `my name is Ann ${"v ".repeat(60)}`;
+    await h.chat(0, { input: earlier, session_id: "own" });
+    const { terminal } = await h.chat(1, { input: "x", session_id: "own" });
+    expect(terminal.result).toMatchObject({ response: "Done.", warnings: [] });
+    const sent = h.llama.requests.at(-1)?.body.messages ?? [];
+    expect(sent.map((m) => m.content)).toContain(earlier);
+    const results = sent.filter((m) => m.role === "tool").map((m) => String(m.content).length);
+    expect(results).toEqual([58, 58, 6009]);
+  });
+
   test("an estimate over the slot: the oldest answered results go until the turn fits, the newest whole", async () => {
     await using h = new ChatHarness();
     // 12,000 characters, some 3,000 tokens as estimated: the budget is 8,192 less 1,024 for the reply.

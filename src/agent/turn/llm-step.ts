@@ -131,13 +131,15 @@ export async function llmStep(ctx: TurnContext, setup: StepSetup, step: number):
       if (image) return { kind: "refused", error: image };
       if (isUnparsedReply(err)) return { kind: "unparsed", content: partial.content };
       if (err.kind !== "context_overflow") return { kind: "failed", failure: err };
-      if (layout.kept === 0) {
-        // No history left: the turn's own answered results go before the turn ends (docs/agent.md#history-trimming).
-        const less = layout.fitTurn(turn);
-        if (estimateAll(less) >= estimateAll(own)) return { kind: "overflow", error: err };
+      // The turn's own answered results go before the history does, whose cut never comes back
+      // (docs/agent.md#history-trimming); none left to leave out, the history, then the turn ends.
+      const less = layout.fitTurn(turn);
+      if (estimateAll(less) < estimateAll(own)) {
         own = less;
+        attempt--; // not one of the history's retries
         continue;
       }
+      if (layout.kept === 0) return { kind: "overflow", error: err };
       budget = attempt < OVERFLOW_RETRIES ? Math.floor(layout.keptCost / 2) : 0;
     }
   }
