@@ -25,3 +25,23 @@ test("a long history's layout costs each message's text once, not once for each 
     stringify.mockRestore();
   }
 });
+
+// turnRoom, asked before each step's layout, costed the whole history from its cut: 100k
+// messages again at a long session's first turn. It stops once the history is over the room.
+test("the turn's room beside a long history costs no more of it than fits the room", () => {
+  const n = 2000;
+  const history = Array.from(
+    { length: n },
+    (_, i): ChatMessage => ({ role: "user", content: `question ${i}` }),
+  );
+  const layout = new PromptLayout(emptyRecord(), [], n);
+  const turn: ChatMessage[] = [{ role: "user", content: "next" }];
+  layout.turnMessages(turn);
+  const stringify = spyOn(JSON, "stringify");
+  try {
+    expect(layout.turnRoom(history, turn, 500)).toBe(500);
+    expect(stringify.mock.calls.length).toBeLessThan(200);
+  } finally {
+    stringify.mockRestore();
+  }
+});
