@@ -153,18 +153,25 @@ export function spawnMcpServer(
  * A guarded server's `noteEscaped`: each new process `look` finds outside its group, written to
  * the guard's socket as `pid:start`, at most once a NOTE_EVERY_MS (one asked for sooner runs then).
  * Nothing is written once the server has gone (`gone`): its socket is closed then, and the fd
- * number may be another file's.
+ * number may be another file's. `told` holds only what the last look found: one gone since never
+ * comes back under the same `pid:start`, and kept, a server starting a process outside its group
+ * per call grew it for its whole life. `told` and `now` are the tests'.
  */
-function escapeNotes(watch: unknown, look: () => ProcEntry[], gone: () => boolean): () => void {
+export function escapeNotes(
+  watch: unknown,
+  look: () => ProcEntry[],
+  gone: () => boolean,
+  told = new Set<string>(),
+  now: () => number = () => performance.now(),
+): () => void {
   if (typeof watch !== "number") return () => {};
-  const told = new Set<string>();
   let lookedAt = Number.NEGATIVE_INFINITY;
   let later: ReturnType<typeof setTimeout> | undefined;
   // What the socket did not take yet (its end is non-blocking): sent first next time, so that
   // no line is lost or cut in two.
   let unsent = "";
   const note = () => {
-    const wait = lookedAt + NOTE_EVERY_MS - performance.now();
+    const wait = lookedAt + NOTE_EVERY_MS - now();
     // Asked again too soon (a call right after the start): looked at once the second is up.
     if (wait > 0) {
       later ??= setTimeout(() => {
@@ -176,9 +183,10 @@ function escapeNotes(watch: unknown, look: () => ProcEntry[], gone: () => boolea
     }
     // Gone: the socket is closed, and its fd number may be another file's by now.
     if (gone()) return;
-    lookedAt = performance.now();
-    for (const e of look()) {
-      const line = `${e.pid}:${e.start}`;
+    lookedAt = now();
+    const found = new Set(look().map((e) => `${e.pid}:${e.start}`));
+    for (const line of told) if (!found.has(line)) told.delete(line);
+    for (const line of found) {
       if (told.has(line) || unsent.length > MAX_UNSENT) continue;
       told.add(line);
       unsent += `${line}\n`;
