@@ -152,10 +152,7 @@ export function placedPatternProblem(schema: Node): string | undefined {
 /** The subschemas a node applies to the value itself: its `$ref` target, allOf/anyOf/oneOf, not, if/then/else. */
 function inPlaceEdges(node: Node, root: Node): Node[] {
   const out: Node[] = [];
-  if (typeof node.$ref === "string") {
-    const target = resolveLocal(root, node.$ref);
-    if (target) out.push(target);
-  }
+  if (typeof node.$ref === "string") out.push(...refTargets(root, node.$ref));
   for (const key of IN_PLACE) {
     const list = node[key];
     if (Array.isArray(list)) for (const s of list) if (isNode(s)) out.push(s);
@@ -195,6 +192,46 @@ function inPlaceCycle(root: Node, pointers: Map<Node, string>): string[] | undef
     }
   }
   return undefined;
+}
+
+/**
+ * What a `$ref` names in the document, as a validator reads it and as llama-server does: the two
+ * differ, and a cycle either one follows is one. Only llama-server's cannot see `#/$defs/a~1b` as
+ * a cycle through `a~1b`, `%41` as one through `%41`, or `#/allOf/0x` as `allOf[0]`, which its
+ * converter followed without end (a crash: common/json-schema-to-grammar.cpp, allOf's components).
+ */
+function refTargets(root: Node, ref: string): Node[] {
+  const read = resolveLocal(root, ref);
+  const llama = resolveAsLlama(root, ref);
+  return [read, llama].filter((n, i, all): n is Node => n !== undefined && all.indexOf(n) === i);
+}
+
+/**
+ * A `#/` pointer's target as llama-server's converter finds it (resolve_refs): each token between
+ * slashes used as it is (no `~1`, `~0` or `%` escapes), an array's index read as C's `strtoull`
+ * reads it (blanks, then a sign, then digits, the rest ignored: `" 0"`, `"+0"`, `"-0"`, `"0x"`).
+ */
+function resolveAsLlama(root: Node, ref: string): Node | undefined {
+  if (!ref.startsWith("#/")) return undefined;
+  let at: unknown = root;
+  for (const token of ref.slice(2).split("/")) {
+    if (isNode(at) && Object.hasOwn(at, token)) at = at[token];
+    else if (Array.isArray(at)) {
+      const index = strtoullIndex(token);
+      if (index === undefined || index >= at.length) return undefined;
+      at = at[index];
+    } else return undefined;
+  }
+  return isNode(at) ? at : undefined;
+}
+
+/** `token` as `strtoull` reads it, where that is an index at all: a negative one wraps past any array. */
+function strtoullIndex(token: string): number | undefined {
+  const m = /^[\t\n\v\f\r ]*([+-]?)(\d+)/.exec(token);
+  if (!m) return undefined;
+  const value = Number(m[2]);
+  if (m[1] === "-" && value !== 0) return undefined;
+  return value;
 }
 
 /** A `#`-pointer's target in the document; undefined for other documents or a dangling pointer. */

@@ -30,6 +30,21 @@ describe("response_format: what the params alone refuse", () => {
     expect(schemaProblem(escaped)).toContain("#/$defs/a~1b");
   });
 
+  test("a $ref cycle spelt as llama-server reads a pointer is found too: its converter follows it without end", () => {
+    // llama-server (common/json-schema-to-grammar.cpp) takes each token as written, without ~1 or
+    // % escapes, and an array's index as strtoull reads it; an allOf component's chain of $refs
+    // it follows so crashed it (SIGSEGV), every chat in flight with it.
+    const raw = { $defs: { "x~1y": { $ref: "#/$defs/x~1y" } }, allOf: [{ $ref: "#/$defs/x~1y" }] };
+    expect(schemaProblem(raw)).toContain("$ref cycle");
+    const percent = { $defs: { "x%41": { $ref: "#/$defs/x%41" } }, allOf: [{ $ref: "#/$defs/x%41" }] };
+    expect(schemaProblem(percent)).toContain("$ref cycle");
+    for (const index of ["0x", " 0", "+0", "-0", "00"])
+      expect(schemaProblem({ allOf: [{ $ref: `#/allOf/${index}` }] })).toContain("$ref cycle");
+    // Not an index to either reader: dangling, left to them.
+    for (const index of ["x0", "-1", "1"])
+      expect(schemaProblem({ allOf: [{ $ref: `#/allOf/${index}` }] })).toBeUndefined();
+  });
+
   test("too big and too deep are refused; depth is walked without recursion", () => {
     expect(schemaProblem({ description: "x".repeat(MAX_SCHEMA_CHARS) })).toContain("at most");
     let deep: Record<string, unknown> = {};
