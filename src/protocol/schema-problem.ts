@@ -53,6 +53,24 @@ export function schemaProblem(schema: Node): string | undefined {
 }
 
 /**
+ * A `$ref` cycle that never reaches a value, as the pointers along it, in a schema the params
+ * have not walked (an MCP tool's input schema, bounded by its size where it is listed): llama-server
+ * converts a tool's schema for every request that offers it, and such a cycle crashed it.
+ */
+export function refCycle(schema: Node): string[] | undefined {
+  const pointers = new Map<Node, string>();
+  const pending: [unknown, string][] = [[schema, "#"]];
+  for (let item = pending.pop(); item; item = pending.pop()) {
+    const [value, pointer] = item;
+    if (typeof value !== "object" || value === null) continue;
+    if (isNode(value)) pointers.set(value, pointer);
+    for (const [key, child] of Object.entries(value))
+      pending.push([child, `${pointer}/${escapePointer(key)}`]);
+  }
+  return inPlaceCycle(schema, pointers);
+}
+
+/**
  * Whether the schema's patterns are too long together for the params check to read their
  * syntax on the loop (MAX_LOOP_PATTERN_CHARS): the validator's compile, off the loop, must
  * then answer before the chat's request, refusing one RE2 cannot take.

@@ -78,3 +78,30 @@ test("a left-out tool name is quoted with its bidi overrides, C1 controls and li
   for (const c of raw) expect(dropped).not.toContain(c);
   expect(dropped).toContain('"evil\\u{202e}\\u{2066}\\u{85}\\u{9b}\\u{7f}\\u{2028}\\u{2029}exe"');
 });
+
+test("a tool whose input schema holds a $ref cycle that never reaches a value is left out, named; its server's others stay", () => {
+  // llama-server's converter follows an allOf component's chain of $refs without end (SIGSEGV),
+  // at every request offering the tool; spelt with an index as strtoull reads it, too.
+  const looped = { type: "object", allOf: [{ $ref: "#/allOf/0" }] };
+  const spelt = {
+    type: "object",
+    $defs: { "a~1b": { $ref: "#/$defs/a~1b" } },
+    allOf: [{ $ref: "#/$defs/a~1b" }],
+  };
+  // Recursion through properties or items reaches a value: kept.
+  const linked = { type: "object", properties: { next: { anyOf: [{ $ref: "#" }, { type: "null" }] } } };
+  const { tools, dropped, unfit } = vetTools([
+    { name: "looped", inputSchema: looped },
+    { name: "spelt", inputSchema: spelt },
+    {
+      name: "tree",
+      inputSchema: { type: "object", properties: { kids: { type: "array", items: { $ref: "#" } } } },
+    },
+    { name: "linked", inputSchema: linked },
+    { name: "ok" },
+  ]);
+  expect(tools.map((t) => t.name)).toEqual(["tree", "linked", "ok"]);
+  expect(unfit).toEqual(["looped", "spelt"]);
+  expect(dropped).toContain("2 with an input schema whose $ref cycle never reaches a value");
+  expect(dropped).toContain('"looped", "spelt"');
+});

@@ -1,3 +1,4 @@
+import { refCycle } from "../../protocol/schema-problem.ts";
 import { MAX_JSON_DEPTH, nestedDeeperThan } from "../../util/json-depth.ts";
 import { terminalText } from "../../util/terminal-text.ts";
 import { wholeCharCut } from "../../util/text-cut.ts";
@@ -39,7 +40,7 @@ interface Listed {
   inputSchema?: unknown;
 }
 
-type Reason = "object" | "name" | "duplicate" | "shape" | "deep" | "schema" | "count";
+type Reason = "object" | "name" | "duplicate" | "shape" | "deep" | "schema" | "cycle" | "count";
 const REASON_TEXT: Record<Reason, string> = {
   object: "that are not objects",
   name: "named other than 1-64 letters, digits, _ or -",
@@ -47,6 +48,8 @@ const REASON_TEXT: Record<Reason, string> = {
   shape: "with an input schema that is not an object's",
   deep: `with an input schema nested over ${MAX_JSON_DEPTH} levels`,
   schema: `with an input schema over ${MAX_SCHEMA_CHARS} characters`,
+  cycle:
+    "with an input schema whose $ref cycle never reaches a value (llama-server's converter follows it without end)",
   count: `past the first ${MAX_TOOLS_PER_SERVER}`,
 };
 const SAMPLES = 3;
@@ -88,6 +91,12 @@ export function vetTools(listed: readonly unknown[]): VettedTools {
       }
       if (JSON.stringify(schema).length > MAX_SCHEMA_CHARS) {
         drop("schema", name);
+        continue;
+      }
+      // Offered, it crashed llama-server at every request (SIGSEGV), the probes for a refused
+      // schema (tool-refusals.ts) included: left out here, before any request.
+      if (refCycle(schema)) {
+        drop("cycle", name);
         continue;
       }
       seen.add(name);
