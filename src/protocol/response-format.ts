@@ -7,6 +7,7 @@ import { schemaProblem } from "./schema-problem.ts";
  */
 export {
   MAX_LOOP_PATTERN_CHARS,
+  MAX_NAME_RUN_BYTES,
   MAX_SCHEMA_BRANCHES,
   MAX_SCHEMA_CHARS,
   MAX_SCHEMA_DEPTH,

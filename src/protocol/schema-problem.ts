@@ -58,6 +58,20 @@ export function schemaProblem(schema: Node): string | undefined {
  * converts a tool's schema for every request that offers it, and such a cycle crashed it.
  */
 export function refCycle(schema: Node): string[] | undefined {
+  return inPlaceCycle(schema, nodesOf(schema));
+}
+
+/** A property name or `$ref` in such a schema that llama-server's converter cannot take (`nameRunProblem`), or undefined. */
+export function longNameRun(schema: Node): string | undefined {
+  for (const [node, pointer] of nodesOf(schema)) {
+    const problem = nameRunProblem(node, pointer);
+    if (problem) return problem;
+  }
+  return undefined;
+}
+
+/** Every object in the schema, with its pointer; iterative (a hostile document may nest deep). */
+function nodesOf(schema: Node): Map<Node, string> {
   const pointers = new Map<Node, string>();
   const pending: [unknown, string][] = [[schema, "#"]];
   for (let item = pending.pop(); item; item = pending.pop()) {
@@ -67,7 +81,36 @@ export function refCycle(schema: Node): string[] | undefined {
     for (const [key, child] of Object.entries(value))
       pending.push([child, `${pointer}/${escapePointer(key)}`]);
   }
-  return inPlaceCycle(schema, pointers);
+  return pointers;
+}
+
+/**
+ * Most bytes (UTF-8) in a row outside `A-Z a-z 0-9 -` a property name or `$ref` may hold.
+ * llama-server's converter makes grammar rule names of them with std::regex `[^a-zA-Z0-9-]+`,
+ * whose matcher recurses once per byte of such a run: about 1,700 bytes overflowed a 512 KiB
+ * thread stack (macOS gives its HTTP threads no more), about 25,000 an 8 MiB one, and the server
+ * crashed (common/json-schema-to-grammar.cpp `_add_rule`, `_resolve_ref`).
+ */
+export const MAX_NAME_RUN_BYTES = 256;
+
+/** A property name or `$ref` of `node` past MAX_NAME_RUN_BYTES, named by its place, or undefined. */
+function nameRunProblem(node: Node, pointer: string): string | undefined {
+  const why = `bytes in a row outside A-Z, a-z, 0-9 and -; at most ${MAX_NAME_RUN_BYTES} are taken (llama-server's converter crashes on more)`;
+  if (typeof node.$ref === "string" && longestRun(node.$ref) > MAX_NAME_RUN_BYTES)
+    return `the $ref at ${pointer} has ${longestRun(node.$ref)} ${why}`;
+  if (!isNode(node.properties)) return undefined;
+  for (const name of Object.keys(node.properties)) {
+    const run = longestRun(name);
+    if (run > MAX_NAME_RUN_BYTES) return `a property name at ${pointer}/properties has ${run} ${why}`;
+  }
+  return undefined;
+}
+
+/** The longest run of UTF-8 bytes outside `A-Za-z0-9-` in `text`. */
+function longestRun(text: string): number {
+  let longest = 0;
+  for (const run of text.split(/[A-Za-z0-9-]+/)) longest = Math.max(longest, Buffer.byteLength(run));
+  return longest;
 }
 
 /**
@@ -129,6 +172,8 @@ function keywordProblem(node: Node, pointer: string, patterns: [string, string][
     if (Array.isArray(list) && list.length > MAX_SCHEMA_BRANCHES)
       return `${pointer}/${key} has ${list.length} branches; at most ${MAX_SCHEMA_BRANCHES} are taken`;
   }
+  const named = nameRunProblem(node, pointer);
+  if (named) return named;
   if (typeof node.pattern === "string") patterns.push([node.pattern, `${pointer}/pattern`]);
   if (isNode(node.patternProperties))
     for (const key of Object.keys(node.patternProperties))

@@ -4,6 +4,7 @@ import { McpPool } from "../../src/agent/mcp/pool.ts";
 import { MAX_DESCRIPTION_CHARS, vetTools } from "../../src/agent/mcp/tool-list.ts";
 import { resolveTools } from "../../src/agent/tool-registry.ts";
 import { McpServerSchema } from "../../src/config/schema.ts";
+import { MAX_NAME_RUN_BYTES } from "../../src/protocol/schema-problem.ts";
 import { hostileServer, pidsIn } from "../fixtures/mcp-hostile.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { waitFor } from "../fixtures/wait.ts";
@@ -104,4 +105,27 @@ test("a tool whose input schema holds a $ref cycle that never reaches a value is
   expect(unfit).toEqual(["looped", "spelt"]);
   expect(dropped).toContain("2 with an input schema whose $ref cycle never reaches a value");
   expect(dropped).toContain('"looped", "spelt"');
+});
+
+test("a tool whose property name or $ref holds a long run of bytes outside A-Z, a-z, 0-9 and - is left out; long plain names stay", () => {
+  // llama-server's converter names grammar rules through std::regex [^a-zA-Z0-9-]+, which recurses
+  // once per byte of such a run: 2,000 bytes of `é` crashed it on macOS's 512 KiB thread stack.
+  const accented = { type: "object", properties: { ["é".repeat(1000)]: { type: "string" } } };
+  const dotted = {
+    type: "object",
+    $defs: { [".".repeat(300)]: { type: "string" } },
+    properties: { q: { $ref: `#/$defs/${".".repeat(300)}` } },
+  };
+  const plain = {
+    type: "object",
+    properties: { ["a".repeat(5000)]: { type: "string" }, ["é".repeat(128)]: { type: "string" } },
+  };
+  const { tools, dropped, unfit } = vetTools([
+    { name: "accented", inputSchema: accented },
+    { name: "dotted", inputSchema: dotted },
+    { name: "plain", inputSchema: plain },
+  ]);
+  expect(tools.map((t) => t.name)).toEqual(["plain"]);
+  expect(unfit).toEqual(["accented", "dotted"]);
+  expect(dropped).toContain(`2 with a property name or $ref of over ${MAX_NAME_RUN_BYTES} bytes in a row`);
 });

@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { askValidator } from "../../src/agent/validator-thread.ts";
 import {
   MAX_LOOP_PATTERN_CHARS,
+  MAX_NAME_RUN_BYTES,
   MAX_SCHEMA_BRANCHES,
   MAX_SCHEMA_CHARS,
   MAX_SCHEMA_OBJECTS,
@@ -43,6 +44,26 @@ describe("response_format: what the params alone refuse", () => {
     // Not an index to either reader: dangling, left to them.
     for (const index of ["x0", "-1", "1"])
       expect(schemaProblem({ allOf: [{ $ref: `#/allOf/${index}` }] })).toBeUndefined();
+  });
+
+  test("a property name or $ref with a long run of bytes outside A-Z, a-z, 0-9 and - is refused: llama-server's converter crashes on it", () => {
+    // Its rule names go through std::regex [^a-zA-Z0-9-]+, recursing once per byte of such a run:
+    // ~25,000 bytes overflowed an 8 MiB stack, ~1,700 a 512 KiB one (macOS's threads).
+    const long = "é".repeat(MAX_NAME_RUN_BYTES);
+    expect(schemaProblem({ type: "object", properties: { [long]: { type: "string" } } })).toContain(
+      `a property name at #/properties has ${2 * MAX_NAME_RUN_BYTES} bytes in a row outside`,
+    );
+    const ref = {
+      $defs: { [".".repeat(30_000)]: { type: "string" } },
+      $ref: `#/$defs/${".".repeat(30_000)}`,
+    };
+    expect(schemaProblem(ref)).toContain("the $ref at # has 30001 bytes in a row outside");
+    // A long name of letters and digits is no run; a short run is taken.
+    const fine = {
+      type: "object",
+      properties: { ["a".repeat(50_000)]: {}, ["é".repeat(128)]: {}, "a.b c": {} },
+    };
+    expect(schemaProblem(fine)).toBeUndefined();
   });
 
   test("too big and too deep are refused; depth is walked without recursion", () => {

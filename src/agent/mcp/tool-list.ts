@@ -1,4 +1,4 @@
-import { refCycle } from "../../protocol/schema-problem.ts";
+import { longNameRun, MAX_NAME_RUN_BYTES, refCycle } from "../../protocol/schema-problem.ts";
 import { MAX_JSON_DEPTH, nestedDeeperThan } from "../../util/json-depth.ts";
 import { terminalText } from "../../util/terminal-text.ts";
 import { wholeCharCut } from "../../util/text-cut.ts";
@@ -40,7 +40,7 @@ interface Listed {
   inputSchema?: unknown;
 }
 
-type Reason = "object" | "name" | "duplicate" | "shape" | "deep" | "schema" | "cycle" | "count";
+type Reason = "object" | "name" | "duplicate" | "shape" | "deep" | "schema" | "cycle" | "run" | "count";
 const REASON_TEXT: Record<Reason, string> = {
   object: "that are not objects",
   name: "named other than 1-64 letters, digits, _ or -",
@@ -50,6 +50,7 @@ const REASON_TEXT: Record<Reason, string> = {
   schema: `with an input schema over ${MAX_SCHEMA_CHARS} characters`,
   cycle:
     "with an input schema whose $ref cycle never reaches a value (llama-server's converter follows it without end)",
+  run: `with a property name or $ref of over ${MAX_NAME_RUN_BYTES} bytes in a row outside A-Z, a-z, 0-9 and - (llama-server's converter crashes on it)`,
   count: `past the first ${MAX_TOOLS_PER_SERVER}`,
 };
 const SAMPLES = 3;
@@ -97,6 +98,10 @@ export function vetTools(listed: readonly unknown[]): VettedTools {
       // schema (tool-refusals.ts) included: left out here, before any request.
       if (refCycle(schema)) {
         drop("cycle", name);
+        continue;
+      }
+      if (longNameRun(schema)) {
+        drop("run", name);
         continue;
       }
       seen.add(name);
