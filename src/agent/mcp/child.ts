@@ -1,8 +1,9 @@
 import { closeSync, existsSync, statSync, writeSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
-import { type ProcEntry, signalSame } from "../../platform/process-tree.ts";
+import { MAX_DESCENDANTS, type ProcEntry, signalSame } from "../../platform/process-tree.ts";
 import { joinCoreJob } from "../../platform/windows/job.ts";
 import { spawnArgv } from "../../platform/windows-command.ts";
+import { keepLatest } from "../../util/keep-latest.ts";
 import { endEscaped, escapedFrom } from "./escaped.ts";
 import { guardAvailable, guardedLaunch } from "./guard.ts";
 
@@ -54,6 +55,8 @@ export function exitText(exit: ChildExit): string {
 
 /** How often `noteEscaped` looks (it reads /proc): after a tool call, not after each of a burst. */
 export const NOTE_EVERY_MS = 1000;
+/** Lines `noteEscaped` remembers as told: two looks' worth at most (MAX_DESCENDANTS each). */
+export const MAX_TOLD = 2 * MAX_DESCENDANTS;
 /** What may wait for the guard's socket: far more lines than a server starts outside its group. */
 const MAX_UNSENT = 64 * 1024;
 
@@ -153,15 +156,16 @@ export function spawnMcpServer(
  * A guarded server's `noteEscaped`: each new process `look` finds outside its group, written to
  * the guard's socket as `pid:start`, at most once a NOTE_EVERY_MS (one asked for sooner runs then).
  * Nothing is written once the server has gone (`gone`): its socket is closed then, and the fd
- * number may be another file's. `told` holds only what the last look found: one gone since never
- * comes back under the same `pid:start`, and kept, a server starting a process outside its group
- * per call grew it for its whole life. `told` and `now` are the tests'.
+ * number may be another file's. `told` is bounded (MAX_TOLD, each look's finds made the newest):
+ * unbounded, a server starting a process outside its group per call grew it for its whole life;
+ * cut to the last look alone, one a look missed (past MAX_DESCENDANTS) was told again when found
+ * again, and the guard keeps every line. `told` and `now` are the tests'.
  */
 export function escapeNotes(
   watch: unknown,
   look: () => ProcEntry[],
   gone: () => boolean,
-  told = new Set<string>(),
+  told = new Map<string, true>(),
   now: () => number = () => performance.now(),
 ): () => void {
   if (typeof watch !== "number") return () => {};
@@ -184,12 +188,12 @@ export function escapeNotes(
     // Gone: the socket is closed, and its fd number may be another file's by now.
     if (gone()) return;
     lookedAt = now();
-    const found = new Set(look().map((e) => `${e.pid}:${e.start}`));
-    for (const line of told) if (!found.has(line)) told.delete(line);
-    for (const line of found) {
-      if (told.has(line) || unsent.length > MAX_UNSENT) continue;
-      told.add(line);
-      unsent += `${line}\n`;
+    for (const e of look()) {
+      const line = `${e.pid}:${e.start}`;
+      const known = told.has(line);
+      if (!known && unsent.length > MAX_UNSENT) continue;
+      keepLatest(told, line, true, MAX_TOLD);
+      if (!known) unsent += `${line}\n`;
     }
     if (unsent === "") return;
     try {
