@@ -84,11 +84,15 @@ export async function answeringFiles(
   const { drives } = files;
   const models = configuredModels(config);
   if (!drives || ref === undefined || models.some((m) => m.name === ref)) return files;
-  if (ref.startsWith(HF_PREFIX) || !looksLikePath(ref)) return files;
+  // An `hf:` reference to a cached file is matched against the configured files as a path is
+  // (findModel): their drives are asked too, its own (the cache's) is not a path the request gave.
+  const hf = ref.startsWith(HF_PREFIX);
+  if (hf ? models.some((m) => m.path === ref) : !looksLikePath(ref)) return files;
   const plain = models.map((m) => m.path).filter((p) => !p.startsWith(HF_PREFIX));
-  const all = Promise.all([ref, ...plain].map(async (p) => ((await drives.answers(resolve(p))) ? null : p)));
+  const paths = hf ? plain : [ref, ...plain];
+  const all = Promise.all(paths.map(async (p) => ((await drives.answers(resolve(p))) ? null : p)));
   const asked = await (signal ? abortable(all, signal) : all);
-  if (asked[0] !== null) {
+  if (!hf && asked[0] !== null) {
     const path = resolve(ref);
     // Refused unasked: other paths' stats hang on every file thread the core lets them hold.
     const why = drives.asking(path)

@@ -10,6 +10,7 @@ import { modelsUnload } from "../../src/methods/models-unload.ts";
 import { modelFiles } from "../../src/models/model-files.ts";
 import { DriveAnswers, drives } from "../../src/util/drive-answers.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
+import { layRepo, tinyModel } from "../models/cache-layout.ts";
 
 // A request's model path on a dead network mount: its realpath (synchronous) hung for minutes and
 // held the whole core, ping and cancel too. The drive is asked off the loop first.
@@ -68,16 +69,22 @@ describe("a request's model path whose drive does not answer", () => {
   });
 });
 
+/** A config whose model `far` lies on a drive that does not answer (its stat never comes). */
+function farModel(dir: string) {
+  const text = "models:\n  - {name: far, path: /mnt/offline/far.gguf}\n";
+  const config = parseConfigText(text, join(dir, "config.yaml")).config;
+  const silent = new DriveAnswers({ stat: () => new Promise(() => {}), statWaitMs: 1 });
+  const answers = spyOn(silent, "answers").mockImplementation(
+    async (path) => path !== "/mnt/offline/far.gguf",
+  );
+  return { config, silent, answers };
+}
+
 describe("a configured model's file whose drive does not answer", () => {
   test("a request's path is still served; the silent file is matched by its spelling, not realpath", async () => {
     using dir = tmpdir();
     fs.writeFileSync(join(dir.path, "near.gguf"), "GGUF");
-    const text = "models:\n  - {name: far, path: /mnt/offline/far.gguf}\n";
-    const config = parseConfigText(text, join(dir.path, "config.yaml")).config;
-    const silent = new DriveAnswers({ stat: () => new Promise(() => {}), statWaitMs: 1 });
-    const answers = spyOn(silent, "answers").mockImplementation(
-      async (path) => path !== "/mnt/offline/far.gguf",
-    );
+    const { config, silent, answers } = farModel(dir.path);
     const realpath = spyOn(fs.realpathSync, "native");
     const files = await answeringFiles(config, join(dir.path, "near.gguf"), {
       ...modelFiles,
@@ -131,4 +138,26 @@ test("a path refused unasked, every stat lane held by other dead paths, says so"
   const refused = await answeringFiles(config, near, { ...modelFiles, drives: held }).catch((e) => e);
   expect(refused).toMatchObject({ code: "model_missing", data: { path: near, problem: "unreadable" } });
   expect(refused.message).toContain("not asked while other paths' drives do not answer");
+});
+
+describe("a request's hf: reference to a cached file, a configured model's file on a silent drive", () => {
+  const before = process.env.HF_HUB_CACHE;
+  afterEach(() => {
+    if (before === undefined) delete process.env.HF_HUB_CACHE;
+    else process.env.HF_HUB_CACHE = before;
+  });
+
+  test("the configured file is matched by its spelling: no synchronous realpath reaches its drive", async () => {
+    using dir = tmpdir();
+    layRepo(dir.path, "org/m", { "m-Q4_K_M.gguf": tinyModel() });
+    process.env.HF_HUB_CACHE = dir.path;
+    const { config, silent, answers } = farModel(dir.path);
+    const realpath = spyOn(fs.realpathSync, "native");
+    // The reference is matched as its cached file is, against every configured file (choose-model.ts byFile).
+    const ref = "hf:org/m:m-Q4_K_M.gguf";
+    const files = await answeringFiles(config, ref, { ...modelFiles, drives: silent });
+    expect(findModel(config, ref, files)).toMatchObject({ kind: "path" });
+    expect(realpath.mock.calls.map((c) => c[0])).not.toContain("/mnt/offline/far.gguf");
+    expect(answers.mock.calls.map((c) => c[0])).toContain("/mnt/offline/far.gguf");
+  });
 });
