@@ -53,6 +53,20 @@ function isoOrNull(ms: number | null): string | null {
   return ms === null ? null : new Date(ms).toISOString();
 }
 
+/**
+ * The files its llama-servers serve now, as status's states say (the `models` listing's `loaded`):
+ * `ready` or `sleeping`, not one loading, being unloaded, or loaded but its server down
+ * (`restarting`, `failed`), which a host's picker showed loaded beside status's error.
+ */
+export function servedPaths(scheduler: Scheduler): string[] {
+  return scheduler.snapshot().models.flatMap((row) => {
+    const sup = scheduler.runtimeOf(row.name)?.snapshot();
+    const state = stateOf(row, sup);
+    const path = sup?.model.path;
+    return (state === "ready" || state === "sleeping") && typeof path === "string" ? [path] : [];
+  });
+}
+
 /** The scheduler's state, with its llama-server's own while it holds one (sleeping, restarting). */
 function stateOf(row: ModelRow, sup: SupervisorSnapshot | undefined): ModelState {
   switch (row.state) {

@@ -22,7 +22,7 @@ import { embedFailure } from "./embed-failure.ts";
 import { CrashSuspects } from "./embed-suspects.ts";
 import { ModelProvider } from "./model-provider.ts";
 import { makeModelRuntime, planDepsBeside, type RuntimeDeps } from "./model-runtime.ts";
-import { statusOf } from "./several-models-status.ts";
+import { servedPaths, statusOf } from "./several-models-status.ts";
 import { type EmbedDeadline, watchedEmbed } from "./watched-embed.ts";
 
 export interface SeveralModelsDeps {
@@ -339,12 +339,7 @@ export class SeveralModels implements ModelsApi {
   loadedPaths(): string[] {
     // Serving now, as status's state says: not one being unloaded (its server saving, stopping),
     // nor one still loading, which a host's picker showed loaded beside the model taking its room.
-    const names = this.scheduler
-      .snapshot()
-      .models.filter((m) => m.state === "loaded")
-      .map((m) => m.name);
-    const paths = names.map((n) => this.scheduler.runtimeOf(n)?.snapshot().model.path);
-    return paths.filter((p): p is string => typeof p === "string");
+    return servedPaths(this.scheduler);
   }
 
   /**

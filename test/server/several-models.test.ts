@@ -95,9 +95,12 @@ describe("SeveralModels", () => {
     expect(checks()).toBe(1);
   });
 
-  test("the listing's loaded files: a model serving now, not one whose server is being unloaded", async () => {
-    const save = Promise.withResolvers<void>();
-    const fleet = new FakeFleet({ a: { gib: 1, saveGate: save.promise } });
+  /** `a` loaded, its runtime's snapshot naming its file and, where `over` says, its server's own state. */
+  async function listed(
+    spec: { gib: number; saveGate?: Promise<void> },
+    over: () => object | null = () => null,
+  ) {
+    const fleet = new FakeFleet({ a: spec });
     const several = new SeveralModels({
       config: () => config,
       reuse: () => ({}) as PromptReuse,
@@ -106,7 +109,8 @@ describe("SeveralModels", () => {
       runtime: (name) => {
         const r = fleet.runtime(name);
         const snap = r.snapshot.bind(r);
-        r.snapshot = () => ({ ...snap(), model: { path: `/m/${name}.gguf` } }) as ReturnType<typeof snap>;
+        r.snapshot = () =>
+          ({ ...snap(), model: { path: `/m/${name}.gguf` }, ...over() }) as ReturnType<typeof snap>;
         return r;
       },
     });
@@ -117,12 +121,35 @@ describe("SeveralModels", () => {
     } as const;
     await several.load(a, { pin: undefined, signal: signal(), onProgress: () => {} });
     expect(several.loadedPaths()).toEqual(["/m/a.gguf"]);
+    const stateOfA = () => several.status().models.find((m) => m.name === "a")?.state;
+    return { several, a, stateOfA };
+  }
+
+  test("the listing's loaded files: a model serving now, not one whose server is being unloaded", async () => {
+    const save = Promise.withResolvers<void>();
+    const { several, a, stateOfA } = await listed({ gib: 1, saveGate: save.promise });
     // Its sessions being saved before its stop: the host's picker must not offer it as loaded.
     const unloaded = several.unload(a, { force: false });
-    expect(several.status().models.find((m) => m.name === "a")?.state).toBe("unloaded");
+    expect(stateOfA()).toBe("unloaded");
     expect(several.loadedPaths()).toEqual([]);
     save.resolve();
     await unloaded;
+    await several.stop();
+  });
+
+  test("the listing's loaded files agree with status: a loaded model whose server crashed is not serving", async () => {
+    // Its own supervisor's view once loaded: its server died and is being restarted (a lease out).
+    let down: { state: string; lastError: string } | null = null;
+    const { several, stateOfA } = await listed({ gib: 1 }, () => down);
+    down = { state: "starting", lastError: "llama-server exited with code 139" };
+    expect(stateOfA()).toBe("restarting");
+    expect(several.loadedPaths()).toEqual([]);
+    down = null;
+    expect(several.loadedPaths()).toEqual(["/m/a.gguf"]);
+    // Dead with no lease out: the scheduler calls it failed as it next looks, the listing too.
+    down = { state: "stopped", lastError: "llama-server exited with code 139" };
+    expect(stateOfA()).toBe("failed");
+    expect(several.loadedPaths()).toEqual([]);
     await several.stop();
   });
 
