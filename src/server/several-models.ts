@@ -5,6 +5,7 @@ import type { Config } from "../config/schema.ts";
 import { type PinnedSetProblem, pinnedSetMessage, pinnedSetProblem } from "../models/pinned-set.ts";
 import type { EmbedResult } from "../protocol/embed.ts";
 import { CoreError, cancelledError, type ErrorCode } from "../protocol/errors.ts";
+import { HF_PREFIX } from "../protocol/model-ref.ts";
 import type { ModelsLoadResult } from "../protocol/models-load.ts";
 import type { ModelsUnloadResult } from "../protocol/models-unload.ts";
 import type { MemoryStatus, ModelStatus } from "../protocol/status.ts";
@@ -53,6 +54,12 @@ export class SeveralModels implements ModelsApi {
   private readonly reuses = new Map<string, PromptReuse>();
   /** A path model's file by its own name where its name is a link's target (choose-model.ts `file`). */
   private readonly files = new Map<string, string>();
+  /**
+   * An `hf:` reference a request gave → the path model it named then: once the file is deleted
+   * from the cache, or the reference moved to another revision, it names another (or none), and
+   * `models.unload` by the reference that loaded it no longer found the server (`runningAs`).
+   */
+  private readonly refs = new Map<string, string>();
   /** Each model's starts that ran out of GPU memory, across its loads (model-runtime.ts). */
   private readonly outOfMemory = new Map<string, number>();
   /** Each model's last start that failed once spawned, held across its loads (model-runtime.ts). */
@@ -141,12 +148,26 @@ export class SeveralModels implements ModelsApi {
       ...this.reuses.keys(),
       ...this.chats.keys(),
       ...this.files.keys(),
+      ...this.refs.values(),
     ]);
   }
 
   /** A path model's file as its next runtime gives it to llama-server, kept as long as the model is (`forgetUnused`). */
   private noteFile(model: ModelChoice): void {
     if (model.kind === "path" && model.file !== undefined) this.files.set(model.name, model.file);
+    if (model.kind === "path" && model.asGiven?.startsWith(HF_PREFIX))
+      this.refs.set(model.asGiven, model.name);
+  }
+
+  /** The model a request's `hf:` reference loaded, where the file it names now runs nothing. */
+  private runningAs(model: ModelChoice): string {
+    const running = (name: string) => (this.stateOf(name) ?? "unloaded") !== "unloaded";
+    const before = model.kind === "path" ? this.refs.get(shownName(model)) : undefined;
+    return before !== undefined && !running(model.name) && running(before) ? before : model.name;
+  }
+
+  private stateOf(name: string) {
+    return this.scheduler.snapshot().models.find((m) => m.name === name)?.state;
   }
 
   provider(model: ModelChoice): ModelProvider {
@@ -240,6 +261,7 @@ export class SeveralModels implements ModelsApi {
       this.reuses.delete(name);
       this.chats.delete(name);
       this.files.delete(name);
+      for (const [ref, to] of this.refs) if (to === name) this.refs.delete(ref);
     }
   }
 
@@ -260,10 +282,11 @@ export class SeveralModels implements ModelsApi {
     model: ModelChoice,
     options: { force: boolean; keepPin?: boolean },
   ): Promise<ModelsUnloadResult> {
-    const s = this.scheduler.snapshot().models.find((m) => m.name === model.name)?.state;
+    const name = this.runningAs(model);
+    const s = this.stateOf(name);
     if (s === undefined || s === "unloaded") return { model: shownName(model), unloaded: false };
     // A failed model is cleared (a path's row goes); it ran nothing to stop.
-    await this.scheduler.unload(model.name, { force: options.force, keepPin: options.keepPin === true });
+    await this.scheduler.unload(name, { force: options.force, keepPin: options.keepPin === true });
     return { model: shownName(model), unloaded: s !== "failed" };
   }
 

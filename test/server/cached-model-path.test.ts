@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { symlinkSync } from "node:fs";
-import { join } from "node:path";
+import { rmSync, symlinkSync } from "node:fs";
+import { dirname, join } from "node:path";
 import type { PromptReuse } from "../../src/agent/kv/reuse.ts";
 import { findModel } from "../../src/config/choose-model.ts";
 import { parseConfigText } from "../../src/config/load.ts";
@@ -12,6 +12,7 @@ import { writeGguf } from "../fixtures/gguf-writer.ts";
 import { cpuOnlyMachine } from "../fixtures/hardware.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { layRepo, tinyModel, tinySplit } from "../models/cache-layout.ts";
+import { FakeFleet } from "../runtime/helpers/fake-model-runtime.ts";
 import { rejection } from "../runtime/helpers/harness.ts";
 
 // A GGUF of the Hugging Face cache named by a chat (its snapshot path, as the `models` listing
@@ -75,5 +76,43 @@ describe("a cached model by path", () => {
     const choice = findModel(config, join(dir.path, "current.gguf"), modelFiles);
     expect(choice).toMatchObject({ kind: "path", name: join(dir.path, "m-Q4_K_M-00001-of-00002.gguf") });
     expect("file" in choice).toBe(false);
+  });
+});
+
+describe("an unconfigured model loaded by hf: reference", () => {
+  // The host's app deletes the model from the cache, or pulls a newer revision of it, then
+  // unloads it by the reference it loaded it by.
+  test.each([
+    ["its cache entry is deleted", (root: string) => rmSync(root, { recursive: true, force: true })],
+    [
+      "a new revision is pulled",
+      (root: string) =>
+        void layRepo(dirname(root), "org/m", { "m-Q4_K_M.gguf": tinyModel() }, { commit: "b".repeat(40) }),
+    ],
+  ])("models.unload by that reference stops it after %s", async (_what, change) => {
+    using dir = tmpdir();
+    const repo = layRepo(dir.path, "org/m", { "m-Q4_K_M.gguf": tinyModel() });
+    process.env.HF_HUB_CACHE = dir.path;
+    const config = parseConfigText("model: {path: ./x.gguf}\n", join(dir.path, "config.yaml")).config;
+    const ref = "hf:org/m:Q4_K_M";
+    const loaded = findModel(config, ref, modelFiles);
+    const fleet = new FakeFleet({ [loaded.name]: { gib: 1 } });
+    const several = new SeveralModels({
+      config: () => config,
+      reuse: () => ({ saveBeforeUnload: async () => {}, stop: async () => {} }) as unknown as PromptReuse,
+      plan: () => Promise.reject(new Error("the fakes plan themselves")),
+      pinnedProblem: async () => null,
+      runtime: fleet.runtime,
+    });
+    try {
+      await several.load(loaded, { pin: undefined, signal: never(), onProgress: () => {} });
+      change(repo.root);
+      const asked = findModel(config, ref, modelFiles);
+      expect(asked.name).not.toBe(loaded.name);
+      expect(await several.unload(asked, { force: false })).toEqual({ model: ref, unloaded: true });
+      expect(several.status().models.map((m) => m.name)).not.toContain(loaded.name);
+    } finally {
+      await several.stop();
+    }
   });
 });
