@@ -61,6 +61,8 @@ export interface ModelFiles {
   cached(hfRef: string): string | null;
   /** Asks a path's drive off the loop before `canonical`'s synchronous realpath (`answeringFiles`). */
   drives?: DriveAnswers;
+  /** The folder `cached` reads synchronously: its drive is asked first too. */
+  cacheDir?: () => string;
 }
 
 /** Plain paths only: a configured `hf:` model is matched by its reference alone. */
@@ -85,11 +87,14 @@ export async function answeringFiles(
   const models = configuredModels(config);
   if (!drives || ref === undefined || models.some((m) => m.name === ref)) return files;
   // An `hf:` reference to a cached file is matched against the configured files as a path is
-  // (findModel): their drives are asked too, its own (the cache's) is not a path the request gave.
+  // (findModel): their drives are asked too, and the cache's, read for it and for a configured
+  // `hf:` model; the reference itself is no path the request gave.
   const hf = ref.startsWith(HF_PREFIX);
   if (hf ? models.some((m) => m.path === ref) : !looksLikePath(ref)) return files;
   const plain = models.map((m) => m.path).filter((p) => !p.startsWith(HF_PREFIX));
-  const paths = hf ? plain : [ref, ...plain];
+  const readsCache = hf || plain.length < models.length;
+  const cache = readsCache ? files.cacheDir?.() : undefined;
+  const paths = [...(hf ? [] : [ref]), ...plain, ...(cache === undefined ? [] : [cache])];
   const all = Promise.all(paths.map(async (p) => ((await drives.answers(resolve(p))) ? null : p)));
   const asked = await (signal ? abortable(all, signal) : all);
   if (!hf && asked[0] !== null) {
@@ -106,7 +111,10 @@ export async function answeringFiles(
   }
   const silent = new Set(asked.filter((p) => p !== null));
   if (silent.size === 0) return files;
-  return { ...files, canonical: (p) => (silent.has(p) ? resolve(p) : files.canonical(p)) };
+  // The cache not answering: nothing is read in it (an `hf:` reference taken as given, its plan's
+  // read asks the drive again and says unreadable; a configured one matched by its spelling).
+  const cached = cache !== undefined && silent.has(cache) ? () => null : files.cached;
+  return { ...files, cached, canonical: (p) => (silent.has(p) ? resolve(p) : files.canonical(p)) };
 }
 
 /** SYMLOOP_MAX's usual value: a link that leads further than this is left as it is. */

@@ -1,5 +1,7 @@
+import { homedir } from "node:os";
 import { canonicalPath, type ModelFiles } from "../config/choose-model.ts";
 import { drives } from "../util/drive-answers.ts";
+import { hubCacheDir } from "./hf-cache.ts";
 import { resolveModelPath } from "./resolve.ts";
 
 /**
@@ -11,6 +13,7 @@ import { resolveModelPath } from "./resolve.ts";
 export const modelFiles: ModelFiles = {
   canonical: canonicalPath,
   drives,
+  cacheDir: () => hubCacheDir(process.env, process.env.HOME || homedir()),
   cached: (hfRef) => {
     try {
       return resolveModelPath(hfRef);

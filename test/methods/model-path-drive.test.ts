@@ -161,3 +161,32 @@ describe("a request's hf: reference to a cached file, a configured model's file 
     expect(answers.mock.calls.map((c) => c[0])).toContain("/mnt/offline/far.gguf");
   });
 });
+
+describe("the Hugging Face cache's drive does not answer", () => {
+  const before = process.env.HF_HUB_CACHE;
+  afterEach(() => {
+    if (before === undefined) delete process.env.HF_HUB_CACHE;
+    else process.env.HF_HUB_CACHE = before;
+    (modelFiles.cached as unknown as { mockRestore?: () => void }).mockRestore?.();
+  });
+
+  test("no synchronous cache read: a reference is taken as given, a configured one matched by its spelling", async () => {
+    using dir = tmpdir();
+    layRepo(dir.path, "org/m", { "m-Q4_K_M.gguf": tinyModel() });
+    process.env.HF_HUB_CACHE = dir.path;
+    const text = "models:\n  - {name: hub, path: 'hf:org/m:Q4_K_M'}\n";
+    const config = parseConfigText(text, join(dir.path, "config.yaml")).config;
+    const silent = new DriveAnswers({ stat: () => new Promise(() => {}), statWaitMs: 1 });
+    const answers = spyOn(silent, "answers").mockImplementation(async (path) => path !== dir.path);
+    // resolve.ts reads the cache synchronously: a dead mount held the whole core there.
+    const cached = spyOn(modelFiles, "cached");
+    const near = join(dir.path, "near.gguf");
+    fs.writeFileSync(near, "GGUF");
+    for (const ref of ["hf:org/m:m-Q4_K_M.gguf", near]) {
+      const files = await answeringFiles(config, ref, { ...modelFiles, drives: silent });
+      expect(findModel(config, ref, files)).toMatchObject({ kind: "path" });
+    }
+    expect(answers.mock.calls.map((c) => c[0])).toContain(dir.path);
+    expect(cached).not.toHaveBeenCalled();
+  });
+});
