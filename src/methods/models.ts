@@ -23,12 +23,14 @@ export const models = defineMethod({
 
 /**
  * What this core serves now: several models' files once wired, else the one llama-server's
- * model while it runs. Never creates a service.
+ * model while it serves (`ready`, asleep or awake). Never creates a service. Not while it starts
+ * or restarts after a crash: status says `starting` or `restarting` then, and several models'
+ * listing leaves a model loading out, so one host's picker read two ways.
  */
 function loadedModels(services: Services): string[] {
   const several = services.models?.({ create: false });
   if (several) return several.loadedPaths();
   const snap = services.existingLlama()?.snapshot?.();
-  const running = snap?.pid != null && (snap.state === "ready" || snap.state === "starting");
+  const running = snap?.pid != null && snap.state === "ready";
   return running && snap.model.path ? [snap.model.path] : [];
 }

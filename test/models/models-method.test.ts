@@ -1,8 +1,11 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { loadConfig } from "../../src/config/load.ts";
+import { models } from "../../src/methods/models.ts";
 import { hubCacheDir } from "../../src/models/hf-cache.ts";
 import { ModelsResultSchema } from "../../src/protocol/models.ts";
+import { writeGguf } from "../fixtures/gguf-writer.ts";
 import { startHarness } from "../fixtures/stdio-harness.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { layRepo, tinyModel } from "./cache-layout.ts";
@@ -29,5 +32,34 @@ describe("the models method", () => {
     expect(bad).toMatchObject({ type: "error", code: "invalid_request" });
     h.end();
     await h.exit;
+  });
+});
+
+describe("the models method's loaded, one model", () => {
+  test("its llama-server still starting (or restarting after a crash) is not loaded, as with several models", async () => {
+    using here = tmpdir();
+    writeGguf(here.path, "m.gguf", tinyModel());
+    writeFileSync(join(here.path, "config.yaml"), "model:\n  path: ./m.gguf\n");
+    const loadedConfig = () => loadConfig("config.yaml", here.path);
+    let state = "starting";
+    const file = join(here.path, "m.gguf");
+    const services = {
+      loadedConfig,
+      defaultConfig: loadedConfig,
+      models: () => undefined,
+      existingLlama: () => ({
+        snapshot: () => ({ pid: 42, state, sleep: "awake", model: { path: file } }),
+      }),
+    } as never;
+    const ctx = {
+      id: "m",
+      signal: new AbortController().signal,
+      stopping: new AbortController().signal,
+    } as never;
+    const loaded = async () =>
+      (await models.run({}, ctx, services)).models.find((m) => m.path === file)?.loaded;
+    expect(await loaded()).toBe(false);
+    state = "ready";
+    expect(await loaded()).toBe(true);
   });
 });
