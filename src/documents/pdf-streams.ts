@@ -23,7 +23,7 @@ import { nextTurn } from "./turn.ts";
  * a stream that does not decode (encrypted, damaged) is left to pdf.js, which reports it. More
  * than MAX_PDF_STREAMS streams is refused too. Runs on the PDF's thread (`pdf-worker.ts`).
  */
-export async function checkPdfStreams(bytes: Uint8Array): Promise<void> {
+export async function checkPdfStreams(bytes: Uint8Array, maxStreams = MAX_PDF_STREAMS): Promise<void> {
   const raw = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const text = raw.toString("latin1");
   const pdf: Pdf = {
@@ -43,8 +43,7 @@ export async function checkPdfStreams(bytes: Uint8Array): Promise<void> {
     const stream = streamAt(pdf, at, after);
     if (stream === undefined) continue;
     // Keywords only: each stream's "endstream" counted too, 50,001 streams were "over 100,000".
-    if (++seen > MAX_PDF_STREAMS)
-      throw documentProblem("too_large", `the PDF has over ${MAX_PDF_STREAMS} streams`);
+    if (++seen > maxStreams) throw documentProblem("too_large", `the PDF has over ${maxStreams} streams`);
     after = at + 6;
     if (stream === "unmeasured") continue;
     const size = await decodedSize(raw.subarray(stream.start, stream.end), stream);
