@@ -113,6 +113,15 @@ export class Conversations {
     this.histories.forget(userId, sessionId);
   }
 
+  /**
+   * A turn committed by another connection (the store's thread): the history cached here no
+   * longer holds (its stamp moved), but an edit's erased tail stays in it until the session is
+   * read again, which may be never. Dropped at once, as a deleted session's is.
+   */
+  uncache(work: { kind: string; turn?: { userId: string; sessionId: string } }): void {
+    if (work.kind === "commit" && work.turn) this.forget(work.turn.userId, work.turn.sessionId);
+  }
+
   session(userId: string, sessionId: string): SessionSummary | undefined {
     const row = this.db
       .query(

@@ -359,8 +359,8 @@ export class Store {
 
   /** An erase on the store's thread (the main loop keeps answering), or here without one. */
   private offLoop(work: EraseWork): Promise<EraseResult> {
-    if (this.chunkThread) return this.chunkThread.erase(work);
-    // Here, a commit goes through the cached conversations: the connection's own writes leave no trace in data_version.
+    // A commit there leaves the history cached here stale, and an edit's erased tail in it.
+    if (this.chunkThread) return this.chunkThread.erase(work).finally(() => this.conversations.uncache(work));
     if (work.kind === "commit") return this.writeNow(() => this.conversations.commitTurn(work.turn));
     return this.writeNow(() => runErase(this.db, work));
   }
