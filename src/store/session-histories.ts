@@ -41,7 +41,7 @@ export class SessionHistories {
   /** The model's history of a session, oldest first: the cached one, or read whole now. */
   read(userId: string, sessionId: string): ChatMessage[] {
     const key = keyOf(userId, sessionId);
-    const stamp = this.stamp(userId, sessionId);
+    const stamp = this.current(userId, sessionId);
     const cached = this.cache.get(key);
     if (cached && cached.stamp === stamp) return cached.messages.slice();
     const { messages } = this.page(userId, sessionId, 0, Number.MAX_SAFE_INTEGER);
@@ -56,7 +56,7 @@ export class SessionHistories {
    */
   async load(userId: string, sessionId: string, signal?: AbortSignal): Promise<void> {
     const key = keyOf(userId, sessionId);
-    const stamp = this.stamp(userId, sessionId);
+    const stamp = this.current(userId, sessionId);
     if (this.cache.get(key)?.stamp === stamp) return;
     const messages: ChatMessage[] = [];
     for (let from = 0; ; ) {
@@ -80,6 +80,18 @@ export class SessionHistories {
       )
       .get(userId, sessionId) as { at: number | null; mark: number | null };
     return `${row.at ?? "none"}:${row.mark ?? 0}`;
+  }
+
+  /**
+   * The session's stamp, as a turn's read takes it: histories cached before a newer erase can
+   * never match again, and one of them may be a session another core erased (or a tail its edit
+   * did), which this core is told of no other way. Dropped then, not left to age out.
+   */
+  private current(userId: string, sessionId: string): Stamp {
+    const stamp = this.stamp(userId, sessionId);
+    const mark = markOf(stamp);
+    for (const [key, cached] of this.cache) if (markOf(cached.stamp) !== mark) this.cache.delete(key);
+    return stamp;
   }
 
   /**
@@ -132,6 +144,9 @@ export class SessionHistories {
     return { messages: rows.map((r) => modelMessage(r, images.get(r.seq))), next };
   }
 }
+
+/** The newest erase's number a stamp was taken at. */
+const markOf = (stamp: Stamp) => stamp.slice(stamp.lastIndexOf(":") + 1);
 
 function keyOf(userId: string, sessionId: string): string {
   return `${userId}\0${sessionId}`;

@@ -1,5 +1,9 @@
+import { Database } from "bun:sqlite";
 import { expect, test } from "bun:test";
+import { join } from "node:path";
 import type { ChatMessage } from "../../src/protocol/chat-message.ts";
+import { DB_FILE } from "../../src/store/db/open.ts";
+import { eraseSession } from "../../src/store/erase.ts";
 import { Store } from "../../src/store/store.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
@@ -54,5 +58,38 @@ test("an edit committed on the store's thread leaves none of the tail it erased 
     ]);
   } finally {
     await store.stop();
+  }
+});
+
+// Another core on the same folder deletes a session this one has cached: the erase's number moves
+// its stamp, so it is never sent again, but its messages stayed in this core's memory for as long
+// as 15 other sessions did not push them out.
+test("a session another core deleted leaves this core's cached histories at its next read", () => {
+  using dir = tmpdir("local-ai-history-erase-");
+  const store = Store.open(dir.path, { chunkThread: false });
+  const other = new Database(join(dir.path, DB_FILE));
+  try {
+    const commit = (sessionId: string, content: string) =>
+      store.conversations.commitTurn({
+        userId: "u",
+        sessionId,
+        agent: "a",
+        at: new Date(),
+        messages: [
+          { role: "user", content },
+          { role: "assistant", content: "ok" },
+        ],
+      });
+    commit("s", "my card is 4111-1111");
+    commit("t", "hello");
+    expect(store.conversations.history("u", "s")).toHaveLength(2);
+    expect(cachedText(store)).toContain("4111-1111");
+    other.run("PRAGMA foreign_keys = ON");
+    expect(eraseSession(other, "u", "s", Date.now())).toBe(true);
+    expect(store.conversations.history("u", "t")).toHaveLength(2);
+    expect(cachedText(store)).not.toContain("4111-1111");
+  } finally {
+    other.close();
+    store.close();
   }
 });
