@@ -33,7 +33,7 @@ export type V01Work =
 /** `list`: the units and the erasure mark they are imported against; `unit`: its report, or "done" (the marker is there). */
 export type V01Result = { units: V01Unit[]; mark: number } | ImportReport | "done" | boolean | undefined;
 
-/** `conv`: the connection's cached conversations, when run on the main one (its own writes leave data_version as it was). */
+/** `conv`: the main connection's conversations, when run there: its commits keep the histories it caches up to date. */
 export function runV01(db: Database, work: V01Work, conv?: Conversations): V01Result {
   switch (work.kind) {
     case "list":
