@@ -408,6 +408,35 @@ describe("a chat with images", () => {
     }
   });
 
+  test("a server's absurd prompt_tokens (1e999, past the context) counts no image: the next turn still sends it", async () => {
+    await using h = new ChatHarness(AGENTS, vision());
+    const event = (o: Json) => `data: ${JSON.stringify(o)}\n\n`;
+    for (const absurd of ["1e999", "1e12"]) {
+      h.llama.script(
+        {
+          raw: [
+            event({ choices: [{ index: 0, delta: { content: "A square." }, finish_reason: null }] }),
+            event({ choices: [{ index: 0, delta: {}, finish_reason: "stop" }] }),
+            `data: {"choices":[],"usage":{"prompt_tokens":${absurd},"completion_tokens":1}}\n\n`,
+            "data: [DONE]\n\n",
+          ],
+        },
+        { content: "Still a square." },
+      );
+      const session = `s${absurd}`;
+      const first = await h.chat(`a${absurd}`, {
+        session_id: session,
+        input: "What is this?",
+        images: [{ data: b64(png(8, 8)) }],
+      });
+      expect(first.terminal).toMatchObject({ type: "result" });
+      expect(result(first.terminal).usage.image_tokens).toBeUndefined();
+      await h.chat(`b${absurd}`, { session_id: session, input: "And now?" });
+      const [sent] = userParts(h, h.llama.requests.length - 1) as Json[][];
+      expect(sent?.[1]?.type).toBe("image_url");
+    }
+  });
+
   test("older images become [image] when the budget needs it; the turn's own are always sent", async () => {
     // 64 tokens an image; a slot of 400: three images of history do not fit beside a fourth.
     await using h = new ChatHarness(AGENTS, vision(400));

@@ -111,7 +111,7 @@ export async function llmStep(ctx: TurnContext, setup: StepSetup, step: number):
         },
       });
       delete session.state.partial;
-      if (textTokens) countImages(ctx, refs, reply, await textTokens);
+      if (textTokens) countImages(ctx, refs, reply, await textTokens, contextSize);
       return { kind: "reply", reply };
     } catch (err) {
       await keepPartial(ctx, partial);
@@ -217,16 +217,21 @@ function promptWithoutImages(
 
 /**
  * What the step's images added to its prompt (docs/protocol.md#images): its prompt tokens less
- * the same prompt without them, into the turn's usage and, shared out, each image's count.
+ * the same prompt without them, into the turn's usage and, shared out, each image's count. A
+ * count no prompt that ran can have (not a whole number, or past the slot's context: a broken
+ * server's, JSON's 1e999 is Infinity) counts nothing: each image's count is stored with it and
+ * costs it in every later turn's budget, and the store's column takes only integers.
  */
 function countImages(
   ctx: TurnContext,
   refs: ReturnType<typeof refsOf>,
   reply: CompletionResult,
   textTokens: number | undefined,
+  contextSize: number,
 ): void {
-  const prompt = reply.usage?.prompt_tokens;
-  if (textTokens === undefined || typeof prompt !== "number" || prompt < textTokens) return;
+  const given = reply.usage?.prompt_tokens;
+  const prompt = Number.isSafeInteger(given) ? (given as number) : Number.NaN;
+  if (textTokens === undefined || !(prompt >= textTokens && prompt <= contextSize)) return;
   ctx.usage.addImageTokens(prompt - textTokens);
   ctx.session.images.counts(refs, prompt - textTokens);
 }
