@@ -3,7 +3,7 @@ import { jsonBody } from "./data-url.ts";
 import { excerpt, LlmError } from "./errors.ts";
 import type { LlamaEndpoint } from "./http.ts";
 import type { SpareConnection } from "./spare-connection.ts";
-import { type Arrivals, applyEvent, type CompletionResult, emptyReply } from "./stream-reply.ts";
+import { type Arrivals, applyEvent, type CompletionResult, emptyReply, errorField } from "./stream-reply.ts";
 import { type BodyReader, postStream } from "./stream-socket.ts";
 import { ToolCallAssembler } from "./tool-call-deltas.ts";
 
@@ -214,12 +214,14 @@ export async function streamCompletion(
 }
 
 /**
- * The parser's complaint as the stream's error: an event too long; or a line of no SSE field
- * before any event, a body that is no event stream (a JSON error, a proxy's page), which would
- * else end as a lost connection and blame the server. Later such lines are skipped, as SSE says.
+ * The parser's complaint as the stream's error: an event too long; an `error:` field, an older
+ * build's error result (stream-reply.ts `errorField`); or a line of no SSE field before any
+ * event, a body that is no event stream (a JSON error, a proxy's page), which would else end as a
+ * lost connection and blame the server. Later such lines are skipped, as SSE says.
  */
 function parseError(err: ParseError, events: number): LlmError | undefined {
   if (err.type === "max-buffer-size-exceeded") return eventTooLong();
+  if (err.type === "unknown-field" && err.field === "error") return errorField(err.value ?? "");
   if (err.type === "unknown-field" && events === 0) return notStream(err.line ?? "");
   return undefined;
 }

@@ -115,19 +115,7 @@ export function applyEvent(
     timings?: Timings;
     error?: unknown;
   };
-  if (chunk.error) {
-    const error = isObject(chunk.error) ? chunk.error : {};
-    const given = error.message;
-    // Not text (a server's or a proxy's own shape): the event itself, cut, says what it was.
-    const message =
-      typeof given === "string"
-        ? serverMessage(given)
-        : given === undefined
-          ? "error in stream"
-          : excerpt(data);
-    // Classified as the same error answered as a status: a request's fault restarts nothing.
-    return eventError(error, message);
-  }
+  if (chunk.error) return streamedError(chunk.error, data);
   if (chunk.usage) result.usage = chunk.usage;
   if (chunk.timings) result.timings = chunk.timings;
   const choice = chunk.choices?.[0];
@@ -149,6 +137,34 @@ export function applyEvent(
     result.firstTokenAt = performance.now();
   if (choice.finish_reason) result.finishReason = choice.finish_reason;
   return undefined;
+}
+
+/**
+ * An error sent in the stream as its LlmError, classified as the same error answered as a status
+ * (a request's fault restarts nothing). `data` is what carried it, quoted when the error's
+ * message is not text (a server's or a proxy's own shape).
+ */
+function streamedError(given: unknown, data: string): LlmError {
+  const error = isObject(given) ? given : {};
+  const text = error.message;
+  const message =
+    typeof text === "string" ? serverMessage(text) : text === undefined ? "error in stream" : excerpt(data);
+  return eventError(error, message);
+}
+
+/**
+ * An `error:` field's value: builds before the `data: {"error": …}` event sent a later error
+ * result so (server.cpp, `server_sent_event(sink, "error", …)`), the error object alone. Read as
+ * that event's error; a value that is no JSON is quoted as the message.
+ */
+export function errorField(value: string): LlmError {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value, ESCAPED_SURROGATE.test(value) ? wellFormedString : undefined);
+  } catch {
+    parsed = { message: value };
+  }
+  return streamedError(parsed, value);
 }
 
 /** Values an event of llama-server's over LOOK_FROM_CHARS may hold (util/json-shape.ts). */

@@ -140,3 +140,52 @@ describe("chat: an error event mid-stream", () => {
     expect(h.provider.failures).toHaveLength(1);
   });
 });
+
+// Builds before the `data: {"error": …}` event sent a later error result as an SSE field of its
+// own, `error: {"code","message","type"}` (server.cpp, `server_sent_event(sink, "error", …)`): a
+// field SSE does not know. Read as none, the error's text was lost and the stream's end blamed
+// the server (connection_lost, a restart); before any event it was "not an event stream".
+describe("chat: an `error:` field mid-stream (an older llama-server)", () => {
+  const line = (error: Record<string, unknown>) => `error: ${JSON.stringify(error)}\n\n`;
+  const delta = `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: "partly" }, finish_reason: null }] })}\n\n`;
+  for (const [when, before] of [
+    ["after a token", [delta]],
+    ["before any event", []],
+  ] as const) {
+    test(`${when}: classified as the same error event would be, its text kept, no restart`, async () => {
+      await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+      h.llama.script(
+        {
+          raw: [
+            ...before,
+            line({ code: 400, message: "the request cannot be served", type: "invalid_request_error" }),
+          ],
+        },
+        {
+          raw: [
+            ...before,
+            line({
+              code: 400,
+              message: "request exceeds the available context size",
+              type: "exceed_context_size_error",
+              n_ctx: 8192,
+            }),
+          ],
+        },
+      );
+      const refused = await h.chat(1, { input: "x", session_id: "s" });
+      expect(refused.terminal).toMatchObject({
+        type: "error",
+        code: "internal_error",
+        data: { reason: "bad_response", status: 400 },
+      });
+      expect(String(refused.terminal.message)).toContain("the request cannot be served");
+      const overflow = await h.chat(2, { input: "x", session_id: "o" });
+      expect(overflow.terminal).toMatchObject({
+        code: "invalid_request",
+        data: { reason: "context_overflow" },
+      });
+      expect(h.provider.failures).toEqual([]);
+    });
+  }
+});
