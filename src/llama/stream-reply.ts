@@ -8,7 +8,7 @@ import type { ToolCallAssembler, ToolCallDelta } from "./tool-call-deltas.ts";
  * token): one JSON.parse and a hand-written check of what the client reads, no schema.
  */
 
-/** llama-server's token counts (`usage`, OpenAI's names); other fields are kept as sent. */
+/** llama-server's token counts (`usage`, OpenAI's names); its other numbers are kept as sent. */
 export interface Usage {
   completion_tokens?: number;
   prompt_tokens?: number;
@@ -116,8 +116,8 @@ export function applyEvent(
     error?: unknown;
   };
   if (chunk.error) return streamedError(chunk.error, data);
-  if (chunk.usage) result.usage = chunk.usage;
-  if (chunk.timings) result.timings = chunk.timings;
+  if (chunk.usage) result.usage = numbers(chunk.usage);
+  if (chunk.timings) result.timings = numbers(chunk.timings);
   const choice = chunk.choices?.[0];
   if (!choice) return undefined;
   const delta = choice.delta;
@@ -165,6 +165,24 @@ export function errorField(value: string): LlmError {
     parsed = { message: value };
   }
   return streamedError(parsed, value);
+}
+
+/**
+ * `usage` or `timings` as kept: their numbers, and those of an object one level down
+ * (`prompt_tokens_details`), all llama-server sends there. Anything else is left out: a value
+ * nested 150,000 deep fits an event parsed unlooked-at, and JSON.stringify, logging the step,
+ * overflows the stack on it. Without a prototype, a `__proto__` key is a field like any other.
+ * One or two such events a reply: no cost per token.
+ */
+function numbers(v: unknown, nested = false): Record<string, unknown> | undefined {
+  if (!isObject(v)) return undefined;
+  const out: Record<string, unknown> = Object.create(null);
+  for (const key in v) {
+    const x = v[key];
+    if (typeof x === "number") out[key] = x;
+    else if (!nested && isObject(x)) out[key] = numbers(x, true);
+  }
+  return out;
 }
 
 /** Values an event of llama-server's over LOOK_FROM_CHARS may hold (util/json-shape.ts). */

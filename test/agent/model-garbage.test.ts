@@ -293,3 +293,31 @@ describe("chat: a reply longer than a line can carry", () => {
     expect(h.history("big")).toEqual([]);
   });
 });
+
+// usage and timings are kept for the step's log line and the turn's counts. An event under the
+// size that is looked at first (util/json-shape.ts) may still nest 150,000 objects deep, which
+// JSON.parse takes and JSON.stringify overflows the stack on: the log line threw, and the whole
+// turn was internal_error with no reason, its reply lost.
+describe("chat: usage or timings nested deep", () => {
+  const deep = `${'{"a":'.repeat(150_000)}1${"}".repeat(150_000)}`;
+  for (const field of ["usage", "timings"]) {
+    test(`${field}: the reply is the result, its numbers kept, the rest left out`, async () => {
+      await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+      const extra = field === "usage" ? '"completion_tokens":2,' : '"predicted_n":2,';
+      h.llama.script({
+        raw: [
+          delta({ content: "hi" }),
+          delta({}, "stop"),
+          `data: {"choices":[],"${field}":{${extra}"deep":${deep}}}\n\n`,
+          "data: [DONE]\n\n",
+        ],
+      });
+      const { terminal } = await h.chat(1, { input: "x", session_id: "d" });
+      expect(terminal).toMatchObject({
+        type: "result",
+        result: { response: "hi", usage: { completion_tokens: 2 } },
+      });
+      expect(h.history("d")).toHaveLength(2);
+    });
+  }
+});
