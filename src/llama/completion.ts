@@ -167,6 +167,8 @@ export async function streamCompletion(
     },
     maxBufferSize: MAX_EVENT_CHARS,
     onError(err) {
+      // After `[DONE]` the reply is whole: what follows is no part of it, as events are not.
+      if (done) return;
       streamError ??= parseError(err, events);
     },
   });

@@ -188,4 +188,13 @@ describe("chat: an `error:` field mid-stream (an older llama-server)", () => {
       expect(h.provider.failures).toEqual([]);
     });
   }
+
+  test("after [DONE] it is nothing: the reply finished", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    const finish = `data: ${JSON.stringify({ choices: [{ index: 0, delta: {}, finish_reason: "stop" }] })}\n\n`;
+    // One write, so that the field is parsed in the read that ended the reply.
+    h.llama.script({ raw: [`${delta}${finish}data: [DONE]\n\n${line({ code: 500, message: "late" })}`] });
+    const { terminal } = await h.chat(1, { input: "x", session_id: "d" });
+    expect(terminal).toMatchObject({ type: "result", result: { response: "partly" } });
+  });
 });
