@@ -223,7 +223,9 @@ export async function streamCompletion(
  */
 function parseError(err: ParseError, events: number): LlmError | undefined {
   if (err.type === "max-buffer-size-exceeded") return eventTooLong();
-  if (err.type === "unknown-field" && err.field === "error") return errorField(err.value ?? "");
+  const error =
+    err.type === "unknown-field" && err.field === "error" ? errorField(err.value ?? "") : undefined;
+  if (error) return error;
   if (err.type === "unknown-field" && events === 0) return notStream(err.line ?? "");
   return undefined;
 }

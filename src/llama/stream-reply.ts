@@ -155,16 +155,17 @@ function streamedError(given: unknown, data: string): LlmError {
 /**
  * An `error:` field's value: builds before the `data: {"error": …}` event sent a later error
  * result so (server.cpp, `server_sent_event(sink, "error", …)`), the error object alone. Read as
- * that event's error; a value that is no JSON is quoted as the message.
+ * that event's error; undefined for a value that is no JSON object (then it is a field of no
+ * meaning, as any other unknown one).
  */
-export function errorField(value: string): LlmError {
+export function errorField(value: string): LlmError | undefined {
   let parsed: unknown;
   try {
     parsed = JSON.parse(value, ESCAPED_SURROGATE.test(value) ? wellFormedString : undefined);
   } catch {
-    parsed = { message: value };
+    return undefined;
   }
-  return streamedError(parsed, value);
+  return isObject(parsed) ? streamedError(parsed, value) : undefined;
 }
 
 /**

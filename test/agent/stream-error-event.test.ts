@@ -189,6 +189,17 @@ describe("chat: an `error:` field mid-stream (an older llama-server)", () => {
     });
   }
 
+  test("one whose value is no JSON object is a field of no meaning: before any event, no event stream", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    h.llama.script({ raw: ["error: not json\n\n"] }, { raw: ["error: 7\n\n"] });
+    for (const id of [1, 2]) {
+      const { terminal } = await h.chat(id, { input: "x", session_id: `n${id}` });
+      expect(terminal).toMatchObject({ type: "error", data: { reason: "bad_response" } });
+      expect(String(terminal.message)).toContain("not an event stream");
+    }
+    expect(h.provider.failures).toEqual([]);
+  });
+
   test("after [DONE] it is nothing: the reply finished", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain" }] });
     const finish = `data: ${JSON.stringify({ choices: [{ index: 0, delta: {}, finish_reason: "stop" }] })}\n\n`;
