@@ -100,7 +100,7 @@ function fixFor(w: RpcWorkerConfig, failure: Extract<WorkerReport, { ok: false }
     case "refused":
       return `start the worker on ${w.host}: ${start}`;
     case "unresolved":
-      return `check the host name in llama.rpc, or use the machine's IP address`;
+      return "check the host name in llama.rpc, or list the worker by the machine's IPv4 address (llama-server connects over IPv4 only)";
     case "unreachable":
       return `check the network path to ${w.host} (cable, Wi-Fi, VPN, routes)`;
     case "timeout":

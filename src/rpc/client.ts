@@ -1,3 +1,4 @@
+import { lookup as dnsLookup } from "node:dns";
 import type { LookupFunction } from "node:net";
 import { connect, isIP, type Socket } from "node:net";
 import type { Endpoint } from "../config/rpc-endpoint.ts";
@@ -100,8 +101,11 @@ export function queryWorker(target: Endpoint, request: QueryRequest = {}): Promi
         });
       }
     };
+    // A name without an IPv4 address, while it is asked for its others: the close that follows
+    // the error must not answer first, nor the deadline say anything but this.
+    let told: WireFailure | undefined;
     const timer = setTimeout(
-      () => finish(deadlineFailure(connected, name.resolved, timeoutMs, query)),
+      () => finish(told ?? deadlineFailure(connected, name.resolved, timeoutMs, query)),
       timeoutMs,
     );
     socket.setNoDelay(true);
@@ -118,10 +122,15 @@ export function queryWorker(target: Endpoint, request: QueryRequest = {}): Promi
       else if ("done" in step) finish({ answer: step.done });
       else if ("fail" in step) finish(step.fail);
     });
-    socket.on("error", (err: NodeJS.ErrnoException) =>
-      finish(connected ? query.closed() : connectFailure(err)),
-    );
-    socket.on("close", () => finish(query.closed()));
+    socket.on("error", (err: NodeJS.ErrnoException) => {
+      const failure = connected ? query.closed() : connectFailure(err);
+      if (failure.kind !== "unresolved" || isIP(target.host) !== 0) return finish(failure);
+      told = failure;
+      void ipv6Only(target.host, request.lookup).then((six) => finish(six ? noIpv4(six) : failure));
+    });
+    socket.on("close", () => {
+      if (!told) finish(query.closed());
+    });
   });
 }
 
@@ -188,6 +197,31 @@ function addressOf(socket: Socket): string | undefined {
 
 function versionOf(f: WireFailure): { version?: RpcVersion } {
   return f.version ? { version: f.version } : {};
+}
+
+/**
+ * The first address of a name that has no IPv4 one, when it has IPv6 ones: such a name resolves
+ * (ping reaches it), but llama-server connects to workers over IPv4 only (gethostbyname), so
+ * "does not resolve, use its IP address" sent the user to an IPv6 literal, refused as well.
+ */
+function ipv6Only(host: string, given?: LookupFunction): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    try {
+      (given ?? dnsLookup)(host, { all: true }, (err, found) => {
+        const list = Array.isArray(found) ? found : [];
+        resolve(err ? undefined : list.find((a) => a.family === 6)?.address);
+      });
+    } catch {
+      resolve(undefined);
+    }
+  });
+}
+
+function noIpv4(six: string): WireFailure {
+  return {
+    kind: "unresolved",
+    message: `the host name has no IPv4 address, only IPv6 (${six}), and llama-server connects to workers over IPv4 only`,
+  };
 }
 
 function connectFailure(err: NodeJS.ErrnoException): WireFailure {

@@ -139,6 +139,39 @@ describe("queryWorker over TCP", () => {
     expect(asked.every((o) => o.family === 4)).toBe(true);
   });
 
+  test("a name with IPv6 addresses only is told so, not 'does not resolve'", async () => {
+    // llama-server connects over IPv4 only (gethostbyname): such a name is unusable, but it
+    // resolves (ping reaches it), and 'does not resolve, use the IP address' sent the user to
+    // an IPv6 literal, which llama.cpp cannot take either.
+    const lookup = ((
+      _host: string,
+      options: { family?: number; all?: boolean },
+      cb: (...a: unknown[]) => void,
+    ) => {
+      if (options.family === 4)
+        return cb(Object.assign(new Error("getaddrinfo ENOTFOUND"), { code: "ENOTFOUND" }));
+      const list = [{ address: "fd00::5", family: 6 }];
+      if (options.all) cb(null, list);
+      else cb(null, "fd00::5", 6);
+    }) as unknown as QueryRequest["lookup"];
+    const r = await queryWorker(at("six.lan:50052"), { lookup, timeoutMs: 5000 });
+    expect(r).toMatchObject({ ok: false, failure: "unresolved" });
+    if (!r.ok) expect(r.message).toMatch(/no IPv4 address.*fd00::5.*IPv4 only/);
+    // A name with no address at all still reads as before.
+    const none = ((_h: string, _o: unknown, cb: (...a: unknown[]) => void) =>
+      cb(
+        Object.assign(new Error("getaddrinfo ENOTFOUND"), { code: "ENOTFOUND" }),
+      )) as unknown as QueryRequest["lookup"];
+    const r2 = await queryWorker(at("gone.lan:50052"), { lookup: none, timeoutMs: 5000 });
+    expect(r2).toMatchObject({ ok: false, failure: "unresolved", message: "the host name does not resolve" });
+    // The second question unanswered at the deadline: still the name's failure, not a machine that is off.
+    const silent = ((_h: string, o: { family?: number }, cb: (...a: unknown[]) => void) => {
+      if (o.family === 4) cb(Object.assign(new Error("getaddrinfo ENOTFOUND"), { code: "ENOTFOUND" }));
+    }) as unknown as QueryRequest["lookup"];
+    const r3 = await queryWorker(at("slow.lan:50052"), { lookup: silent, timeoutMs: 200 });
+    expect(r3).toMatchObject({ ok: false, failure: "unresolved", message: "the host name does not resolve" });
+  });
+
   test("acceptsConnections tells a live port from a dead one without talking to it", async () => {
     await using w = await new RpcWorkerStandIn({ mode: "hang" }).start();
     expect(await acceptsConnections(at(w.endpoint), 500)).toBe(true);
