@@ -7,7 +7,8 @@ import { type WorkerBook, workerBook } from "./workers.ts";
 /**
  * Asks every configured worker at once (doctor, plan, and the supervisor before each start),
  * and keeps what it learns in the book. A worker the running llama-server holds is not asked
- * (it serves one client at a time and would time out): its last answer stands, marked in use.
+ * (it serves one client at a time and would time out): its last answer stands, marked in use;
+ * one listed again under another name keeps its last answer too, unmarked (the plan leaves it out).
  * A worker whose version llama-server refused at a start stays refused while it reports that
  * version, even though it answers.
  */
@@ -30,6 +31,9 @@ export async function checkWorkers(
     workers.map(async (w): Promise<WorkerReport> => {
       const held = book.last(w.endpoint);
       if (book.isInUse(w.endpoint) && held?.ok) return { ...held, in_use: true };
+      // The same worker under another name (same_worker): busy with llama-server, it would time
+      // out, and read as a worker to free. Its last answer still says which worker it is.
+      if (held?.ok && book.heldUnderAnotherName(held)) return held;
       const report = refusedAgain(book, await query(w, { timeoutMs }), options.server);
       book.record(report);
       return report;

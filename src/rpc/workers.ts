@@ -54,6 +54,21 @@ export class WorkerBook {
     return false;
   }
 
+  /**
+   * Whether this answer reached a worker that a running llama-server holds under another entry
+   * (`localhost:P` beside `127.0.0.1:P`): the address, or this machine's listener, tells.
+   */
+  heldUnderAnotherName(r: WorkerReport): boolean {
+    if (!r.ok || r.address === undefined) return false;
+    const key = r.listener ?? r.address;
+    for (const held of this.inUse.values())
+      for (const endpoint of held) {
+        const h = this.last(endpoint);
+        if (endpoint !== r.endpoint && h?.ok && (h.listener ?? h.address) === key) return true;
+      }
+    return false;
+  }
+
   lost(endpoint: string, why: string): void {
     for (const held of this.inUse.values()) held.delete(endpoint);
     this.lostWhy.set(endpoint, why);

@@ -1,10 +1,12 @@
 import { describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import type { Endpoint } from "../../src/config/rpc-endpoint.ts";
 import { ConfigSchema } from "../../src/config/schema.ts";
 import { rpcWorkerStatusSchema } from "../../src/protocol/rpc-workers.ts";
 import { checkWorkers } from "../../src/rpc/check.ts";
-import type { WorkerReport } from "../../src/rpc/client.ts";
+import { queryWorker, type WorkerReport } from "../../src/rpc/client.ts";
+import { sameWorkers } from "../../src/rpc/same-worker.ts";
 import { versionOutliers } from "../../src/rpc/versions.ts";
 import type { WorkerFailureKind } from "../../src/rpc/wire.ts";
 import { rpcWorkerSnapshot, WorkerBook } from "../../src/rpc/workers.ts";
@@ -64,6 +66,30 @@ describe("checkWorkers and the book", () => {
     expect(rpcWorkerSnapshot([w.endpoint], book)[0]!.state).toBe("in_use");
     book.released();
     expect(rpcWorkerSnapshot([w.endpoint], book)[0]!.state).toBe("ok");
+  });
+
+  test("a worker held under one name is not asked under another: the twin stays same_worker, not timeout", async () => {
+    // localhost:P and 127.0.0.1:P are one worker; the plan used the first and left the second
+    // out. Asked while llama-server holds it, the twin met a busy worker: 2 s, then 'timeout'
+    // with the advice to stop the other llama-server using it (the core's own).
+    await using w = await new RpcWorkerStandIn().start();
+    const twin = `localhost:${w.port}`;
+    const config = workers(w.endpoint, twin);
+    const book = new WorkerBook();
+    const first = await checkWorkers(config, { book });
+    expect(sameWorkers(first).has(twin)).toBe(true);
+    book.launched([w.endpoint]);
+    w.mode = "hang"; // busy with llama-server: a query would time out
+    const asked: string[] = [];
+    const query = (t: Endpoint, o: { timeoutMs: number }) => {
+      asked.push(t.endpoint);
+      return queryWorker(t, o);
+    };
+    const again = await checkWorkers(config, { book, query, timeoutMs: 300 });
+    expect(asked).toEqual([]);
+    expect(again[1]).toMatchObject({ endpoint: twin, ok: true });
+    expect(sameWorkers(again).has(twin)).toBe(true);
+    expect(rpcWorkerSnapshot([twin], book)[0]!.state).toBe("ok");
   });
 
   test("a lost worker reads as lost until it answers again", () => {
