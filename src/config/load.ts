@@ -12,6 +12,7 @@ import { expandHome } from "../util/home-path.ts";
 import { oneLine } from "../util/one-line.ts";
 import { cutText } from "../util/text-cut.ts";
 import { readConfigFile } from "./config-file.ts";
+import { shownEntry } from "./rpc-endpoint.ts";
 import { type Config, ConfigSchema, type LoadedConfig } from "./schema.ts";
 import { unknownKeys } from "./unknown-keys.ts";
 import { aliasProblem, MAX_ALIAS_NODES } from "./yaml-aliases.ts";
@@ -143,7 +144,7 @@ export function parseConfigText(text: string, file: string): LoadedConfig {
     const key = shownPath(keyPath) || "(root)";
     const line = lineOfPath(doc, keys, lineCounter, issue.path as (string | number)[]);
     const where = line ? `${file}:${line}` : file;
-    const said = shown(describeIssue(issue, mayBeSecret(keyPath)));
+    const said = shown(describeIssue(withoutCredentials(issue, keyPath), mayBeSecret(keyPath)));
     throw new CoreError("config_invalid", `${where}: ${key}: ${said}`, {
       file,
       line: line ?? null,
@@ -213,6 +214,17 @@ function mayBeSecret(path: string[]): boolean {
   if (section === "models") return third === undefined || third === "extra_args";
   if (section === "mcp_servers") return third === undefined || third === "env" || third === "args";
   return false;
+}
+
+/**
+ * One RPC worker written without the list (`rpc: user:pw@host:port`) is refused as not a list,
+ * before the entry's own check: its value is quoted as that check quotes an entry, all up to
+ * its '@' left out (rpc-endpoint.ts `shownEntry`).
+ */
+function withoutCredentials(issue: z.core.$ZodIssue, path: readonly string[]): z.core.$ZodIssue {
+  if (path.join(".") !== "llama.rpc" || issue.code !== "invalid_type" || typeof issue.input !== "string")
+    return issue;
+  return { ...issue, input: shownEntry(issue.input) };
 }
 
 function describeIssue(issue: z.core.$ZodIssue, hideValue: boolean): string {

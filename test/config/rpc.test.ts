@@ -82,4 +82,16 @@ describe("an RPC worker written with a user or password", () => {
     expect(err.message).not.toContain("IPv6");
     expect(JSON.stringify({ message: err.message, data: err.data })).not.toContain("Zq81secret");
   });
+
+  // One worker written without the list's brackets: refused as not a list, and zod's 'got
+  // string "admin:pw…"' quoted the credentials the list entry's check hides.
+  test.each([[`"admin:pw-Zq81secret@box.lan:50052"`], [`tcp://admin:pw-Zq81secret@box.lan:50052`]])(
+    "%s not in a list: refused as not a list, the credentials not quoted",
+    (entry) => {
+      const err = coreErrorOf(() => rpcOf(entry));
+      expect(err).toMatchObject({ code: "config_invalid", data: { key: "llama.rpc" } });
+      expect(err.message).toMatch(/llama.rpc: expected array, got string "(tcp:\/\/)?…@box.lan:50052"/);
+      expect(JSON.stringify({ message: err.message, data: err.data })).not.toContain("Zq81secret");
+    },
+  );
 });
