@@ -105,7 +105,21 @@ function rpcEntry(
   return { raw: fields.endpoint, memory: memory as number | null };
 }
 
+/**
+ * The most workers `llama.rpc` may list: llama-server takes 15 devices in all, and every worker
+ * is asked at once by each plan, doctor and start (a socket each): thousands of entries (a 1 MiB
+ * config holds 43,000) went past the open-file limit and made doctor's answer tens of MB.
+ */
+export const MAX_RPC_WORKERS = 64;
+
 export const RpcWorkersSchema = z.array(z.unknown()).transform((entries, ctx): RpcWorkerConfig[] => {
+  if (entries.length > MAX_RPC_WORKERS) {
+    ctx.addIssue({
+      code: "custom",
+      message: `${entries.length} workers listed, at most ${MAX_RPC_WORKERS} (llama-server uses 15 devices in all): list the machines you mean to use`,
+    });
+    return [];
+  }
   const out: RpcWorkerConfig[] = [];
   const seen = new Map<string, number>();
   entries.forEach((entry, i) => {

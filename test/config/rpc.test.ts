@@ -21,6 +21,18 @@ describe("llama.rpc", () => {
     ]);
   });
 
+  test("at most 64 workers: thousands were each asked at once, at every start", () => {
+    // 43,000 entries fit the 1 MiB a config may be: each plan, doctor and start opened a socket
+    // to every one at once (past the open-file limit, which the core's own files then met) and
+    // doctor's answer grew to tens of MB. llama-server takes 15 devices in all.
+    const list = (n: number) =>
+      JSON.stringify(Array.from({ length: n }, (_, i) => `10.0.${i >> 8}.${i & 255}:50052`));
+    expect(rpcOf(list(64)).config.llama.rpc).toHaveLength(64);
+    const err = coreErrorOf(() => rpcOf(list(3000)));
+    expect(err).toMatchObject({ code: "config_invalid", data: { key: "llama.rpc" } });
+    expect(err.message).toContain("3000 workers listed, at most 64");
+  });
+
   test("the block form of YAML works too", () => {
     const { config } = parse(
       "llama:\n  rpc:\n    - 10.0.0.2:50052\n    - endpoint: 10.0.0.3:50052\n      memory_bytes: null\n",
