@@ -11,6 +11,7 @@ import { resolvedCommand } from "../platform/windows-command.ts";
 import type { DoctorCheck } from "../protocol/doctor.ts";
 import { childModeOf } from "../runtime/child-mode.ts";
 import { withoutArgSecrets } from "../util/arg-secrets.ts";
+import { shellWord } from "../util/shell-word.ts";
 import { wholeCharCut } from "../util/text-cut.ts";
 import { childModeNote } from "./child-mode-note.ts";
 import { missingLlamaServerFix } from "./llama-server-source.ts";
@@ -47,7 +48,7 @@ export async function binaryCheck(
         id: "binary",
         status: "fail",
         message: `${path} is not executable`,
-        fix: `chmod +x ${path}`,
+        fix: `chmod +x ${shellWord(path)}`,
         data: { code: "binary_missing", path },
       };
     }

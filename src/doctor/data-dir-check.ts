@@ -14,6 +14,7 @@ import { dirname, join, resolve } from "node:path";
 import type { Config } from "../config/schema.ts";
 import { formatBytes } from "../plan/render.ts";
 import { fsProblemText } from "../store/data-dir-problem.ts";
+import { shellWord } from "../util/shell-word.ts";
 import type { Check } from "./checks.ts";
 
 const LOW_DISK_BYTES = 1024 ** 3;
@@ -54,7 +55,7 @@ export function dataDirCheck(config: Config): Check {
       id: "data_dir",
       status: "warn",
       message: `${where}, but it is writable by other users (mode ${loose}): they could plant links or files where the core keeps its own`,
-      fix: `chmod 700 ${dir} (the core makes it so when it creates the folder)`,
+      fix: `chmod 700 ${shellWord(dir)} (the core makes it so when it creates the folder)`,
       data: { path: dir, mode: loose },
     };
   }

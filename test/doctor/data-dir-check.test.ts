@@ -30,6 +30,15 @@ describe.skipIf(process.platform === "win32")("doctor: data_dir writable by othe
 });
 
 describe.skipIf(process.platform === "win32")("doctor: the probe file in a shared data_dir", () => {
+  test("the chmod fix quotes a folder whose name a shell would split", () => {
+    // Pasted, `chmod 700 /tmp/x/my data` made /tmp/x/my and ./data owner-only instead.
+    using dir = tmpdir();
+    const data = join(dir.path, "my data");
+    mkdirSync(data);
+    chmodSync(data, 0o777);
+    expect(dataDirCheck(configAt(data)).fix).toStartWith(`chmod 700 '${data}' `);
+  });
+
   test("a link planted where the probe file goes is not written through", () => {
     using dir = tmpdir();
     const data = join(dir.path, "data");

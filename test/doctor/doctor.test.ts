@@ -127,6 +127,15 @@ describe("doctor", () => {
     expect(byId(r, "model").message).toContain("not a GGUF");
   });
 
+  test("the fix for a non-executable binary is a command a shell reads as meant, its path quoted", async () => {
+    // `chmod +x /home/u/My Apps/llama-server` pasted changed /home/u/My and ./Apps/llama-server.
+    using dir = tmpdir();
+    script(dir.path, "llama server", FAKE_VERSION, 0o644);
+    const core = setup(dir.path, "llama:\n  binary: ./llama server\n");
+    const r = await runDoctor(core, deps());
+    expect(byId(r, "binary").fix).toBe(`chmod +x '${join(dir.path, "llama server")}'`);
+  });
+
   test("a binary that hangs on --version or prints garbage fails, without hanging doctor", async () => {
     using dir = tmpdir();
     script(dir.path, "hang", "sleep 30");
