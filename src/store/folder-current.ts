@@ -1,6 +1,5 @@
 import type { Database } from "bun:sqlite";
 import type { Stats } from "node:fs";
-import { stat } from "node:fs/promises";
 import type { DriveAnswers } from "../util/drive-answers.ts";
 import { within } from "../util/within.ts";
 import { onDisk } from "./folder-names.ts";
@@ -62,13 +61,11 @@ export async function staleFolderFiles(
 
 /**
  * A file's stat, or `late` once CURRENT_STAT_MS pass: through `drives` (one stat a path, never
- * every file thread held by them); a name that is not UTF-8 (its bytes, `onDisk`) by its own
- * stat, the wait bounded alike. Undefined: it failed (a missing file).
+ * every file thread held by them), a name that is not UTF-8 by its bytes (`onDisk`) too: asked
+ * apart, each recall of it on a share gone offline held one more thread for good.
+ * Undefined: it failed (a missing file).
  */
 function statNow(path: string | Buffer, drives: DriveAnswers): Promise<Stats | undefined | "late"> {
-  const asked =
-    typeof path === "string"
-      ? drives.statOf(path).then((st) => (st === null ? undefined : st))
-      : stat(path).catch(() => undefined);
+  const asked = drives.statOf(path).then((st) => (st === null ? undefined : st));
   return within(asked, Math.min(drives.waitMs, CURRENT_STAT_MS), "late" as const);
 }

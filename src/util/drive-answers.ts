@@ -41,7 +41,8 @@ function threadCount(value: string | undefined): number {
 
 /** Tests: the stat, its wait, how many may be out at once. */
 export interface DriveOptions {
-  stat?: (path: string) => Promise<unknown>;
+  /** A method, so a test's stat may take text alone: only a folder's file is asked by its bytes. */
+  stat?(path: string | Buffer): Promise<unknown>;
   statWaitMs?: number;
   lanes?: number;
 }
@@ -88,30 +89,34 @@ export class DriveAnswers {
    * Whether a stat of `path` is out: false after a `late` means it was refused, or its wait
    * ended while it still queued for a lane; its drive was never asked.
    */
-  asking(path: string): boolean {
-    return this.stats.get(path)?.asked === true;
+  asking(path: string | Buffer): boolean {
+    return this.stats.get(keyOf(path))?.asked === true;
   }
 
   async answers(path: string): Promise<boolean> {
     return (await this.statOf(path)) !== "late";
   }
 
-  /** The path's stat (null: it failed, a missing file), or `late` once the wait is over. */
-  async statOf(path: string): Promise<Stats | null | "late"> {
-    let asked = this.stats.get(path);
+  /**
+   * The path's stat (null: it failed, a missing file), or `late` once the wait is over. A path
+   * as bytes (a name that is not UTF-8: store/folder-names.ts) is asked so too, in the same lanes.
+   */
+  async statOf(path: string | Buffer): Promise<Stats | null | "late"> {
+    const key = keyOf(path);
+    let asked = this.stats.get(key);
     if (!asked) {
       if (this.stuck >= this.lanes) return "late"; // every lane hangs: none is asked
       const mine: Asked = { answer: Promise.resolve(null), asked: false, stuck: false };
       mine.answer = this.lane().then<Stats | null | "late">((go) => (go ? this.ask(path, mine) : "late"));
-      void mine.answer.then(() => this.settled(path, mine));
-      this.stats.set(path, mine);
+      void mine.answer.then(() => this.settled(key, mine));
+      this.stats.set(key, mine);
       asked = mine;
     }
     const now = await within(asked.answer, this.waitMs, WAITED);
     return now === WAITED ? "late" : now;
   }
 
-  private async ask(path: string, asked: Asked): Promise<Stats | null> {
+  private async ask(path: string | Buffer, asked: Asked): Promise<Stats | null> {
     asked.asked = true;
     const answer = this.statNow(path);
     // Hung by its own time, from when it was asked: a caller's wait that began while it queued
@@ -131,7 +136,7 @@ export class DriveAnswers {
     }
   }
 
-  private async statNow(path: string): Promise<Stats | null> {
+  private async statNow(path: string | Buffer): Promise<Stats | null> {
     try {
       const st = await (this.options.stat ?? stat)(path);
       return st instanceof Object && "ino" in st ? (st as Stats) : null;
@@ -149,10 +154,15 @@ export class DriveAnswers {
     return new Promise((go) => this.queue.push(go));
   }
 
-  private settled(path: string, asked: Asked): void {
-    if (this.stats.get(path) === asked) this.stats.delete(path);
+  private settled(key: string, asked: Asked): void {
+    if (this.stats.get(key) === asked) this.stats.delete(key);
     if (asked.stuck) this.stuck--;
   }
+}
+
+/** A path's key among the stats out: bytes apart from every text path (none holds a NUL). */
+function keyOf(path: string | Buffer): string {
+  return typeof path === "string" ? path : `\0${path.toString("latin1")}`;
 }
 
 /** The core's: one stat per path across the model memo, request paths and the listing. */

@@ -17,7 +17,7 @@ describe("plan's model read through the hub's deps", () => {
       { HF_HUB_CACHE: "/nas/hf/hub", HF_HUB_OFFLINE: "1" },
       {
         home: "/home/u",
-        stat: (path) => {
+        stat: (path: string) => {
           asked.push(path);
           return new Promise<void>(() => {});
         },

@@ -29,7 +29,7 @@ describe("models: a drive that does not answer", () => {
     const silent = (p: string) => p.startsWith(nas) || p.endsWith("linked.gguf");
     const asked: string[] = [];
     const drives = new DriveAnswers({
-      stat: (p) => {
+      stat: (p: string) => {
         asked.push(p);
         return silent(p) ? new Promise(() => {}) : Promise.resolve();
       },

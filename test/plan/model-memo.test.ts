@@ -90,7 +90,7 @@ describe("ModelMemo", () => {
       },
       {
         folderOf: (configured) => (configured.startsWith("hf:") ? "/nas/hf/hub" : null),
-        stat: (path) => {
+        stat: (path: string) => {
           asked.push(path);
           return new Promise<void>(() => {});
         },
@@ -114,7 +114,7 @@ describe("statLate: a path refused unasked", () => {
   test("every lane held by another path's stat that hangs: not said to have a drive that did not answer", async () => {
     const asked: string[] = [];
     const drives = new DriveAnswers({
-      stat: (path) => {
+      stat: (path: string) => {
         asked.push(path);
         return new Promise<void>(() => {});
       },

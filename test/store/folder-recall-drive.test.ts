@@ -31,3 +31,33 @@ test("a folder passage whose drive does not answer is left out: recall does not 
     store.close();
   }
 });
+
+// A name that is not UTF-8 is reached by its bytes (store/folder-names.ts `onDisk`): that stat
+// went to the drive on its own, outside the drive waits' lanes, so each recall of such a passage on
+// a share gone offline held one more file thread for good, until every file read of the core hung.
+test.if(process.platform === "linux")(
+  "a passage of a file named with bytes that are not UTF-8 is checked through the drive waits too",
+  async () => {
+    using dir = tmpdir();
+    const folder = join(dir.path, "notes");
+    mkdirSync(folder);
+    const file = Buffer.concat([Buffer.from(`${folder}/caf`), Buffer.from([0xe9]), Buffer.from(".md")]);
+    writeFileSync(file, "the wombat burrow");
+    const asked: (string | Buffer)[] = [];
+    const store = Store.open(join(dir.path, "data"), {
+      folders: [folder],
+      folderIndex: { watch: false, drives: deadDrive(asked) },
+    });
+    try {
+      await store.folderIndex.start();
+      const hits = store.memory.search("u", "wombat", 5);
+      expect(hits.map((h) => h.doc.source)).toEqual(["file:caf\uFFFDe9.md"]);
+      expect(await store.folderIndex.current(hits)).toEqual([]);
+      // Asked once by its bytes, through the lanes; a second recall waits on the same stat.
+      expect(await store.folderIndex.current(hits)).toEqual([]);
+      expect(asked).toEqual([file]);
+    } finally {
+      store.close();
+    }
+  },
+);

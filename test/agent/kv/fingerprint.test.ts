@@ -254,7 +254,7 @@ describe("launchFingerprinter: a model on a drive that does not answer", () => {
     // Answered at once when it answers: a real stat under load outlasted the 1 ms wait.
     const real = await stat(model);
     const drives = new DriveAnswers({
-      stat: (p) => {
+      stat: (p: string) => {
         asked.push(p);
         if (!silent) return Promise.resolve(real);
         return new Promise((resolve) => {
@@ -289,7 +289,7 @@ describe("launchFingerprinter: the files' check begun ahead", () => {
     const asked: string[] = [];
     const real = await stat(model);
     const drives = new DriveAnswers({
-      stat: (p) => {
+      stat: (p: string) => {
         asked.push(p);
         return Promise.resolve(real);
       },
