@@ -2,6 +2,7 @@ import type { Database } from "bun:sqlite";
 import { join } from "node:path";
 import type { Source } from "../protocol/sources.ts";
 import { wholeCharCut } from "../util/text-cut.ts";
+import { erasureMark } from "./erasures.ts";
 import { anyOf, likeCasings, likePattern, likeWords, UNSPACED, unspacedCounter, words } from "./fts-query.ts";
 import { MemoryVectors, type QueryVector, type Scope } from "./memory-vectors.ts";
 import { fuseRanks } from "./rank-fusion.ts";
@@ -114,7 +115,7 @@ export class MemoryStore {
     private readonly fts: boolean,
     private readonly folders: readonly string[],
   ) {
-    this.stats = new TermStats(db, "memory_fts", "memory");
+    this.stats = new TermStats(db, "memory_fts", "memory", Date.now, () => erasureMark(db));
     this.vectors = new MemoryVectors(db);
   }
 

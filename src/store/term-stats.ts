@@ -14,13 +14,30 @@ const SMALL_INDEX = 2000;
 export class TermStats {
   private readonly cache = new Map<string, { doc: number; at: number }>();
   private docs: { n: number; at: number } | undefined;
+  /** The newest erase when the counts were kept (`erasures`). */
+  private erasedAt = 0;
 
   constructor(
     private readonly db: Database,
     private readonly table: "memory_fts" | "messages_fts",
     private readonly content: "memory" | "messages",
     private readonly now: () => number = Date.now,
+    /** The newest erase's number (store/erasures.ts `erasureMark`), this core's or another's. */
+    private readonly erasures: () => number = () => 0,
   ) {}
+
+  /**
+   * Every count dropped once an erase came after them (users.delete, sessions.delete…): its
+   * user's query words were kept as keys for ten minutes past it, and its rows' counts went on
+   * leaving words out of other users' recalls. Read before any count, so none predates it unseen.
+   */
+  private forgetIfErased(): void {
+    const mark = this.erasures();
+    if (mark === this.erasedAt) return;
+    this.cache.clear();
+    this.docs = undefined;
+    this.erasedAt = mark;
+  }
 
   /**
    * Documents holding `term`, cached. Counted by a match of the quoted word, not looked up in
@@ -57,6 +74,7 @@ export class TermStats {
    * that common, the `keep` rarest. A small index is ranked whole: all words kept.
    */
   informative(terms: readonly string[], share = 0.1, keep = 2): string[] {
+    this.forgetIfErased();
     const n = this.docCount();
     if (n < SMALL_INDEX) return [...terms];
     const scored = terms.map((t) => ({ t, doc: this.docsWith(t) })).filter((s) => s.doc > 0);
