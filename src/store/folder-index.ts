@@ -1,6 +1,6 @@
 import type { Database } from "bun:sqlite";
 import { relative } from "node:path";
-import { type DriveAnswers, drives } from "../util/drive-answers.ts";
+import { type DriveAnswers, drives, whyLate } from "../util/drive-answers.ts";
 import { logger } from "../util/logger.ts";
 import { outOfOpenFiles } from "../util/read-file.ts";
 import { whileBusy } from "./busy-retry.ts";
@@ -83,7 +83,7 @@ export interface FolderIndexOptions {
   retryMs?: number;
   /** How long a batch waits for a write lock held elsewhere (the store's wait). */
   busyWaitMs?: number;
-  /** Tests: the stats of a recall's check (`current`); the core's `drives` unless said. */
+  /** Tests: the stats of a recall's check (`current`) and of a walk's first look; the core's `drives` unless said. */
   drives?: DriveAnswers;
 }
 
@@ -228,6 +228,11 @@ export class FolderIndex {
   /** Walks `root`; whether it added passages. */
   private async indexFolder(root: string): Promise<boolean> {
     this.options.onWalk?.(root);
+    // The walk's stats and reads go to the drive unbounded: a folder on a share gone offline hung
+    // it for good (and each folder after it). Its drive is asked first, once a path however often:
+    // one that does not answer is not walked this pass, which fails, is logged and tried again.
+    const ask = this.options.drives ?? drives;
+    if (!(await ask.answers(root))) throw new Error(whyLate(ask, root));
     const most = this.options.maxFiles ?? MAX_FOLDER_FILES;
     const exclude = [...(this.options.exclude ?? []), ...(await foldersWithin(root, this.folders))];
     const { files, dirs, full, skipped } = await listTextFiles(root, exclude, most);

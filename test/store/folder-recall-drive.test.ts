@@ -1,7 +1,8 @@
-import { expect, test } from "bun:test";
+import { expect, spyOn, test } from "bun:test";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Store } from "../../src/store/store.ts";
+import { logger } from "../../src/util/logger.ts";
 import { deadDrive } from "../fixtures/dead-drive.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
@@ -15,7 +16,8 @@ test("a folder passage whose drive does not answer is left out: recall does not 
   mkdirSync(folder);
   writeFileSync(join(folder, "a.md"), "the wombat burrow");
   const asked: string[] = [];
-  const dead = deadDrive(asked);
+  // The folder answers its walk's first look; its file's drive then goes.
+  const dead = deadDrive(asked, [folder]);
   const store = Store.open(join(dir.path, "data"), {
     folders: [folder],
     folderIndex: { watch: false, drives: dead },
@@ -46,7 +48,7 @@ test.if(process.platform === "linux")(
     const asked: (string | Buffer)[] = [];
     const store = Store.open(join(dir.path, "data"), {
       folders: [folder],
-      folderIndex: { watch: false, drives: deadDrive(asked) },
+      folderIndex: { watch: false, drives: deadDrive(asked, [folder]) },
     });
     try {
       await store.folderIndex.start();
@@ -61,3 +63,32 @@ test.if(process.platform === "linux")(
     }
   },
 );
+
+// The background walk stat'ed and read each file straight from the drive: a memory folder on a
+// share gone offline hung the walk for good (every other folder after it waited too), and each
+// walk asked again held another file thread. Its folder is now asked once through the drive
+// waits before it is walked: one that does not answer is skipped this pass, logged, tried again.
+test("a folder whose drive does not answer is not walked this pass: logged and tried again", async () => {
+  using dir = tmpdir();
+  const folder = join(dir.path, "notes");
+  mkdirSync(folder);
+  writeFileSync(join(folder, "a.md"), "the wombat burrow");
+  const asked: (string | Buffer)[] = [];
+  const lines: string[] = [];
+  const warn = spyOn(logger, "warn").mockImplementation((line: string) => void lines.push(line));
+  const store = Store.open(join(dir.path, "data"), {
+    folders: [folder],
+    folderIndex: { watch: false, drives: deadDrive(asked), retryMs: 3_600_000 },
+  });
+  try {
+    await store.folderIndex.start();
+    expect(asked).toEqual([folder]);
+    expect(store.memory.search("u", "wombat", 5)).toEqual([]);
+    expect(lines.filter((l) => l.includes(folder))).toEqual([
+      `memory folder ${folder} could not be indexed: its drive did not answer within 0 s (a network drive offline?); tried again in 3600 s`,
+    ]);
+  } finally {
+    warn.mockRestore();
+    store.close();
+  }
+});
