@@ -1,7 +1,11 @@
-import { expect, spyOn, test } from "bun:test";
+import { Database } from "bun:sqlite";
+import { expect, jest, spyOn, test } from "bun:test";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { type StaleFiles, staleFolderFiles } from "../../src/store/folder-current.ts";
+import type { MemoryHit } from "../../src/store/memory-store.ts";
 import { Store } from "../../src/store/store.ts";
+import { DriveAnswers } from "../../src/util/drive-answers.ts";
 import { logger } from "../../src/util/logger.ts";
 import { deadDrive } from "../fixtures/dead-drive.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
@@ -90,5 +94,37 @@ test("a folder whose drive does not answer is not walked this pass: logged and t
   } finally {
     warn.mockRestore();
     store.close();
+  }
+});
+
+// deadDrive's wait is over at once, so the tests above hold whatever recall waits: the second
+// recall's check waits for a drive is its own, well under the drive's 30 s a model's path gets.
+test("recall's check of a folder file waits a second for its drive, not the drive waits' 30 s", async () => {
+  const db = new Database(":memory:");
+  db.run("CREATE TABLE memory_files (path TEXT, root TEXT, size INTEGER, mtime_ms INTEGER)");
+  const slow = new DriveAnswers({ stat: () => new Promise(() => {}), statWaitMs: 30_000 });
+  const hit = { doc: { id: "1", text: "t", source: "file:a.md" }, score: 1 };
+  const hits = [
+    { ...hit, cite: { kind: "folder", id: "/mnt/share/a.md", chunk: 0, score: 1, name: "a.md" } },
+  ];
+  let found: StaleFiles | undefined;
+  jest.useFakeTimers();
+  try {
+    const turns = async () => {
+      for (let i = 0; i < 10; i++) await Promise.resolve();
+    };
+    void staleFolderFiles(db, hits as MemoryHit[], slow).then((f) => {
+      found = f;
+    });
+    await turns();
+    jest.advanceTimersByTime(999);
+    await turns();
+    expect(found).toBeUndefined();
+    jest.advanceTimersByTime(1);
+    await turns();
+    expect(found).toEqual({ stale: new Set(["/mnt/share/a.md"]), changed: new Set(), walk: false });
+  } finally {
+    jest.useRealTimers();
+    db.close();
   }
 });
