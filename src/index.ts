@@ -1,4 +1,6 @@
 #!/usr/bin/env bun
+// First: serve-stdio's stop signals are held from here on, not lost to the default while the rest loads.
+import "./cli/early-signals.ts";
 import { flushedForExit } from "./cli/output.ts";
 import { runCli } from "./cli/run.ts";
 import { logUnexpected } from "./util/logger.ts";

@@ -4,6 +4,7 @@ import { stdoutSink } from "../protocol/transport/writer.ts";
 import { runStdioServer } from "../server/stdio-server.ts";
 import { logger } from "../util/logger.ts";
 import { configArg } from "./args.ts";
+import { releaseStopSignals, STOP_SIGNALS } from "./early-signals.ts";
 
 /** Said once on stderr when a person, not a host, is typing (stdin is a terminal). */
 export const TTY_HINT =
@@ -43,16 +44,23 @@ function serve(configPath: string) {
         process.off("uncaughtException", thrown);
       };
     },
-    onSignal: (handler) => {
-      const signals = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
-      const listeners = signals.map((s) => {
-        const l = () => handler(s);
-        process.on(s, l);
-        return [s, l] as const;
-      });
-      return () => {
-        for (const [s, l] of listeners) process.off(s, l);
-      };
-    },
+    onSignal: stopSignals,
   });
+}
+
+/**
+ * The stop signals, heard by `handler` from now on; one that came while the core was loading
+ * (early-signals.ts) is handed over at once, so the loop stops as for one sent now.
+ */
+export function stopSignals(handler: (signal: string) => void): () => void {
+  const listeners = STOP_SIGNALS.map((s) => {
+    const l = () => handler(s);
+    process.on(s, l);
+    return [s, l] as const;
+  });
+  const early = releaseStopSignals();
+  if (early) handler(early);
+  return () => {
+    for (const [s, l] of listeners) process.off(s, l);
+  };
 }

@@ -1,0 +1,38 @@
+import { expect, test } from "bun:test";
+import { holdStopSignals, releaseStopSignals } from "../../src/cli/early-signals.ts";
+import { stopSignals } from "../../src/cli/serve-stdio.ts";
+
+// docs/protocol.md#lifecycle: a SIGTERM that comes while the core's modules load (its first
+// ~50 ms) stops it as one sent later does: the request already written is answered
+// `cancelled`, exit 0. Without the hold Bun's default ended it with 143 and no answer.
+test.skipIf(process.platform === "win32")(
+  "a stop signal that came while the core loaded is handed to the stdio loop once it listens",
+  () => {
+    const before = process.listenerCount("SIGTERM");
+    holdStopSignals();
+    expect(process.listenerCount("SIGTERM")).toBe(before + 1);
+    process.emit("SIGTERM" as never);
+    process.emit("SIGINT" as never); // the first is the one kept
+    const heard: string[] = [];
+    const off = stopSignals((s) => heard.push(s));
+    try {
+      expect(heard).toEqual(["SIGTERM"]);
+      // The hold's listeners are gone; the loop's own hear the next.
+      process.emit("SIGHUP" as never);
+      expect(heard).toEqual(["SIGTERM", "SIGHUP"]);
+      expect(process.listenerCount("SIGTERM")).toBe(before + 1);
+    } finally {
+      off();
+    }
+    expect(process.listenerCount("SIGTERM")).toBe(before);
+    expect(releaseStopSignals()).toBeUndefined();
+  },
+);
+
+test("no signal while loading: the loop is handed none", () => {
+  holdStopSignals();
+  const heard: string[] = [];
+  const off = stopSignals((s) => heard.push(s));
+  off();
+  expect(heard).toEqual([]);
+});
