@@ -120,6 +120,9 @@ const STEP_ROWS = 32;
  * first, the erase recorded, then the rows a few at a time, each step its own transaction and
  * the log emptied after it, so the log never needs more room than one step's pages. A failure
  * midway leaves the erase recorded (no turn writes the session back) and the rest to a retry.
+ * Each step is recorded as an erase too: a history read between two steps (this core's cache,
+ * store/session-histories.ts, keyed by the newest erase's number) is never served or kept once a
+ * later step took more of it, the erase failing midway or not.
  */
 export function eraseInSteps(
   db: Database,
@@ -128,28 +131,30 @@ export function eraseInSteps(
   at: number,
 ): number {
   truncateWal(db);
+  const step = <T>(rows: () => T): T =>
+    db
+      .transaction(() => {
+        recordErasure(db, userId, sessionId, at);
+        return rows();
+      })
+      .immediate();
   // No room to rewrite the pages here: owed to the next erase or open with room (rewritePages).
-  db.transaction(() => {
-    recordErasure(db, userId, sessionId, at);
-    oweRewrite(db);
-  }).immediate();
+  step(() => oweRewrite(db));
   const where = sessionId === undefined ? "user_id = ?" : "user_id = ? AND session_id = ?";
   const args = sessionId === undefined ? [userId] : [userId, sessionId];
   // An image's bytes are kept in parts of 1 MB: two a step, well under the 4 MiB reserve.
   const ofAttachment = sessionId === undefined ? "a.user_id = ?" : "a.user_id = ? AND a.session_id = ?";
   for (let removed = 1; removed > 0 && hasTable(db, "attachment_data"); ) {
     truncateWal(db);
-    removed = db
-      .transaction(
-        () =>
-          db
-            .query(
-              `DELETE FROM attachment_data WHERE rowid IN (SELECT d.rowid FROM attachment_data d
-               JOIN attachments a ON a.id = d.id WHERE ${ofAttachment} LIMIT 2)`,
-            )
-            .run(...args).changes,
-      )
-      .immediate();
+    removed = step(
+      () =>
+        db
+          .query(
+            `DELETE FROM attachment_data WHERE rowid IN (SELECT d.rowid FROM attachment_data d
+             JOIN attachments a ON a.id = d.id WHERE ${ofAttachment} LIMIT 2)`,
+          )
+          .run(...args).changes,
+    );
   }
   const steps: [string, number][] = [
     ["attachments", STEP_ROWS],
@@ -158,12 +163,12 @@ export function eraseInSteps(
   ];
   for (const [table, rows] of steps) {
     if (!hasTable(db, table)) continue;
-    const step = db.query(
+    const batch = db.query(
       `DELETE FROM ${table} WHERE id IN (SELECT id FROM ${table} WHERE ${where} LIMIT ${rows})`,
     );
     for (let removed = 1; removed > 0; ) {
       truncateWal(db);
-      removed = db.transaction(() => step.run(...args).changes).immediate();
+      removed = step(() => batch.run(...args).changes);
     }
   }
   // Other answers' citations of the session too: a page rewritten per answer, which for a
@@ -171,10 +176,10 @@ export function eraseInSteps(
   // turn stored meanwhile).
   for (let dropped = sessionId === undefined ? 0 : 1; dropped > 0; ) {
     truncateWal(db);
-    dropped = db.transaction(() => dropCitations(db, userId, sessionId as string, STEP_ROWS)).immediate();
+    dropped = step(() => dropCitations(db, userId, sessionId as string, STEP_ROWS));
   }
   truncateWal(db);
-  const removed = db.transaction(() => deleteRows(db, userId, sessionId)).immediate();
+  const removed = step(() => deleteRows(db, userId, sessionId));
   settleErase(db);
   return removed;
 }

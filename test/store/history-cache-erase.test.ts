@@ -3,7 +3,7 @@ import { expect, test } from "bun:test";
 import { join } from "node:path";
 import type { ChatMessage } from "../../src/protocol/chat-message.ts";
 import { DB_FILE } from "../../src/store/db/open.ts";
-import { eraseSession } from "../../src/store/erase.ts";
+import { eraseInSteps, eraseSession } from "../../src/store/erase.ts";
 import { Store } from "../../src/store/store.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
@@ -92,4 +92,85 @@ test("a session another core deleted leaves this core's cached histories at its 
     other.close();
     store.close();
   }
+});
+
+/**
+ * `other` (another core's connection) erasing the session in steps as on a full disk
+ * (store/erase.ts eraseInSteps), `between` called after each step's commit with the session's
+ * messages left; it may throw, which ends the erase there as a failing step does.
+ */
+function eraseInStepsWith(other: Database, between: (left: number) => void): void {
+  const left = () =>
+    (other.query("SELECT COUNT(*) AS n FROM messages WHERE session_id = 's'").get() as { n: number }).n;
+  const db = new Proxy(other, {
+    get(target, prop) {
+      if (prop === "transaction")
+        return (fn: () => unknown) => {
+          const tx = target.transaction(fn);
+          return {
+            immediate: () => {
+              const result = tx.immediate();
+              between(left());
+              return result;
+            },
+          };
+        };
+      const value = Reflect.get(target, prop, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  eraseInSteps(db, "u", "s", Date.now());
+}
+
+function commitMany(store: Store, sessionId: string, turns: number): void {
+  const messages: ChatMessage[] = [];
+  for (let i = 0; i < turns; i++)
+    messages.push({ role: "user", content: `secret-${i}` }, { role: "assistant", content: "ok" });
+  store.conversations.commitTurn({ userId: "u", sessionId, agent: "a", at: new Date(), messages });
+}
+
+/** This core's store and another core's connection on its folder, session s of 100 messages. */
+function withOtherCore(run: (store: Store, other: Database) => void): void {
+  using dir = tmpdir("local-ai-history-erase-");
+  const store = Store.open(dir.path, { chunkThread: false });
+  const other = new Database(join(dir.path, DB_FILE));
+  try {
+    other.run("PRAGMA foreign_keys = ON");
+    commitMany(store, "s", 50);
+    run(store, other);
+  } finally {
+    other.close();
+    store.close();
+  }
+}
+
+// A full disk's erase records the erase first, then takes the messages a few at a time: a history
+// read between two steps was cached under the erase's new number and the session's stamp, which
+// the later steps did not move. An erase failing midway left the session, and that cache, which
+// held messages erased after it was read, was sent to the model as the session's history.
+test("a history read between a stepped erase's steps is not served once later steps erased more", () => {
+  withOtherCore((store, other) => {
+    expect(() =>
+      eraseInStepsWith(other, (left) => {
+        if (left === 68) expect(store.conversations.history("u", "s")).toHaveLength(68);
+        if (left === 4) throw new Error("disk I/O error");
+      }),
+    ).toThrow("disk I/O error");
+    expect(store.conversations.session("u", "s")).toBeDefined();
+    expect(store.conversations.history("u", "s")).toHaveLength(4);
+  });
+});
+
+// The same read, the erase then finished: the history cached midway stayed in this core's memory
+// (its number was the newest, so no read dropped it) until 15 other sessions pushed it out.
+test("a history read between a finished stepped erase's steps leaves the cache at the next read", () => {
+  withOtherCore((store, other) => {
+    commitMany(store, "t", 1);
+    eraseInStepsWith(other, (left) => {
+      if (left === 68) expect(store.conversations.history("u", "s")).toHaveLength(68);
+    });
+    expect(store.conversations.session("u", "s")).toBeUndefined();
+    expect(store.conversations.history("u", "t")).toHaveLength(2);
+    expect(cachedText(store)).not.toContain("secret-40");
+  });
 });
