@@ -120,6 +120,15 @@ export class MemoryStore {
   }
 
   /**
+   * The word counts recall keeps dropped (store/term-stats.ts): a document's chunks were erased,
+   * which records no erase (no turn is refused for it), so the counts would not see it. True.
+   */
+  forgetCounts(): true {
+    this.stats.forget();
+    return true;
+  }
+
+  /**
    * The best `topK` passages among what is indexed now. With the query's vector, the word
    * matches and the nearest vectors of the same model are fused by reciprocal rank
    * (store/rank-fusion.ts; a hit's score is then its fused score); without, the word matches.

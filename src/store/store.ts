@@ -229,9 +229,8 @@ export class Store {
   }
 
   get(userId: string, sessionId: string, limit: number, beforeSeq?: number): MessagePage {
-    return this.guard(() =>
-      sessionPage(this.db, () => this.mustFind(userId, sessionId), userId, limit, beforeSeq),
-    );
+    const find = () => this.mustFind(userId, sessionId);
+    return this.guard(() => sessionPage(this.db, find, userId, limit, beforeSeq));
   }
 
   async rename(userId: string, sessionId: string, title: string): Promise<SessionSummary> {
@@ -289,12 +288,13 @@ export class Store {
     return this.guard(() => goneSources(this.db, userId, quoted));
   }
 
-  /** A document erased for good (`documents.delete`), the copies first as deleteSession's, held live or not (after a reset, only a copy set aside may hold it); false when the live database has none. */
+  /** A document erased for good (`documents.delete`), the copies first as deleteSession's, held live or not (after a reset, only a copy set aside may hold it); false when the live database has none. Recall's word counts are dropped after it: made of its chunks too, they would rule recalls ten minutes (no erase's number tells of it). */
   async deleteDocument(userId: string, documentId: string): Promise<boolean> {
     return this.erases.add(async () => {
       await this.eraseCopies(userId, { documentId });
       if (!this.guard(() => this.documents.find(userId, documentId))) return false;
-      return ((await this.offLoop({ kind: "document", userId, documentId })) as number) > 0;
+      const removed = ((await this.offLoop({ kind: "document", userId, documentId })) as number) > 0;
+      return removed && this.memory.forgetCounts();
     });
   }
 

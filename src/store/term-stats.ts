@@ -34,9 +34,14 @@ export class TermStats {
   private forgetIfErased(): void {
     const mark = this.erasures();
     if (mark === this.erasedAt) return;
+    this.forget();
+    this.erasedAt = mark;
+  }
+
+  /** Every count dropped: rows were erased that no erase's number tells of (`documents.delete`). */
+  forget(): void {
     this.cache.clear();
     this.docs = undefined;
-    this.erasedAt = mark;
   }
 
   /**

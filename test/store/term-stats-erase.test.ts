@@ -5,18 +5,21 @@ import { tmpdir } from "../fixtures/tmpdir.ts";
 // Recall keeps each word's count of documents ten minutes (store/term-stats.ts), keyed by the
 // words of users' queries. users.delete left them: the deleted user's words stayed in the core's
 // memory, and their counts, made of the erased rows, went on deciding other users' recalls.
+/** A turn of `userId` in its own session, remembered as `text`. */
+const turnOf = (store: Store) => (userId: string, sessionId: string, text: string) =>
+  store.conversations.commitTurn({
+    userId,
+    sessionId,
+    agent: "a",
+    messages: [{ role: "user", content: text }],
+    memoryText: text,
+    at: new Date(),
+  });
+
 test("users.delete forgets the word counts its rows made: another user's recall is not ruled by them", async () => {
   using dir = tmpdir("local-ai-term-erase-");
   const store = Store.open(dir.path, { chunkThread: false });
-  const turn = (userId: string, sessionId: string, text: string) =>
-    store.conversations.commitTurn({
-      userId,
-      sessionId,
-      agent: "a",
-      messages: [{ role: "user", content: text }],
-      memoryText: text,
-      at: new Date(),
-    });
+  const turn = turnOf(store);
   try {
     // Past the small index (2,000), "zebra" in over a tenth of the documents, all but one "gone"'s.
     for (let i = 0; i < 2100; i++) turn("gone", `g${i}`, i < 400 ? `zebra stripes ${i}` : `filler ${i}`);
@@ -27,6 +30,30 @@ test("users.delete forgets the word counts its rows made: another user's recall 
     expect(recall()).toEqual(["the okapi lives in the forest"]);
     await store.deleteUser("gone");
     // The rows that made it common are gone: "zebra" is rare again and found.
+    expect(recall().sort()).toEqual(["my zebra is called Ziggy", "the okapi lives in the forest"]);
+  } finally {
+    store.close();
+  }
+});
+
+// documents.delete records no erase (no turn is refused for it), so the counts its chunks made
+// went on leaving a word out of every user's recall as too common for ten minutes.
+test("documents.delete forgets the word counts its chunks made: a recall is not ruled by them", async () => {
+  using dir = tmpdir("local-ai-term-erase-");
+  const store = Store.open(dir.path, { chunkThread: false });
+  const turn = turnOf(store);
+  try {
+    // Past the small index (2,000), "zebra" in over a tenth of the documents: the library's.
+    for (let i = 0; i < 1700; i++) turn("u", `f${i}`, `filler ${i}`);
+    turn("u", "a", "my zebra is called Ziggy");
+    turn("u", "b", "the okapi lives in the forest");
+    const doc = { documentId: "doc-1", userId: "lib", sessionId: "", since: 0, at: Date.now() };
+    const chunks = Array.from({ length: 400 }, (_, index) => ({ index, text: `zebra stripes ${index}` }));
+    store.documents.addChunks(doc, chunks);
+    store.documents.commit(doc, { name: "zebras.md", format: "markdown", chunks: 400, bytes: 1 });
+    const recall = () => store.memory.search("u", "zebra okapi", 5, "now").map((h) => h.doc.text);
+    expect(recall()).toEqual(["the okapi lives in the forest"]);
+    expect(await store.deleteDocument("lib", "doc-1")).toBe(true);
     expect(recall().sort()).toEqual(["my zebra is called Ziggy", "the okapi lives in the forest"]);
   } finally {
     store.close();
