@@ -63,13 +63,16 @@ const LIKE_WORDS = 16;
  */
 const LIKE_ROWS = 3000;
 /**
- * Of those, the characters a LIKE recall reads: each passage's head of LIKE_HEAD_CHARS, newest
- * first, until LIKE_CHARS are read. LIKE_ROWS alone bounds nothing when passages are long (a turn
+ * Of those, what a LIKE recall reads: the newest passages until LIKE_BYTES of them, each matched
+ * on its head of LIKE_HEAD_CHARS. LIKE_ROWS alone bounds nothing when passages are long (a turn
  * keeps its whole input and answer): 40 pasted turns of 2 Mi characters held the loop over a
- * second for a query of four Chinese pairs, and about four for 16 words.
+ * second for a query of four Chinese pairs, and about four for 16 words. Counted whole, not by
+ * the head: SQLite reads a value whole before substr() cuts it (120 turns of 2.1 Mi characters,
+ * their heads far under the bound, cost 250-380 ms a recall), and octet_length() is the one
+ * measure it gives from the row's header, without reading the text.
  */
 const LIKE_HEAD_CHARS = 32 * 1024;
-const LIKE_CHARS = 8 * 1024 * 1024;
+const LIKE_BYTES = 8 * 1024 * 1024;
 
 /**
  * With a query vector, how deep each list (words, meaning) goes into the fusion: deeper than
@@ -278,28 +281,22 @@ export class MemoryStore {
       });
       return `(${any.join(" OR ")})`;
     });
-    // Every row of the scan comes out, matched or not, with the characters read of it: the scan
-    // stops once LIKE_CHARS are read (SQLite matches a row as it is stepped to; the newest are
-    // chosen by id alone, so no text is read before). Its text (a head
-    // of a turn's whole input and answer) only with pairs to count, dropped once counted: only
-    // the best topK are read out whole.
+    // Scored in SQL, its text (a head of a turn's whole input and answer) read out only with pairs
+    // to count, dropped once counted: only the best topK are read out whole.
     const scan = this.db.query(
-      `SELECT m.id, m.at, ${unspaced.length > 0 ? "m.text" : "NULL AS text"}, length(m.text) AS chars,
-         (${hits.join(" + ") || "0"}) AS score
+      `SELECT m.id, m.at, ${unspaced.length > 0 ? "m.text" : "NULL AS text"}, (${hits.join(" + ") || "0"}) AS score
        FROM (SELECT m.id, m.at, substr(m.text, 1, $head) AS text
-         FROM (SELECT m.id FROM memory m WHERE ${RECALL_SCOPE} ORDER BY m.id DESC LIMIT $scan) k
-         CROSS JOIN memory m ON m.id = k.id) m`,
+         FROM (SELECT value AS id FROM json_each($ids)) k CROSS JOIN memory m ON m.id = k.id
+         WHERE ${RECALL_SCOPE}) m`,
     );
     const count = unspacedCounter(unspaced);
     const scored: Scored[] = [];
-    let read = 0;
-    for (const r of scan.iterate({ ...params, scan: LIKE_ROWS, head: LIKE_HEAD_CHARS }) as Iterable<
-      Scored & { text: string | null; chars: number }
+    const ids = JSON.stringify(this.newestInScope(userId, skip));
+    for (const r of scan.iterate({ ...params, ids, head: LIKE_HEAD_CHARS }) as Iterable<
+      Scored & { text: string | null }
     >) {
       const score = r.score + (r.text === null ? 0 : count(r.text));
       if (score > 0) scored.push({ id: r.id, at: r.at, score });
-      read += r.chars;
-      if (read >= LIKE_CHARS) break;
     }
     const best = scored.sort((a, b) => b.score - a.score || b.at - a.at).slice(0, topK);
     const byId = this.rowsInScope(
@@ -311,6 +308,29 @@ export class MemoryStore {
       const r = byId.get(b.id);
       return r ? [{ ...r, score: b.score }] : [];
     });
+  }
+
+  /**
+   * The ids a LIKE recall reads: the newest LIKE_ROWS in scope (by id alone, so no text is read to
+   * choose them), until LIKE_BYTES of their text, the passage that passes it the last.
+   */
+  private newestInScope(userId: string, skip: string): number[] {
+    const rows = this.db
+      .query(
+        `SELECT m.id, octet_length(m.text) AS bytes FROM memory m WHERE ${RECALL_SCOPE} ORDER BY m.id DESC LIMIT $scan`,
+      )
+      .iterate({ ...scopeParams(userId, skip, this.folders), scan: LIKE_ROWS }) as Iterable<{
+      id: number;
+      bytes: number;
+    }>;
+    const ids: number[] = [];
+    let bytes = 0;
+    for (const r of rows) {
+      ids.push(r.id);
+      bytes += r.bytes;
+      if (bytes >= LIKE_BYTES) break;
+    }
+    return ids;
   }
 
   /**

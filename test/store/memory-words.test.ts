@@ -175,4 +175,15 @@ describe("memory recall by LIKE: the characters read are bounded, not the passag
     using s = turns([old, ...Array.from({ length: 300 }, () => huge), "寿司在这里"]);
     expect(s.recall("寿司")).toEqual(["寿司在这里"]);
   });
+
+  // SQLite hands substr() a value it has read whole: the head of a 2.1 Mi character turn cost its
+  // 2.1 Mi, and 120 such turns (heads far under 8 Mi) were each read in full, 250 ms a recall. A
+  // turn read costs its whole size: here the passage past 8 MiB of them is never reached, though
+  // the word is in its head.
+  test("passages are read newest first until 8 MiB of them is read whole, not of their heads", () => {
+    const old = `我喜欢吃寿司${"filler ".repeat(40_000)}`;
+    const long = "filler ".repeat(45_000);
+    using s = turns([old, ...Array.from({ length: 30 }, () => long), "寿司在这里"]);
+    expect(s.recall("寿司")).toEqual(["寿司在这里"]);
+  });
 });
