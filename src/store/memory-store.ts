@@ -248,16 +248,25 @@ export class MemoryStore {
   private ftsRows(userId: string, query: string, topK: number, skip: string): Row[] {
     const match = anyOf(this.stats.informative(words(query)).join(" "));
     if (!match) return [];
-    const rows = this.db
+    // Ranked by id and score alone: the text of each of up to RANKED_MATCHES passages (a turn is
+    // its whole input and answer) was read out on the main loop to keep topK. Only theirs are.
+    const ranked = this.db
       .query(
-        `SELECT ${ROW}, -bm25(memory_fts) AS score
+        `SELECT m.id, -bm25(memory_fts) AS score
          FROM memory_fts JOIN memory m ON m.id = memory_fts.rowid
          WHERE memory_fts MATCH $q
            AND ${RECALL_SCOPE}
          ORDER BY memory_fts.rowid DESC LIMIT $cap`,
       )
-      .all({ q: match, ...scopeParams(userId, skip, this.folders), cap: RANKED_MATCHES }) as Row[];
-    return rows.sort((a, b) => b.score - a.score || b.id - a.id).slice(0, topK);
+      .all({ q: match, ...scopeParams(userId, skip, this.folders), cap: RANKED_MATCHES }) as {
+      id: number;
+      score: number;
+    }[];
+    return this.withText(
+      userId,
+      skip,
+      ranked.sort((a, b) => b.score - a.score || b.id - a.id).slice(0, topK),
+    );
   }
 
   /**
@@ -298,7 +307,15 @@ export class MemoryStore {
       const score = r.score + (r.text === null ? 0 : count(r.text));
       if (score > 0) scored.push({ id: r.id, at: r.at, score });
     }
-    const best = scored.sort((a, b) => b.score - a.score || b.at - a.at).slice(0, topK);
+    return this.withText(
+      userId,
+      skip,
+      scored.sort((a, b) => b.score - a.score || b.at - a.at).slice(0, topK),
+    );
+  }
+
+  /** The rows of the best, scored, their text read out now: theirs only, still in scope. */
+  private withText(userId: string, skip: string, best: readonly { id: number; score: number }[]): Row[] {
     const byId = this.rowsInScope(
       userId,
       skip,

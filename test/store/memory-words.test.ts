@@ -105,57 +105,60 @@ test("a mixed English and Chinese sentence still finds its English words by the 
 // LIKE recall handed every passage it matched, text and all, out of SQLite at once to rank them in
 // JS, where SQL had ranked them and handed out top_k. Counted here: the passages whose text a
 // recall reads out of the database, for a query of 16 words or fewer (scored in SQL).
-test("a LIKE recall reads the text of the passages it returns only", () => {
-  using dir = tmpdir("local-ai-memory-words-");
-  const store = Store.open(dir.path, { chunkThread: false, withoutFts: true });
-  for (let i = 0; i < 40; i++)
-    store.conversations.commitTurn({
-      userId: "u",
-      sessionId: `s${i}`,
-      agent: "a",
-      messages: [{ role: "user", content: "x" }],
-      memoryText: `我喜欢吃寿司 ${i}`,
-      at: new Date(),
+// The ranked recall alike: it read out the text of each of its up to 1,000 matches, on the main
+// loop, to keep top_k (a turn is its whole input and answer, megabytes when pasted).
+for (const withoutFts of [true, false])
+  test(`a ${withoutFts ? "LIKE" : "FTS5"} recall reads the text of the passages it returns only`, () => {
+    using dir = tmpdir("local-ai-memory-words-");
+    const store = Store.open(dir.path, { chunkThread: false, withoutFts });
+    for (let i = 0; i < 40; i++)
+      store.conversations.commitTurn({
+        userId: "u",
+        sessionId: `s${i}`,
+        agent: "a",
+        messages: [{ role: "user", content: "x" }],
+        memoryText: `我喜欢吃寿司 sushi ${i}`,
+        at: new Date(),
+      });
+    store.close();
+    const db = new Database(join(dir.path, DB_FILE));
+    let texts = 0;
+    const counted = (rows: unknown[]) => {
+      for (const r of rows)
+        if (typeof (r as { text?: unknown }).text === "string" && (r as { text: string }).text) texts++;
+    };
+    const watched = new Proxy(db, {
+      get(target, key) {
+        if (key !== "query") return Reflect.get(target, key, target);
+        return (sql: string) => {
+          const q = target.query(sql);
+          return new Proxy(q, {
+            get(s, k) {
+              if (k === "all")
+                return (...a: unknown[]) => {
+                  const rows = (s.all as (...x: unknown[]) => unknown[])(...a);
+                  counted(rows);
+                  return rows;
+                };
+              if (k === "iterate")
+                return function* (...a: unknown[]) {
+                  for (const r of (s.iterate as (...x: unknown[]) => Iterable<unknown>)(...a)) {
+                    counted([r]);
+                    yield r;
+                  }
+                };
+              const v = Reflect.get(s, k, s);
+              return typeof v === "function" ? v.bind(s) : v;
+            },
+          });
+        };
+      },
     });
-  store.close();
-  const db = new Database(join(dir.path, DB_FILE));
-  let texts = 0;
-  const counted = (rows: unknown[]) => {
-    for (const r of rows)
-      if (typeof (r as { text?: unknown }).text === "string" && (r as { text: string }).text) texts++;
-  };
-  const watched = new Proxy(db, {
-    get(target, key) {
-      if (key !== "query") return Reflect.get(target, key, target);
-      return (sql: string) => {
-        const q = target.query(sql);
-        return new Proxy(q, {
-          get(s, k) {
-            if (k === "all")
-              return (...a: unknown[]) => {
-                const rows = (s.all as (...x: unknown[]) => unknown[])(...a);
-                counted(rows);
-                return rows;
-              };
-            if (k === "iterate")
-              return function* (...a: unknown[]) {
-                for (const r of (s.iterate as (...x: unknown[]) => Iterable<unknown>)(...a)) {
-                  counted([r]);
-                  yield r;
-                }
-              };
-            const v = Reflect.get(s, k, s);
-            return typeof v === "function" ? v.bind(s) : v;
-          },
-        });
-      };
-    },
+    const memory = new MemoryStore(watched, !withoutFts, []);
+    expect(memory.search("u", withoutFts ? "寿司" : "sushi", 3, "now")).toHaveLength(3);
+    expect(texts).toBe(3);
+    db.close();
   });
-  const memory = new MemoryStore(watched, false, []);
-  expect(memory.search("u", "寿司", 3, "now")).toHaveLength(3);
-  expect(texts).toBe(3);
-  db.close();
-});
 
 describe("memory recall by LIKE: the characters read are bounded, not the passages only", () => {
   const turns = (texts: readonly string[]) => withTurns(texts, true);
