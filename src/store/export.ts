@@ -47,8 +47,9 @@ export interface ExportParts {
 
 /**
  * An export's pieces, and `confirm`, which throws (`session_not_found`) once the session was
- * deleted since they were asked for: a file export calls it right before its rename, after the
- * last await, so a delete that came while the tail was written or synced leaves no file.
+ * deleted since they were asked for, or `session_edited` once an edit replaced rows they gave: a
+ * file export calls it right before its rename, after the last await, so a delete or an edit that
+ * came while the tail was written or synced leaves no file holding what it erased.
  */
 export type ExportPieces = AsyncGenerator<string> & { confirm: () => unknown };
 
@@ -59,8 +60,9 @@ const EXPORT_SLICE_BYTES = 1024 * 1024;
  * A session's export in pieces, a slice of about EXPORT_SLICE_BYTES of messages at a time with
  * the loop free between slices, so neither the whole session nor its text is ever held at once
  * (store/export-file.ts writes or gathers them). `find`, called again before each later slice
- * and at the end, throws once the session is gone: a session deleted meanwhile fails it. `read`
- * runs a read on the store's connection.
+ * and at the end, throws once the session is gone: a session deleted meanwhile fails it, as does
+ * an edit of rows already given (`session_edited`), checked at the end and by `confirm` too.
+ * `read` runs a read on the store's connection.
  */
 export function slicedExport(
   format: ExportFormat,
@@ -68,31 +70,50 @@ export function slicedExport(
   find: () => SessionSummary,
   read: <T>(work: (db: Database) => T) => T,
 ): ExportPieces {
-  return Object.assign(slices(format, userId, find, read), { confirm: find });
+  const seen: Seen = { find, read, userId };
+  return Object.assign(slices(format, seen), { confirm: () => confirmed(seen) });
 }
 
-async function* slices(
-  format: ExportFormat,
-  userId: string,
-  find: () => SessionSummary,
-  read: <T>(work: (db: Database) => T) => T,
-): AsyncGenerator<string> {
+/** What an export has given: the last row, to tell an edit that replaced it since. */
+interface Seen {
+  find: () => SessionSummary;
+  read: <T>(work: (db: Database) => T) => T;
+  userId: string;
+  given?: RowMark;
+}
+
+/** The session, found again, once the rows given are still its own. */
+function confirmed(seen: Seen): SessionSummary {
+  const session = seen.find();
+  return seen.read((db) => unedited(db, seen, session));
+}
+
+/**
+ * `session`, once the rows given are still the session's: an edit (replace_from, regenerate)
+ * committed since the last slice replaced rows already given, and what follows would be another
+ * conversation's tail, or the file would hold the words it erased.
+ */
+function unedited(db: Database, seen: Seen, session: SessionSummary): SessionSummary {
+  const { given } = seen;
+  if (given && !sameRow(rowMark(db, seen.userId, session.session_id, given.seq), given))
+    throw sessionEdited(session.session_id);
+  return session;
+}
+
+async function* slices(format: ExportFormat, seen: Seen): AsyncGenerator<string> {
+  const { find, read, userId } = seen;
   const session = find();
   const parts = exportParts(format, session);
   yield parts.head;
   let from = 0;
   let any = false;
-  let given: RowMark | undefined;
   for (let more = true; more; ) {
     if (any) find();
     const slice = read((db) => {
-      // An edit (replace_from, regenerate) committed since the last slice replaced rows already
-      // given: what follows would be another conversation's tail.
-      if (given && !sameRow(rowMark(db, userId, session.session_id, given.seq), given))
-        throw sessionEdited(session.session_id);
+      unedited(db, seen, session);
       const page = messagesFrom(db, session, userId, from, EXPORT_SLICE_BYTES);
       const last = page.messages[page.messages.length - 1];
-      if (last) given = rowMark(db, userId, session.session_id, last.seq);
+      if (last) seen.given = rowMark(db, userId, session.session_id, last.seq);
       return page;
     });
     more = slice.more;
@@ -115,7 +136,7 @@ async function* slices(
     from = last.seq + 1;
     await new Promise((r) => setImmediate(r));
   }
-  find();
+  confirmed(seen);
   yield parts.tail(any);
 }
 

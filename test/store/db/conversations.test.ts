@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readdirSync } from "node:fs";
+import { mkdirSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import type { TurnMessage } from "../../../src/store/conversations.ts";
 import { exportInline, exportToFile } from "../../../src/store/export-file.ts";
@@ -304,25 +304,54 @@ describe("conversations in the database", () => {
     store.close();
   });
 
-  test("a delete that lands after the export's last piece, while it is written and synced, leaves no file", async () => {
+  /**
+   * Session "s" of "u" exported in Markdown to a file in a folder of its own, `after` run once
+   * every piece was handed over (while the tail is written and synced): the export's failure and
+   * what the folder then holds.
+   */
+  async function exportThen(after: (store: Store) => unknown) {
     using dir = tmpdir();
     const store = Store.open(join(dir.path, "data"));
-    turn(store, "u", "s", "private", "words");
+    turn(store, "u", "s", "private words", "answer");
     const pieces = store.exportPieces("u", "s", "markdown");
-    // The delete comes once every piece was handed over: the tail's write and the fsync await.
-    async function* thenDeleted(): AsyncGenerator<string> {
+    async function* then(): AsyncGenerator<string> {
       yield* pieces;
-      await store.deleteSession("u", "s");
+      await after(store);
     }
     const out = join(dir.path, "out");
     mkdirSync(out);
-    const path = join(out, "s.md");
-    const err = await exportToFile(path, thenDeleted(), join(dir.path, "data"), pieces.confirm).catch(
+    const err = await exportToFile(join(out, "s.md"), then(), join(dir.path, "data"), pieces.confirm).catch(
       (e) => e,
     );
+    const left = readdirSync(out);
+    store.close();
+    return { err, left };
+  }
+
+  test("a delete that lands after the export's last piece, while it is written and synced, leaves no file", async () => {
+    const { err, left } = await exportThen((store) => store.deleteSession("u", "s"));
     expect(err).toMatchObject({ data: { reason: "session_not_found" } });
-    expect(existsSync(path)).toBe(false);
-    expect(readdirSync(out)).toEqual([]);
+    expect(left).toEqual([]);
+  });
+
+  // The edit erased those words for good (its answer came first): a file holding them, written
+  // after it, kept what the user took back, as a delete there would have.
+  test("an edit of rows it read that lands after the export's last piece fails it (session_edited), no file", async () => {
+    const { err, left } = await exportThen((store) =>
+      turn(store, "u", "s", "taken back", "new answer", { replaceFromSeq: 0 }),
+    );
+    expect(err).toMatchObject({ data: { reason: "session_edited" } });
+    expect(left).toEqual([]);
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    turn(store, "u", "s", "private words", "answer");
+    // Inline: edited once the last slice was read, before the tail.
+    const inline = store.exportPieces("u", "s", "markdown");
+    const gathered = (async () => {
+      for await (const piece of inline)
+        if (piece.includes("answer")) turn(store, "u", "s", "taken back", "new", { replaceFromSeq: 0 });
+    })();
+    await expect(gathered).rejects.toMatchObject({ data: { reason: "session_edited" } });
     store.close();
   });
 
