@@ -58,12 +58,27 @@ export function noteExportTemp(dataDir: string, tmp: string): () => void {
   };
 }
 
-/** At start-up: the temp files of exports a dead core left, and their notes, removed. */
-export function sweepExportTemps(dataDir: string): void {
+/**
+ * A process that started this long after a note was written is not its writer: room for `ps`'s
+ * one-second start times and a clock that stepped a little.
+ */
+const STARTED_AFTER_SLACK_MS = 5_000;
+
+/**
+ * At start-up: the temp files of exports a dead core left, and their notes, removed. `startedAt`:
+ * when a pid's process started by the wall clock, or null (runtime/proc-info's `processStartedAt`).
+ * After a power cut the note's pid is often another process's by the next boot: one that started
+ * after the note was written did not write it, and the temp file is removed, not kept as long as
+ * that process lives (a daemon: for good).
+ */
+export function sweepExportTemps(
+  dataDir: string,
+  startedAt: (pid: number) => number | null = () => null,
+): void {
   for (const name of namesIn(notesDir(dataDir))) {
     const m = NOTE.exec(name);
     const note = join(notesDir(dataDir), name);
-    if (!m || live.has(note) || (Number(m[1]) !== process.pid && processAlive(Number(m[1])))) continue;
+    if (!m || live.has(note) || writerAlive(Number(m[1]), note, startedAt)) continue;
     try {
       // A small regular file only, never through a link: a FIFO here blocked the core's start.
       const { tmp } = JSON.parse(readSmallFile(note, NOTE_BYTES, { follow: false })) as { tmp: unknown };
@@ -85,6 +100,14 @@ export function sweepExportTemps(dataDir: string): void {
       logger.warn(`an unfinished export's note ${note} could not be removed: ${(err as Error).message}`);
     }
   }
+}
+
+/** Whether the core that wrote `note` may still be running: its pid alive, and started before the note. */
+function writerAlive(pid: number, note: string, startedAt: (pid: number) => number | null): boolean {
+  if (pid === process.pid || !processAlive(pid)) return false;
+  const started = startedAt(pid);
+  const written = lstatSync(note, { throwIfNoEntry: false })?.mtimeMs;
+  return started === null || written === undefined || started <= written + STARTED_AFTER_SLACK_MS;
 }
 
 /** A file removed, its own failure (ENAMETOOLONG…) never taking the place of the caller's. */

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { exportToFile } from "../../src/store/export-file.ts";
 import { sweepExportTemps } from "../../src/store/export-temps.ts";
@@ -60,6 +60,27 @@ describe("the start-up sweep of unfinished exports", () => {
     expect(existsSync(tmp)).toBe(false);
     expect(existsSync(join(notes, `${dead}-aaaaaaaaaaaa.json`))).toBe(false);
   });
+});
+
+// A power cut, then a boot: the note's pid is often another process's by then (a daemon that
+// lives for good), and the temp file of the conversation stayed beside the host's path for good.
+test("a note whose pid now names a process started after it was written is swept", () => {
+  using dir = tmpdir();
+  const notes = join(dir.path, "data", "run", "exports");
+  mkdirSync(notes, { recursive: true });
+  const tmp = join(dir.path, ".export.md.0123456789ab.tmp");
+  writeFileSync(tmp, "half an export");
+  const note = join(notes, `${process.ppid}-aaaaaaaaaaaa.json`);
+  writeFileSync(note, JSON.stringify({ tmp }));
+  const written = Date.now() - 3_600_000;
+  utimesSync(note, written / 1000, written / 1000);
+  // Its writer, alive: started before the note was written.
+  sweepExportTemps(join(dir.path, "data"), () => written - 60_000);
+  expect(existsSync(tmp)).toBe(true);
+  // Another process with that pid, started since.
+  sweepExportTemps(join(dir.path, "data"), () => written + 600_000);
+  expect(existsSync(tmp)).toBe(false);
+  expect(existsSync(note)).toBe(false);
 });
 
 // The start-up sweep read each note with readFileSync: a FIFO at a note's name (a run folder made
