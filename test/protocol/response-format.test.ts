@@ -1,4 +1,4 @@
-import { describe, expect, test } from "bun:test";
+import { describe, expect, spyOn, test } from "bun:test";
 import { askValidator } from "../../src/agent/validator-thread.ts";
 import {
   MAX_LOOP_PATTERN_CHARS,
@@ -64,6 +64,37 @@ describe("response_format: what the params alone refuse", () => {
       properties: { ["a".repeat(50_000)]: {}, ["é".repeat(128)]: {}, "a.b c": {} },
     };
     expect(schemaProblem(fine)).toBeUndefined();
+  });
+
+  test("runs are counted in one pass over each name, in UTF-8 bytes: a big schema's names do not hold the loop", () => {
+    // A ~250 KB name like a.a.a… split into 125,000 runs, each measured by Buffer.byteLength, and
+    // every $ref was measured twice: tens of milliseconds on the loop, ping and cancel waiting.
+    const byteLength = spyOn(Buffer, "byteLength");
+    const split = spyOn(String.prototype, "split");
+    try {
+      const dotted = "a.".repeat(120_000);
+      expect(schemaProblem({ type: "object", properties: { [dotted]: {} } })).toBeUndefined();
+      const defs = Object.fromEntries(Array.from({ length: 900 }, (_, i) => [`d${i}`, { type: "string" }]));
+      const refs = Object.fromEntries(
+        Array.from({ length: 900 }, (_, i) => [`p${i}`, { $ref: `#/$defs/d${i}` }]),
+      );
+      expect(schemaProblem({ $defs: defs, type: "object", properties: refs })).toBeUndefined();
+      expect(byteLength).not.toHaveBeenCalled();
+      // Splits are the pointers' tokens (twice per $ref), not the names' runs.
+      expect(split.mock.calls.filter(([by]) => by instanceof RegExp)).toEqual([]);
+    } finally {
+      byteLength.mockRestore();
+      split.mockRestore();
+    }
+    // Bytes as UTF-8 counts them: 2 for é, 3 for 中 and a lone surrogate, 4 for a pair.
+    const run = (name: string) =>
+      schemaProblem({ type: "object", properties: { [name]: {} } })?.match(/has (\d+) bytes/)?.[1];
+    expect(run(`a${"é".repeat(150)}中😀\ud800.b`)).toBe(String(300 + 3 + 4 + 3 + 1));
+    expect(run(`${"😀".repeat(64)}a${".".repeat(MAX_NAME_RUN_BYTES + 1)}`)).toBe(
+      String(MAX_NAME_RUN_BYTES + 1),
+    );
+    expect(run("😀".repeat(64))).toBeUndefined();
+    expect(run(`${"\udc00".repeat(86)}x`)).toBe("258");
   });
 
   test("too big and too deep are refused; depth is walked without recursion", () => {
