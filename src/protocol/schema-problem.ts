@@ -153,32 +153,40 @@ function walk(schema: Node): string | { pointers: Map<Node, string>; patterns: [
     return `the schema is ${text.length} characters of JSON; at most ${MAX_SCHEMA_CHARS} are taken`;
   const pointers = new Map<Node, string>();
   const patterns: [string, string][] = [];
-  // Iterative: a hostile document may nest deeper than the stack. `data`: inside a value
-  // (enum, const, default, examples), where a key named like a keyword is only data.
-  const pending: [unknown, string, number, boolean][] = [[schema, "#", 0, false]];
+  // Iterative: a hostile document may nest deeper than the stack.
+  const pending: [unknown, string, number, Place][] = [[schema, "#", 0, "schema"]];
   for (let item = pending.pop(); item; item = pending.pop()) {
-    const [value, pointer, depth, data] = item;
+    const [value, pointer, depth, place] = item;
     if (typeof value !== "object" || value === null) continue;
     if (depth > MAX_SCHEMA_DEPTH) return `the schema nests deeper than ${MAX_SCHEMA_DEPTH} levels`;
     if (isNode(value)) pointers.set(value, pointer);
     if (pointers.size > MAX_SCHEMA_OBJECTS) return `the schema holds more than ${MAX_SCHEMA_OBJECTS} objects`;
-    if (!data && isNode(value)) {
+    if (place !== "data" && isNode(value)) {
       const problem = keywordProblem(value, pointer, patterns);
       if (problem) return problem;
     }
     for (const [key, child] of Object.entries(value))
-      pending.push([
-        child,
-        `${pointer}/${escapePointer(key)}`,
-        depth + 1,
-        data || (isNode(value) && DATA.has(key)),
-      ]);
+      pending.push([child, `${pointer}/${escapePointer(key)}`, depth + 1, placeOf(value, place, key)]);
   }
   return { pointers, patterns };
 }
 
 /** Keywords whose values are data, not schemas. */
 const DATA = new Set(["enum", "const", "default", "examples"]);
+/** Keywords whose values map names the schema's author chose to schemas: such a name is no keyword. */
+const NAMES = new Set(["properties", "patternProperties", "$defs", "definitions", "dependencies"]);
+
+/**
+ * Where a value sits: in a schema's place, a map of `NAMES`, or inside data (enum, const,
+ * default, examples), where a key spelt as a keyword is only data. A property named `enum` is a
+ * schema all the same, which llama-server's converter and the validator read.
+ */
+type Place = "schema" | "names" | "data";
+function placeOf(parent: object, place: Place, key: string): Place {
+  if (Array.isArray(parent) || place === "data") return place;
+  if (place === "names") return "schema";
+  return DATA.has(key) ? "data" : NAMES.has(key) ? "names" : "schema";
+}
 
 /** Too many branches in a node, or its patterns (collected into `patterns` with where they are). */
 function keywordProblem(node: Node, pointer: string, patterns: [string, string][]): string | undefined {

@@ -146,6 +146,29 @@ describe("response_format: what the params alone refuse", () => {
     expect(schemaProblem({ enum: [{ pattern: "(?=x)" }], const: { pattern: "(?=" } })).toBeUndefined();
   });
 
+  test("a property or definition named enum, const, default or examples is a schema, checked as any other", () => {
+    // Those names are data only as a schema's keywords; under properties or $defs they name schemas,
+    // which llama-server's converter and the validator read: a long run there crashed the converter.
+    const dots = ".".repeat(MAX_NAME_RUN_BYTES + 1);
+    for (const name of ["enum", "const", "default", "examples"]) {
+      const named = {
+        type: "object",
+        properties: { [name]: { type: "object", properties: { [dots]: {} } } },
+      };
+      expect(schemaProblem(named)).toContain(`a property name at #/properties/${name}/properties has`);
+      const defined = { $defs: { [name]: { pattern: "(?=x)" } }, $ref: `#/$defs/${name}` };
+      expect(schemaProblem(defined)).toContain(`pattern at #/$defs/${name}/pattern cannot be matched`);
+      const dependent = { dependencies: { [name]: { pattern: "(?=x)" } } };
+      expect(schemaProblem(dependent)).toContain(
+        `pattern at #/dependencies/${name}/pattern cannot be matched`,
+      );
+    }
+    // A keyword's data still is data.
+    expect(
+      schemaProblem({ default: { properties: { [dots]: {} } }, enum: [{ pattern: "(?=x)" }] }),
+    ).toBeUndefined();
+  });
+
   test("the params check reads a pattern's syntax without expanding its counted repeats (the loop's time)", async () => {
     // 36 of these fill the 256 KiB a schema may be and took the core's loop 12 s to compile:
     // each expands to some million instructions. Their size is the validator's thread's to judge.
