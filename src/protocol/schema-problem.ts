@@ -46,7 +46,7 @@ export function schemaProblem(schema: Node): string | undefined {
   if (typeof walked === "string") return walked;
   const refused = patternsProblem(walked.patterns);
   if (refused) return refused;
-  const cycle = inPlaceCycle(schema, walked.pointers);
+  const cycle = inPlaceCycle(walked.pointers, walked.schemas);
   return cycle
     ? `a $ref cycle that never reaches a value (${cycle.join(" → ")}); a recursive schema must go through properties or items`
     : undefined;
@@ -58,30 +58,87 @@ export function schemaProblem(schema: Node): string | undefined {
  * converts a tool's schema for every request that offers it, and such a cycle crashed it.
  */
 export function refCycle(schema: Node): string[] | undefined {
-  return inPlaceCycle(schema, nodesOf(schema));
+  const { pointers, places } = nodesOf(schema) as Nodes;
+  return inPlaceCycle(pointers, schemaNodes(schema, places));
 }
 
 /** A property name or `$ref` in such a schema that llama-server's converter cannot take (`nameRunProblem`), or undefined. */
 export function longNameRun(schema: Node): string | undefined {
-  for (const [node, pointer] of nodesOf(schema)) {
-    const problem = nameRunProblem(node, pointer);
+  const { pointers, places } = nodesOf(schema) as Nodes;
+  for (const node of schemaNodes(schema, places).keys()) {
+    const problem = nameRunProblem(node, pointers.get(node) ?? "#");
     if (problem) return problem;
   }
   return undefined;
 }
 
-/** Every object in the schema, with its pointer; iterative (a hostile document may nest deep). */
-function nodesOf(schema: Node): Map<Node, string> {
+interface Nodes {
+  pointers: Map<Node, string>;
+  places: Map<Node, Place>;
+}
+
+/**
+ * Every object in the schema, with its pointer and place, or which bound it is past (it stops
+ * there: a schema's worth of `{}`s is 60,000). Iterative: a hostile document may nest deep.
+ */
+function nodesOf(
+  schema: Node,
+  maxDepth = Number.POSITIVE_INFINITY,
+  maxObjects = Number.POSITIVE_INFINITY,
+): Nodes | "deep" | "many" {
   const pointers = new Map<Node, string>();
-  const pending: [unknown, string][] = [[schema, "#"]];
+  const places = new Map<Node, Place>();
+  const pending: [unknown, string, number, Place][] = [[schema, "#", 0, "schema"]];
   for (let item = pending.pop(); item; item = pending.pop()) {
-    const [value, pointer] = item;
+    const [value, pointer, depth, place] = item;
     if (typeof value !== "object" || value === null) continue;
-    if (isNode(value)) pointers.set(value, pointer);
+    if (depth > maxDepth) return "deep";
+    if (isNode(value)) {
+      pointers.set(value, pointer);
+      places.set(value, place);
+    }
+    if (pointers.size > maxObjects) return "many";
     for (const [key, child] of Object.entries(value))
-      pending.push([child, `${pointer}/${escapePointer(key)}`]);
+      pending.push([child, `${pointer}/${escapePointer(key)}`, depth + 1, placeOf(value, place, key)]);
   }
-  return pointers;
+  return { pointers, places };
+}
+
+/**
+ * The objects read as schemas, each with its `$ref`'s targets: those not inside data, and what a
+ * schema's `$ref` names wherever it is (inside `default` say), with the schemas it holds. A `$ref`
+ * written inside data is data: llama-server's converter dumps enum and const values, skips
+ * default and examples, and follows none there, nor does the validator, so such a `$ref` makes
+ * no cycle and its names no rules.
+ */
+function schemaNodes(root: Node, places: Map<Node, Place>): Map<Node, Node[]> {
+  const schemas = new Map<Node, Node[]>();
+  for (const [node, place] of places) if (place !== "data") schemas.set(node, []);
+  for (const [node, targets] of schemas) {
+    // A Map's iteration takes in what is added as it goes: the targets' schemas are read too.
+    if (typeof node.$ref !== "string") continue;
+    targets.push(...refTargets(root, node.$ref));
+    for (const target of targets) addSchemas(target, schemas);
+  }
+  return schemas;
+}
+
+/**
+ * `target` and the schemas it holds, read as a schema, into `schemas`. Neither data (a `$ref` into
+ * it walks it on its own) nor what is there already (its schemas are too) is walked again: each
+ * object is walked once, where a walk per `$ref` into nested values held the loop tens of ms.
+ */
+function addSchemas(target: Node, schemas: Map<Node, Node[]>): void {
+  const pending: [unknown, Place][] = [[target, "schema"]];
+  for (let item = pending.pop(); item; item = pending.pop()) {
+    const [value, place] = item;
+    if (place === "data" || typeof value !== "object" || value === null) continue;
+    if (isNode(value)) {
+      if (schemas.has(value)) continue;
+      schemas.set(value, []);
+    }
+    for (const [key, child] of Object.entries(value)) pending.push([child, placeOf(value, place, key)]);
+  }
 }
 
 /**
@@ -140,8 +197,10 @@ export function patternsLeftToCompile(schema: Node): boolean {
 
 const patternChars = (patterns: [string, string][]) => patterns.reduce((n, [p]) => n + p.length, 0);
 
-/** The schema's objects (with their pointers) and patterns, or why its size or shape is refused. */
-function walk(schema: Node): string | { pointers: Map<Node, string>; patterns: [string, string][] } {
+/** The schema's objects (with their pointers), those read as schemas, and patterns, or why its size or shape is refused. */
+function walk(
+  schema: Node,
+): string | { pointers: Map<Node, string>; schemas: Map<Node, Node[]>; patterns: [string, string][] } {
   let text: string;
   try {
     text = JSON.stringify(schema);
@@ -151,24 +210,17 @@ function walk(schema: Node): string | { pointers: Map<Node, string>; patterns: [
   }
   if (text.length > MAX_SCHEMA_CHARS)
     return `the schema is ${text.length} characters of JSON; at most ${MAX_SCHEMA_CHARS} are taken`;
-  const pointers = new Map<Node, string>();
+  const nodes = nodesOf(schema, MAX_SCHEMA_DEPTH, MAX_SCHEMA_OBJECTS);
+  if (nodes === "deep") return `the schema nests deeper than ${MAX_SCHEMA_DEPTH} levels`;
+  if (nodes === "many") return `the schema holds more than ${MAX_SCHEMA_OBJECTS} objects`;
+  const { pointers, places } = nodes;
+  const schemas = schemaNodes(schema, places);
   const patterns: [string, string][] = [];
-  // Iterative: a hostile document may nest deeper than the stack.
-  const pending: [unknown, string, number, Place][] = [[schema, "#", 0, "schema"]];
-  for (let item = pending.pop(); item; item = pending.pop()) {
-    const [value, pointer, depth, place] = item;
-    if (typeof value !== "object" || value === null) continue;
-    if (depth > MAX_SCHEMA_DEPTH) return `the schema nests deeper than ${MAX_SCHEMA_DEPTH} levels`;
-    if (isNode(value)) pointers.set(value, pointer);
-    if (pointers.size > MAX_SCHEMA_OBJECTS) return `the schema holds more than ${MAX_SCHEMA_OBJECTS} objects`;
-    if (place !== "data" && isNode(value)) {
-      const problem = keywordProblem(value, pointer, patterns);
-      if (problem) return problem;
-    }
-    for (const [key, child] of Object.entries(value))
-      pending.push([child, `${pointer}/${escapePointer(key)}`, depth + 1, placeOf(value, place, key)]);
+  for (const node of schemas.keys()) {
+    const problem = keywordProblem(node, pointers.get(node) ?? "#", patterns);
+    if (problem) return problem;
   }
-  return { pointers, patterns };
+  return { pointers, schemas, patterns };
 }
 
 /** Keywords whose values are data, not schemas. */
@@ -235,10 +287,9 @@ export function placedPatternProblem(schema: Node): string | undefined {
   return typeof walked === "string" ? undefined : firstRefusedPattern(walked.patterns);
 }
 
-/** The subschemas a node applies to the value itself: its `$ref` target, allOf/anyOf/oneOf, not, if/then/else. */
-function inPlaceEdges(node: Node, root: Node): Node[] {
-  const out: Node[] = [];
-  if (typeof node.$ref === "string") out.push(...refTargets(root, node.$ref));
+/** The subschemas a node applies to the value itself: its `$ref` targets (`schemaNodes`), allOf/anyOf/oneOf, not, if/then/else. */
+function inPlaceEdges(node: Node, schemas: Map<Node, Node[]>): Node[] {
+  const out: Node[] = [...(schemas.get(node) ?? [])];
   for (const key of IN_PLACE) {
     const list = node[key];
     if (Array.isArray(list)) for (const s of list) if (isNode(s)) out.push(s);
@@ -248,16 +299,16 @@ function inPlaceEdges(node: Node, root: Node): Node[] {
 }
 
 /** A cycle of in-place edges, as the pointers along it; undefined when there is none. */
-function inPlaceCycle(root: Node, pointers: Map<Node, string>): string[] | undefined {
+function inPlaceCycle(pointers: Map<Node, string>, schemas: Map<Node, Node[]>): string[] | undefined {
   const state = new Map<Node, "open" | "done">();
-  for (const start of pointers.keys()) {
+  for (const start of schemas.keys()) {
     if (state.has(start)) continue;
     const path: Node[] = [];
     const stack: { node: Node; edges: Node[]; next: number }[] = [];
     const enter = (node: Node) => {
       state.set(node, "open");
       path.push(node);
-      stack.push({ node, edges: inPlaceEdges(node, root), next: 0 });
+      stack.push({ node, edges: inPlaceEdges(node, schemas), next: 0 });
     };
     enter(start);
     while (stack.length > 0) {

@@ -107,6 +107,30 @@ test("a tool whose input schema holds a $ref cycle that never reaches a value is
   expect(dropped).toContain('"looped", "spelt"');
 });
 
+test("a tool whose $ref cycle or long name is only data (enum, default) is kept; one a $ref reads as a schema is not", () => {
+  // llama-server's converter dumps enum and const values and skips default and examples: it follows
+  // no $ref and makes no rule name there, unless a schema's $ref names that value.
+  const dots = ".".repeat(MAX_NAME_RUN_BYTES + 1);
+  const data = {
+    type: "object",
+    properties: { a: { enum: [{ $ref: "#/properties/a/enum/0" }, { properties: { [dots]: {} } }] } },
+    default: { allOf: [{ $ref: "#/default" }] },
+  };
+  const cycled = { type: "object", allOf: [{ $ref: "#/default" }], default: { $ref: "#/default" } };
+  const named = {
+    type: "object",
+    properties: { q: { $ref: "#/default" } },
+    default: { properties: { [dots]: {} } },
+  };
+  const { tools, unfit } = vetTools([
+    { name: "data", inputSchema: data },
+    { name: "cycled", inputSchema: cycled },
+    { name: "named", inputSchema: named },
+  ]);
+  expect(tools.map((t) => t.name)).toEqual(["data"]);
+  expect(unfit).toEqual(["cycled", "named"]);
+});
+
 test("a tool whose property name or $ref holds a long run of bytes outside A-Z, a-z, 0-9 and - is left out; long plain names stay", () => {
   // llama-server's converter names grammar rules through std::regex [^a-zA-Z0-9-]+, which recurses
   // once per byte of such a run: 2,000 bytes of `é` crashed it on macOS's 512 KiB thread stack.

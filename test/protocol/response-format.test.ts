@@ -46,6 +46,45 @@ describe("response_format: what the params alone refuse", () => {
       expect(schemaProblem({ allOf: [{ $ref: `#/allOf/${index}` }] })).toBeUndefined();
   });
 
+  test("a $ref inside enum, const, default or examples is data: no cycle; a $ref into data makes it a schema", () => {
+    // Neither llama-server's converter nor the validator follows a $ref written in a value;
+    // both read what a schema's $ref names as a schema, wherever it is.
+    const inEnum = { type: "object", properties: { a: { enum: [{ $ref: "#/properties/a/enum/0" }] } } };
+    expect(schemaProblem(inEnum)).toBeUndefined();
+    const inValues = {
+      default: { $ref: "#/default" },
+      examples: [{ allOf: [{ $ref: "#/examples/0" }] }],
+      const: { properties: { [".".repeat(MAX_NAME_RUN_BYTES + 1)]: {} } },
+    };
+    expect(schemaProblem(inValues)).toBeUndefined();
+    const reached = { allOf: [{ $ref: "#/default" }], default: { $ref: "#/default" } };
+    expect(schemaProblem(reached)).toContain("#/default → #/default");
+    const named = {
+      type: "object",
+      properties: { q: { $ref: "#/default" } },
+      default: { properties: { [".".repeat(MAX_NAME_RUN_BYTES + 1)]: {} } },
+    };
+    expect(schemaProblem(named)).toContain("a property name at #/default/properties has");
+    // Each object is walked a bounded number of times, however many $refs reach into nested data.
+    let nested: Record<string, unknown> = Object.fromEntries(
+      Array.from({ length: 1000 }, (_, i) => [`k${i}`, {}]),
+    );
+    for (let d = 0; d < 50; d++) nested = { enum: nested };
+    const refs = Array.from({ length: 51 }, (_, d) => ({ $ref: `#/default${"/enum".repeat(d)}` }));
+    const entries = spyOn(Object, "entries");
+    try {
+      expect(schemaProblem({ anyOf: refs, default: nested })).toBeUndefined();
+      expect(entries.mock.calls.length).toBeLessThan(4 * (1000 + 50 + 51 + 2));
+      // The walk stops at the bound on objects, data's included.
+      entries.mockClear();
+      const many = { default: Array.from({ length: 60_000 }, () => ({})) };
+      expect(schemaProblem(many)).toContain(`more than ${MAX_SCHEMA_OBJECTS} objects`);
+      expect(entries.mock.calls.length).toBeLessThan(MAX_SCHEMA_OBJECTS + 10);
+    } finally {
+      entries.mockRestore();
+    }
+  });
+
   test("a property name or $ref with a long run of bytes outside A-Z, a-z, 0-9 and - is refused: llama-server's converter crashes on it", () => {
     // Its rule names go through std::regex [^a-zA-Z0-9-]+, recursing once per byte of such a run:
     // ~25,000 bytes overflowed an 8 MiB stack, ~1,700 a 512 KiB one (macOS's threads).
