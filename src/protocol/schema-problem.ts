@@ -72,10 +72,7 @@ export function longNameRun(schema: Node): string | undefined {
   return undefined;
 }
 
-interface Nodes {
-  pointers: Map<Node, string>;
-  places: Map<Node, Place>;
-}
+type Nodes = { pointers: Map<Node, string>; places: Map<Node, Place> };
 
 /**
  * Every object in the schema, with its pointer and place, or which bound it is past (it stops
@@ -362,13 +359,16 @@ function resolveAsLlama(root: Node, ref: string): Node | undefined {
   return isNode(at) ? at : undefined;
 }
 
-/** `token` as `strtoull` reads it, where that is an index at all: a negative one wraps past any array. */
+/**
+ * `token` as `strtoull` reads it, where that is an index at all: a minus sign negates modulo 2^64
+ * (`-18446744073709551615` is 1); past 2^64 - 1 is out of range (std::stoull throws: refused).
+ */
 function strtoullIndex(token: string): number | undefined {
-  const m = /^[\t\n\v\f\r ]*([+-]?)(\d+)/.exec(token);
-  if (!m) return undefined;
-  const value = Number(m[2]);
-  if (m[1] === "-" && value !== 0) return undefined;
-  return value;
+  const m = /^[\t\n\v\f\r ]*([+-]?)0*(\d+)/.exec(token);
+  const magnitude = m && (m[2] as string).length <= 20 ? BigInt(m[2] as string) : 2n ** 64n;
+  if (!m || magnitude >= 2n ** 64n) return undefined;
+  const value = m[1] === "-" ? (2n ** 64n - magnitude) % 2n ** 64n : magnitude;
+  return value <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(value) : undefined;
 }
 
 /** A `#`-pointer's target in the document; undefined for other documents or a dangling pointer. */

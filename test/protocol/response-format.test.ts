@@ -44,6 +44,17 @@ describe("response_format: what the params alone refuse", () => {
     // Not an index to either reader: dangling, left to them.
     for (const index of ["x0", "-1", "1"])
       expect(schemaProblem({ allOf: [{ $ref: `#/allOf/${index}` }] })).toBeUndefined();
+    // strtoull negates a minus sign's value modulo 2^64: -18446744073709551615 reads as 1. Past
+    // 2^64 - 1 it is out of range, which llama-server refuses (std::stoull throws).
+    const second = (index: string) => schemaProblem({ allOf: [{}, { $ref: `#/allOf/${index}` }] });
+    for (const index of [
+      "-18446744073709551615",
+      ` -${"0".repeat(1000)}18446744073709551615x`,
+      `${"0".repeat(1000)}1`,
+    ])
+      expect(second(index)).toContain("$ref cycle");
+    for (const index of ["-18446744073709551614", "-18446744073709551616", "18446744073709551617"])
+      expect(second(index)).toBeUndefined();
   });
 
   test("a $ref inside enum, const, default or examples is data: no cycle; a $ref into data makes it a schema", () => {
