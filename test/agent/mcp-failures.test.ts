@@ -107,6 +107,23 @@ describe("chat: MCP servers that will not start", () => {
     for (const c of "\u202e\u2066\u0085\u009b\u007f\u2028") expect(message).not.toContain(c);
   }, 30_000);
 
+  // The server's own error message (an error answer to initialize) and its stderr's end were cut
+  // and made well-formed, C0 controls replaced, but bidi overrides and C1 controls left raw, as
+  // the stray line's were: a host showing the warning had its text reordered or a sequence opened.
+  test("a server's own start error and its stderr's end have their bidi overrides and C1 controls escaped", async () => {
+    const evil = "\\u202eevil\\u2066 \\u0085\\u009b\\u2028end";
+    const answered = await startError(
+      `setTimeout(() => {}, 5000); process.stdin.on('data', (d) => { const m = JSON.parse(String(d).split('\\n')[0]); process.stdout.write(JSON.stringify({ jsonrpc: '2.0', id: m.id, error: { code: -32603, message: 'no: ${evil}' } }) + '\\n'); });`,
+    );
+    const exited = await startError(`process.stderr.write('Error: ${evil}\\n'); process.exit(1);`);
+    expect(answered).toContain("no: \\u{202e}evil\\u{2066} \\u{85}\\u{9b}\\u{2028}end");
+    expect(exited).toContain("Error: \\u{202e}evil\\u{2066} \\u{85}\\u{9b}");
+    for (const c of "\u202e\u2066\u0085\u009b\u2028") {
+      expect(answered).not.toContain(c);
+      expect(exited).not.toContain(c);
+    }
+  }, 30_000);
+
   // The first stray line is kept 4096 characters long, then redacted, then cut to 120: a secret
   // it quotes early that ran past the 4096th character (a long JWT, a key file's JSON) matched no
   // whole value, and its first hundred characters were shown.

@@ -1,4 +1,5 @@
 import { argSecrets, SECRET_MIN_CHARS, secretSpellings } from "../../util/arg-secrets.ts";
+import { terminalText } from "../../util/terminal-text.ts";
 import { cutText } from "../../util/text-cut.ts";
 
 /** Lines of its stderr a failed start's error quotes: a traceback's last lines say what went wrong. */
@@ -86,7 +87,10 @@ export class StderrTail {
     this.text = text.slice(-KEEP_CHARS);
   }
 
-  /** Its last non-blank lines, each cut, control characters shown as U+FFFD, the env's values as [redacted]. */
+  /**
+   * Its last non-blank lines, each cut, C0 controls shown as U+FFFD, bidi overrides and C1
+   * controls escaped (terminalText: a host shows them), the env's values as [redacted].
+   */
   lines(): string[] {
     const text = withoutSecrets(this.cut ? this.withoutCutSecret(this.text) : this.text, this.secrets);
     return text
@@ -95,9 +99,11 @@ export class StderrTail {
       .filter((l) => l.length > 0)
       .slice(-TAIL_LINES)
       .map((l) =>
-        cutText(l, LINE_CHARS)
-          .toWellFormed()
-          .replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, "\ufffd"),
+        terminalText(
+          cutText(l, LINE_CHARS)
+            .toWellFormed()
+            .replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, "\ufffd"),
+        ),
       );
   }
 
