@@ -1,3 +1,4 @@
+import { fstatSync } from "node:fs";
 import { defineCommand } from "citty";
 import { killRunningProbes } from "../plan/run-probe.ts";
 import { stdoutSink } from "../protocol/transport/writer.ts";
@@ -17,6 +18,11 @@ export default defineCommand({
     if (process.stdin.isTTY) logger.info(TTY_HINT);
   },
   run: async ({ args }) => {
+    const problem = stdinProblem();
+    if (problem) {
+      logger.error(problem);
+      return 1;
+    }
     try {
       return await serve(args.config);
     } finally {
@@ -26,6 +32,20 @@ export default defineCommand({
     }
   },
 });
+
+/**
+ * Why stdin can carry no requests, or null. A directory (`serve-stdio < somedir`) fails the
+ * stream's first read (EISDIR), which ended the core with a stack trace naming neither stdin
+ * nor the fix. A stdin that cannot be looked at is left to the stream, as before.
+ */
+function stdinProblem(): string | null {
+  try {
+    if (!fstatSync(0).isDirectory()) return null;
+  } catch {
+    return null;
+  }
+  return "stdin is a directory: serve-stdio reads NDJSON requests from a pipe or a file";
+}
 
 function serve(configPath: string) {
   return runStdioServer({

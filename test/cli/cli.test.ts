@@ -766,6 +766,35 @@ describe("serve-stdio's exit", () => {
   }, 30_000);
 });
 
+// `serve-stdio < somedir`: reading stdin failed at once (EISDIR) and the core died with a "fatal"
+// stack trace on stderr, naming neither stdin nor what to do about it.
+test("serve-stdio whose stdin is a directory says so in one line and exits 1, no stack trace", async () => {
+  using dir = tmpdir();
+  const fd = openSync(dir.path, "r");
+  try {
+    const proc = Bun.spawn([process.execPath, ENTRY, "serve-stdio"], {
+      cwd: dir.path,
+      stdin: fd,
+      stdout: "pipe",
+      stderr: "pipe",
+      env: cleanEnv(),
+    });
+    const [stdout, stderr, code] = await Promise.all([
+      new Response(proc.stdout).text(),
+      new Response(proc.stderr).text(),
+      proc.exited,
+    ]);
+    expect(code).toBe(1);
+    expect(stdout).toBe("");
+    expect(stderr).toContain("stdin is a directory");
+    expect(stderr).not.toContain("fatal");
+    expect(stderr).not.toMatch(/^\s+at /m);
+    expect(stderr.trim().split("\n")).toHaveLength(1);
+  } finally {
+    closeSync(fd);
+  }
+}, 30_000);
+
 /** serve-stdio run in `dir`, with a Hugging Face cache of its own. */
 function coreIn(dir: string, env: Record<string, string> = {}) {
   return Bun.spawn([process.execPath, ENTRY, "serve-stdio"], {
