@@ -242,22 +242,28 @@ function connectFailure(err: NodeJS.ErrnoException): WireFailure {
 /**
  * Whether anything still accepts a TCP connection at the endpoint, without speaking to it:
  * used while llama-server is dying, when the workers that are alive are still its clients
- * (a worker serves one client at a time) and would not answer a query yet.
+ * (a worker serves one client at a time) and would not answer a query yet. Undefined when its
+ * name did not resolve (a lookup error, or the deadline met before an address): a name server's
+ * hiccup says nothing of the worker, which llama-server reached by that name moments before.
  */
 export function acceptsConnections(
   target: Endpoint,
   timeoutMs: number,
   lookup?: LookupFunction,
-): Promise<boolean> {
+): Promise<boolean | undefined> {
   return new Promise((resolve) => {
-    const socket = connectLikeLlama(target, lookup);
-    const done = (up: boolean) => {
+    const name = new Resolution(target, lookup);
+    const socket = connectLikeLlama(target, name.lookup);
+    name.watch(socket);
+    const done = (up: boolean | undefined) => {
       clearTimeout(timer);
       socket.destroy();
       resolve(up);
     };
-    const timer = setTimeout(() => done(false), timeoutMs);
+    const timer = setTimeout(() => done(name.resolved ? false : undefined), timeoutMs);
     socket.on("connect", () => done(true));
-    socket.on("error", () => done(false));
+    socket.on("error", (err: NodeJS.ErrnoException) =>
+      done(connectFailure(err).kind === "unresolved" ? undefined : false),
+    );
   });
 }

@@ -27,8 +27,11 @@ export interface RpcWatchOptions {
   /** The supervisor's reaction to a lost worker while the server is ready (restart, tell the chat). */
   onLost: (err: CoreError) => void;
   book?: WorkerBook;
-  /** Whether something still accepts connections at `host:port` (tests replace it). */
-  accepts?: (endpoint: string, timeoutMs: number) => Promise<boolean>;
+  /**
+   * Whether something still accepts connections at `host:port`, undefined when that could not be
+   * told (its name did not resolve); tests replace it.
+   */
+  accepts?: (endpoint: string, timeoutMs: number) => Promise<boolean | undefined>;
 }
 
 export class RpcWatch {
@@ -45,7 +48,7 @@ export class RpcWatch {
   /** Which launch: a finding that arrives after the next launch began is not this one's. */
   private generation = 0;
   private readonly book: WorkerBook;
-  private readonly accepts: (endpoint: string, timeoutMs: number) => Promise<boolean>;
+  private readonly accepts: (endpoint: string, timeoutMs: number) => Promise<boolean | undefined>;
 
   constructor(private readonly options: RpcWatchOptions) {
     this.book = options.book ?? workerBook;
@@ -159,10 +162,14 @@ export class RpcWatch {
     );
   }
 
-  /** The launch's workers that no longer accept a connection. */
+  /**
+   * The launch's workers that no longer accept a connection. One whose name did not resolve just
+   * then is not among them: a lost one is left out of the next start, and a name server's
+   * hiccup (EAI_AGAIN) left out a live worker.
+   */
   private async unreachable(): Promise<string[]> {
     const up = await Promise.all(this.endpoints.map((e) => this.accepts(e, IDENTIFY_TIMEOUT_MS)));
-    return this.endpoints.filter((_, i) => !up[i]);
+    return this.endpoints.filter((_, i) => up[i] === false);
   }
 
   /** An exit of the ready server: the named error when it was the RPC abort, else null. */
@@ -193,10 +200,10 @@ export class RpcWatch {
     const lost = await this.unreachable();
     for (const e of lost)
       this.book.lost(e, "stopped answering while llama-server used it; llama-server aborted");
-    logger.error(`llama-server lost RPC worker(s): ${lost.join(", ") || "(all accept connections again)"}`);
+    logger.error(`llama-server lost RPC worker(s): ${lost.join(", ") || "(none refuses connections now)"}`);
     const what =
       lost.length === 0
-        ? `an RPC worker stopped answering (all of ${this.endpoints.join(", ")} accept connections again)`
+        ? `an RPC worker stopped answering (none of ${this.endpoints.join(", ")} refuses connections now)`
         : `RPC worker ${lost.join(", ")} stopped answering`;
     return new CoreError(
       "internal_error",
@@ -230,7 +237,7 @@ function withData(err: CoreError, data: Record<string, unknown>): CoreError {
   return new CoreError(err.code, err.message, { ...err.data, ...data });
 }
 
-function defaultAccepts(endpoint: string, timeoutMs: number): Promise<boolean> {
+function defaultAccepts(endpoint: string, timeoutMs: number): Promise<boolean | undefined> {
   const target = parseEndpoint(endpoint);
   return target.ok ? acceptsConnections(target, timeoutMs) : Promise.resolve(false);
 }

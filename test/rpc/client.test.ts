@@ -172,6 +172,26 @@ describe("queryWorker over TCP", () => {
     expect(r3).toMatchObject({ ok: false, failure: "unresolved", message: "the host name does not resolve" });
   });
 
+  // While llama-server dies the core tries each worker by its name: a name server's hiccup at
+  // that moment (EAI_AGAIN) read as a worker gone, and the next start left a live worker out.
+  test("acceptsConnections cannot tell when the name does not resolve: undefined, not false", async () => {
+    await using w = await new RpcWorkerStandIn({ mode: "hang" }).start();
+    const failing = (code: string) =>
+      ((_h: string, _o: unknown, cb: (...a: unknown[]) => void) =>
+        cb(Object.assign(new Error(`getaddrinfo ${code}`), { code }))) as unknown as QueryRequest["lookup"];
+    for (const code of ["EAI_AGAIN", "ENOTFOUND"])
+      expect(await acceptsConnections(at(`flaky.lan:${w.port}`), 5000, failing(code))).toBeUndefined();
+    // A name server that does not answer by the deadline: the same.
+    const silent = (() => {}) as unknown as QueryRequest["lookup"];
+    expect(await acceptsConnections(at(`slow.lan:${w.port}`), 100, silent)).toBeUndefined();
+    // Resolved, it is told as before.
+    const found = ((_h: string, o: { all?: boolean }, cb: (...a: unknown[]) => void) =>
+      o.all
+        ? cb(null, [{ address: "127.0.0.1", family: 4 }])
+        : cb(null, "127.0.0.1", 4)) as unknown as QueryRequest["lookup"];
+    expect(await acceptsConnections(at(`flaky.lan:${w.port}`), 5000, found)).toBe(true);
+  });
+
   test("acceptsConnections tells a live port from a dead one without talking to it", async () => {
     await using w = await new RpcWorkerStandIn({ mode: "hang" }).start();
     expect(await acceptsConnections(at(w.endpoint), 500)).toBe(true);

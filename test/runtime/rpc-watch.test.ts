@@ -255,6 +255,24 @@ describe("a start that crashed while llama-server had RPC workers", () => {
     expect(rpcWorkerSnapshot(["127.0.0.1:50153"], book)[0]!.state).toBe("lost");
   });
 
+  // A worker whose name did not resolve just then (a DNS hiccup) was counted lost, and the next
+  // start planned without it though it was alive.
+  test("a worker that could not be told (its name did not resolve) is not counted lost", async () => {
+    const book = new WorkerBook();
+    const w = new RpcWatch({
+      onLost: () => {},
+      book,
+      accepts: async (e) => (e.startsWith("gone") ? false : undefined),
+    });
+    w.begin(["flaky.lan:50052", "gone.lan:50052"]);
+    const err = await w.startFailure(crash());
+    expect(err.data).toMatchObject({ rpc_workers_lost: ["gone.lan:50052"] });
+    expect(rpcWorkerSnapshot(["flaky.lan:50052", "gone.lan:50052"], book).map((s) => s.state)).toEqual([
+      "in_use",
+      "lost",
+    ]);
+  });
+
   test("all workers still there, or none: the error as it was", async () => {
     const { w } = watch({ "127.0.0.1:50152": true });
     w.begin(["127.0.0.1:50152"]);
