@@ -1,13 +1,13 @@
 import { z } from "zod";
 import { schemaProblem } from "./schema-problem.ts";
 
+export { MAX_NAME_RUN_BYTES } from "./schema-names.ts";
 /**
  * `response_format`'s params. What the schema alone can refuse is judged in `schema-problem.ts`,
  * zod-free, which the validator's thread also loads.
  */
 export {
   MAX_LOOP_PATTERN_CHARS,
-  MAX_NAME_RUN_BYTES,
   MAX_SCHEMA_BRANCHES,
   MAX_SCHEMA_CHARS,
   MAX_SCHEMA_DEPTH,

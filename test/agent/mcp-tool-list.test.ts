@@ -4,7 +4,7 @@ import { McpPool } from "../../src/agent/mcp/pool.ts";
 import { MAX_DESCRIPTION_CHARS, vetTools } from "../../src/agent/mcp/tool-list.ts";
 import { resolveTools } from "../../src/agent/tool-registry.ts";
 import { McpServerSchema } from "../../src/config/schema.ts";
-import { MAX_NAME_RUN_BYTES } from "../../src/protocol/schema-problem.ts";
+import { MAX_NAME_RUN_BYTES } from "../../src/protocol/schema-names.ts";
 import { hostileServer, pidsIn } from "../fixtures/mcp-hostile.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { waitFor } from "../fixtures/wait.ts";

@@ -1,4 +1,5 @@
-import { longNameRun, MAX_NAME_RUN_BYTES, refCycle } from "../../protocol/schema-problem.ts";
+import { MAX_NAME_RUN_BYTES } from "../../protocol/schema-names.ts";
+import { longNameRun, refCycle } from "../../protocol/schema-problem.ts";
 import { MAX_JSON_DEPTH, nestedDeeperThan } from "../../util/json-depth.ts";
 import { terminalText } from "../../util/terminal-text.ts";
 import { wholeCharCut } from "../../util/text-cut.ts";
