@@ -3,6 +3,7 @@ import {
   accessSync,
   closeSync,
   constants,
+  lstatSync,
   openSync,
   rmSync,
   type Stats,
@@ -12,6 +13,7 @@ import {
 } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import type { Config } from "../config/schema.ts";
+import { KV_DIR } from "../plan/decide/slot-save.ts";
 import { formatBytes } from "../plan/render.ts";
 import { fsProblemText } from "../store/data-dir-problem.ts";
 import { shellWord } from "../util/shell-word.ts";
@@ -25,11 +27,12 @@ const FULL = new Set(["ENOSPC", "EDQUOT"]);
  * Can the core keep its files in app.data_dir? Diagnosing creates nothing: a missing folder is
  * judged by its nearest existing ancestor (a writable folder: the core will create the rest); an
  * existing one by writing a probe file there and removing it at once (access(2) alone misses
- * ACLs and some network file systems).
+ * ACLs and some network file systems), and so each folder the core writes in there. `probe`:
+ * that write (tests replace it: as root every folder is writable).
  */
-export function dataDirCheck(config: Config): Check {
+export function dataDirCheck(config: Config, probe: (dir: string) => void = writeProbe): Check {
   const dir = config.app.data_dir;
-  const found = usableBase(dir);
+  const found = usableBase(dir, probe);
   if ("problem" in found) {
     const what =
       found.problem === "ENOTDIR"
@@ -49,6 +52,8 @@ export function dataDirCheck(config: Config): Check {
     found.base === resolve(dir)
       ? `${dir} is writable`
       : `${dir} does not exist yet and will be created (${found.base} is writable)`;
+  const inside = found.base === resolve(dir) ? coreFoldersCheck(dir, probe) : undefined;
+  if (inside) return inside;
   const loose = found.base === resolve(dir) ? othersMayWrite(found.base) : undefined;
   if (loose !== undefined) {
     return {
@@ -83,7 +88,7 @@ export function dataDirCheck(config: Config): Check {
 type Base = { base: string } | { at: string; problem: string };
 
 /** The data directory, or its nearest existing ancestor, when the core could write there. */
-function usableBase(dir: string): Base {
+function usableBase(dir: string, probe: (dir: string) => void): Base {
   let at = resolve(dir);
   let stat: Stats;
   for (;;) {
@@ -102,17 +107,7 @@ function usableBase(dir: string): Base {
   if (!stat.isDirectory()) return { at, problem: "ENOTDIR" };
   try {
     if (at === resolve(dir)) {
-      // A name no one can guess, made new ("wx": O_EXCL, never through a link): in a folder
-      // others may write, a link planted at a guessable name had "ok" written over its target.
-      const probe = join(at, `.doctor-${randomBytes(8).toString("hex")}`);
-      const fd = openSync(probe, "wx", 0o600);
-      try {
-        writeSync(fd, "ok");
-      } finally {
-        closeSync(fd);
-        // A full disk makes the file and then refuses its bytes: it must not stay behind.
-        rmSync(probe, { force: true });
-      }
+      probe(at);
     } else {
       accessSync(at, constants.W_OK | constants.X_OK);
     }
@@ -120,6 +115,82 @@ function usableBase(dir: string): Base {
     return { at, problem: (err as NodeJS.ErrnoException).code ?? "EIO" };
   }
   return { base: at };
+}
+
+/** A probe file written in `dir` and removed: throws why the core could not write there. */
+function writeProbe(dir: string): void {
+  // A name no one can guess, made new ("wx": O_EXCL, never through a link): in a folder
+  // others may write, a link planted at a guessable name had "ok" written over its target.
+  const probe = join(dir, `.doctor-${randomBytes(8).toString("hex")}`);
+  const fd = openSync(probe, "wx", 0o600);
+  try {
+    writeSync(fd, "ok");
+  } finally {
+    closeSync(fd);
+    // A full disk makes the file and then refuses its bytes: it must not stay behind.
+    rmSync(probe, { force: true });
+  }
+}
+
+/**
+ * The folders the core writes in under data_dir (docs/architecture.md): llama-server's logs,
+ * the pid records and export notes, the saved KV state. Parents before their children.
+ */
+const CORE_FOLDERS = ["logs", "run", join("run", "exports"), KV_DIR];
+
+/**
+ * A fail for the first of CORE_FOLDERS that exists and that the core cannot write in, or
+ * undefined: one left owned by root after a `sudo` run, or made read-only, passed data_dir's
+ * check and failed later with a vaguer error (a start without its log, a pid record not kept).
+ * A missing one is made by the core; a link or a file there it refuses (ELOOP, ENOTDIR).
+ */
+function coreFoldersCheck(dir: string, probe: (dir: string) => void): Check | undefined {
+  for (const name of CORE_FOLDERS) {
+    const at = join(dir, name);
+    let problem: string;
+    let stat: Stats;
+    try {
+      stat = lstatSync(at);
+      if (stat.isSymbolicLink()) problem = "ELOOP";
+      else if (!stat.isDirectory()) problem = "ENOTDIR";
+      else {
+        probe(at);
+        continue;
+      }
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code ?? "EIO";
+      if (code === "ENOENT") continue;
+      problem = code;
+    }
+    return {
+      id: "data_dir",
+      status: "fail",
+      message: `${dir} is writable, but ${at}, where the core keeps its own files, is not: ${problem === "ENOTDIR" ? "it is a file, not a folder" : problem === "ELOOP" ? "it is a symbolic link, which the core refuses to write through" : fsProblemText(problem)}`,
+      fix: coreFolderFix(at, problem),
+      data: { path: dir, at, problem },
+    };
+  }
+  return undefined;
+}
+
+/** How to make `at` the core's again: its owner back (a `sudo` run left it root's), or its mode. */
+function coreFolderFix(at: string, problem: string): string {
+  if (FULL.has(problem)) return `free some disk space where ${at} is`;
+  if (problem === "ENOTDIR" || problem === "ELOOP")
+    return `move ${shellWord(at)} out of the way (the core makes the folder again)`;
+  const uid = process.getuid?.();
+  let owner: number | undefined;
+  try {
+    owner = statSync(at).uid;
+  } catch {
+    owner = undefined;
+  }
+  if (problem === "EROFS") return "set app.data_dir to a folder on a file system mounted read-write";
+  if (uid !== undefined && owner !== undefined && owner !== uid)
+    return `sudo chown -R "$(id -un)" ${shellWord(at)} (another user owns it: a run of the core with sudo?), then chmod 700 ${shellWord(at)}`;
+  if (problem === "EPERM")
+    return `chattr -i ${shellWord(at)} (it is immutable), then chmod 700 ${shellWord(at)}`;
+  return `chmod 700 ${shellWord(at)}`;
 }
 
 /**
