@@ -122,7 +122,9 @@ const STEP_ROWS = 32;
  * midway leaves the erase recorded (no turn writes the session back) and the rest to a retry.
  * Each step is recorded as an erase too: a history read between two steps (this core's cache,
  * store/session-histories.ts, keyed by the newest erase's number) is never served or kept once a
- * later step took more of it, the erase failing midway or not.
+ * later step took more of it, the erase failing midway or not. Its row replaces the step before's
+ * (same ids, a higher number, so every check reads it as before): one row per erase, not one per
+ * 32 rows erased, which each step's prune would scan and whose count would tell the erase's size.
  */
 export function eraseInSteps(
   db: Database,
@@ -131,11 +133,15 @@ export function eraseInSteps(
   at: number,
 ): number {
   truncateWal(db);
+  let recorded: number | undefined;
   const step = <T>(rows: () => T): T =>
     db
       .transaction(() => {
-        recordErasure(db, userId, sessionId, at);
-        return rows();
+        const id = recordErasure(db, userId, sessionId, at);
+        if (recorded !== undefined) db.query("DELETE FROM erasures WHERE id = ?").run(recorded);
+        const result = rows();
+        recorded = id;
+        return result;
       })
       .immediate();
   // No room to rewrite the pages here: owed to the next erase or open with room (rewritePages).

@@ -54,6 +54,7 @@ function idKey(db: Database, userId: string, sessionId?: string, kind: "s" | "e"
  * slot's save of the session from before it is (agent/kv/reuse.ts: the slot holds the tail).
  * `"set_aside"`: a turn set an interrupted one aside, no message erased: a KV slot's save is
  * refused as for an edit, a search's hits are not (`editedSince`'s `messages`).
+ * Returns the row's number.
  */
 export function recordErasure(
   db: Database,
@@ -61,13 +62,11 @@ export function recordErasure(
   sessionId: string | undefined,
   at: number,
   edit: boolean | "set_aside" = false,
-): void {
+): number {
   const kind = edit === "set_aside" ? "a" : edit ? "e" : "s";
-  db.query("INSERT INTO erasures (user_id, session_id, at) VALUES (?, ?, ?)").run(
-    idKey(db, userId),
-    sessionId === undefined ? "" : idKey(db, userId, sessionId, kind),
-    at,
-  );
+  const { lastInsertRowid } = db
+    .query("INSERT INTO erasures (user_id, session_id, at) VALUES (?, ?, ?)")
+    .run(idKey(db, userId), sessionId === undefined ? "" : idKey(db, userId, sessionId, kind), at);
   const old = db.query("SELECT MAX(id) AS id FROM erasures WHERE at < ?").get(at - ERASURE_KEEP_MS) as {
     id: number | null;
   };
@@ -78,6 +77,7 @@ export function recordErasure(
     id: number | null;
   };
   if (plain.id !== null) prune(db, plain.id);
+  return Number(lastInsertRowid);
 }
 
 /** A row whose user is not a key of `idKey` (32 hex digits): written by a core before migration 6. */

@@ -174,3 +174,15 @@ test("a history read between a finished stepped erase's steps leaves the cache a
     expect(cachedText(store)).not.toContain("secret-40");
   });
 });
+
+// Each step recorded a row of its own: an erase of 100,000 messages left ~3,000 rows, each step's
+// prune scanning them all (its cost growing with the square of the erase, inside each step's write), and
+// for a day the rows' count told anyone with the file how much the erased session held.
+test("a stepped erase keeps one erasures row, its number moved at each step", () => {
+  withOtherCore((store, other) => {
+    const marks: number[] = [];
+    eraseInStepsWith(other, () => marks.push(store.conversations.erasureMark()));
+    expect(new Set(marks).size).toBe(marks.length);
+    expect(other.query("SELECT COUNT(*) AS n FROM erasures").get()).toEqual({ n: 1 });
+  });
+});
