@@ -1,3 +1,4 @@
+import type { Database } from "bun:sqlite";
 import { wholeCharCut } from "../util/text-cut.ts";
 
 /**
@@ -159,4 +160,19 @@ export function unspacedCounter(terms: readonly string[]): (text: string) => num
     }
     return n;
   };
+}
+
+/**
+ * A passage's size in SQL, as a LIKE recall counts what it reads (store/memory-store.ts): its UTF-8
+ * bytes by octet_length(), told from the row's header without reading the text. That came with
+ * SQLite 3.43, and on macOS Bun uses the system's library (3.39 on macOS 13; docs/agent.md "SQLite
+ * per OS"): there the bytes of the text read whole, as before, or every such recall failed.
+ */
+export function textBytes(db: Database): string {
+  try {
+    db.query("SELECT octet_length('')").get();
+    return "octet_length(m.text)";
+  } catch {
+    return "length(CAST(m.text AS BLOB))";
+  }
 }

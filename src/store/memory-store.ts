@@ -3,7 +3,16 @@ import { join } from "node:path";
 import type { Source } from "../protocol/sources.ts";
 import { wholeCharCut } from "../util/text-cut.ts";
 import { erasureMark } from "./erasures.ts";
-import { anyOf, likeCasings, likePattern, likeWords, UNSPACED, unspacedCounter, words } from "./fts-query.ts";
+import {
+  anyOf,
+  likeCasings,
+  likePattern,
+  likeWords,
+  textBytes,
+  UNSPACED,
+  unspacedCounter,
+  words,
+} from "./fts-query.ts";
 import { MemoryVectors, type QueryVector, type Scope } from "./memory-vectors.ts";
 import { fuseRanks } from "./rank-fusion.ts";
 import { named, sourceName, withoutName } from "./source-names.ts";
@@ -110,6 +119,7 @@ interface Scored {
  */
 export class MemoryStore {
   private readonly stats: TermStats;
+  private readonly bytes: string;
   /** The rows' vectors and the in-memory index over them (store/memory-vectors.ts). */
   readonly vectors: MemoryVectors;
 
@@ -120,6 +130,7 @@ export class MemoryStore {
   ) {
     this.stats = new TermStats(db, "memory_fts", "memory", Date.now, () => erasureMark(db));
     this.vectors = new MemoryVectors(db);
+    this.bytes = textBytes(db);
   }
 
   /**
@@ -329,12 +340,12 @@ export class MemoryStore {
 
   /**
    * The ids a LIKE recall reads: the newest LIKE_ROWS in scope (by id alone, so no text is read to
-   * choose them), until LIKE_BYTES of their text, the passage that passes it the last.
+   * choose them), until LIKE_BYTES of their text (`textBytes`), the passage that passes it the last.
    */
   private newestInScope(userId: string, skip: string): number[] {
     const rows = this.db
       .query(
-        `SELECT m.id, octet_length(m.text) AS bytes FROM memory m WHERE ${RECALL_SCOPE} ORDER BY m.id DESC LIMIT $scan`,
+        `SELECT m.id, ${this.bytes} AS bytes FROM memory m WHERE ${RECALL_SCOPE} ORDER BY m.id DESC LIMIT $scan`,
       )
       .iterate({ ...scopeParams(userId, skip, this.folders), scan: LIKE_ROWS }) as Iterable<{
       id: number;

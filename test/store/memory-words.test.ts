@@ -190,3 +190,36 @@ describe("memory recall by LIKE: the characters read are bounded, not the passag
     expect(s.recall("寿司")).toEqual(["寿司在这里"]);
   });
 });
+
+// octet_length() came with SQLite 3.43; on macOS Bun uses the system's library (docs/agent.md
+// "SQLite per OS"), 3.39 on macOS 13: every recall of a Chinese or Japanese word failed there with
+// "no such function". Such a library is stood in for by refusing the statements that name it.
+test("a LIKE recall works on a SQLite without octet_length(), as an older macOS's", () => {
+  using dir = tmpdir("local-ai-memory-words-");
+  const store = Store.open(dir.path, { chunkThread: false });
+  store.conversations.commitTurn({
+    userId: "u",
+    sessionId: "old",
+    agent: "a",
+    messages: [{ role: "user", content: "我喜欢吃寿司" }],
+    memoryText: "我喜欢吃寿司",
+    at: new Date(),
+  });
+  store.close();
+  const db = new Database(join(dir.path, DB_FILE));
+  const older = new Proxy(db, {
+    get(target, key) {
+      if (key !== "query") return Reflect.get(target, key, target);
+      return (sql: string) => {
+        if (/octet_length/i.test(sql)) throw new Error("no such function: octet_length");
+        return target.query(sql);
+      };
+    },
+  });
+  try {
+    const memory = new MemoryStore(older, true, []);
+    expect(memory.search("u", "寿司", 3, "now").map((h) => h.doc.text)).toEqual(["我喜欢吃寿司"]);
+  } finally {
+    db.close();
+  }
+});
