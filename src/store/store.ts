@@ -344,17 +344,14 @@ export class Store {
   /**
    * An unfinished add's chunk rows erased a batch at a time on the store's thread
    * (store/orphan-sweep.ts `discardPaced`); on a full disk, which such an add may have filled
-   * itself, as an erase is: with the reserve's room, the log emptied around each batch.
+   * itself, as an erase is: with the reserve's room, the log emptied around each batch. Recall's
+   * word counts are dropped after it, as after deleteDocument: a recall counts uncommitted rows too.
    */
   discardAdd(documentId: string, stopped?: () => boolean): Promise<number> {
-    return this.reserve.orInSteps((steps) =>
-      discardPaced(
-        (id, rows, removedBefore) =>
-          this.offLoop({ kind: "discard", documentId: id, rows, removedBefore, steps }) as Promise<number>,
-        documentId,
-        stopped,
-      ),
-    );
+    const batch = (steps: boolean) => (id: string, rows: number, removedBefore: number) =>
+      this.offLoop({ kind: "discard", documentId: id, rows, removedBefore, steps }) as Promise<number>;
+    const discarded = this.reserve.orInSteps((steps) => discardPaced(batch(steps), documentId, stopped));
+    return discarded.finally(() => this.memory.forgetCounts());
   }
 
   /** An erase on the store's thread (the main loop keeps answering), or here without one. */
