@@ -17,6 +17,7 @@ import {
   UsersDeleteParamsSchema,
   UsersDeleteResultSchema,
 } from "../protocol/sessions.ts";
+import { ownStartTime } from "../runtime/proc-info.ts";
 import { attachmentOf } from "../store/attachment-of.ts";
 import { exportInline, exportToFile } from "../store/export-file.ts";
 import { sessionNotFound } from "../store/session-not-found.ts";
@@ -110,7 +111,8 @@ export const sessionsExport = defineMethod({
       const pieces = untilStopped(found, ctx.stopping);
       try {
         if (p.path === undefined) return { format: p.format, content: await exportInline(pieces) };
-        const bytes = await exportToFile(p.path, pieces, services.config().app.data_dir, found.confirm);
+        const dataDir = services.config().app.data_dir;
+        const bytes = await exportToFile(p.path, pieces, dataDir, found.confirm, ownStartTime());
         return { format: p.format, path: p.path, bytes };
       } catch (err) {
         if ((err as CoreError).data?.reason !== "session_edited" || attempt === EXPORT_ATTEMPTS) throw err;

@@ -138,6 +138,13 @@ export function processStartedAt(pid: number): number | null {
   return id ? startedAtMs(id.start_time) : null;
 }
 
+let own: { value: string | null } | undefined;
+/** This process's `start_time` (procIdentity's), asked once: it never changes. */
+export function ownStartTime(): string | null {
+  own ??= { value: procIdentity(process.pid)?.start_time ?? null };
+  return own.value;
+}
+
 /** `start_time` (procIdentity's, on this OS) as wall-clock ms; null when it cannot say. */
 export function startedAtMs(startTime: string, platform: string = process.platform): number | null {
   if (platform === "linux") {

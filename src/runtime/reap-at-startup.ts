@@ -3,7 +3,7 @@ import type { Config } from "../config/schema.ts";
 import { sweepExportTemps } from "../store/export-temps.ts";
 import { logger } from "../util/logger.ts";
 import { llamaPrograms, reapLeftover } from "./pid-file.ts";
-import { processStartedAt } from "./proc-info.ts";
+import { processStartedAt, procIdentity } from "./proc-info.ts";
 
 /**
 /**
@@ -27,7 +27,7 @@ export async function reapAtStartup(config: Config): Promise<void> {
   }
   // And the temp file of an export a killed core left in the host's folder (store/export-temps.ts).
   try {
-    sweepExportTemps(config.app.data_dir, processStartedAt);
+    sweepExportTemps(config.app.data_dir, processStartedAt, (pid) => procIdentity(pid)?.start_time ?? null);
   } catch (err) {
     logger.warn(`removing unfinished exports' temp files failed: ${(err as Error).message}`);
   }

@@ -45,13 +45,15 @@ export async function exportInline(pieces: AsyncIterable<string>): Promise<strin
  * file or the whole export, never a part. The pieces are written as they come, a slice of the
  * session at a time with the loop free between them. Its size in bytes. The temp file is noted
  * under `dataDir` while it exists, so one a killed core left is removed at the next start
- * (store/export-temps.ts). `confirm` runs right before the rename and may throw to leave no file.
+ * (store/export-temps.ts), with `start`, this process's start as the OS tells it. `confirm` runs
+ * right before the rename and may throw to leave no file.
  */
 export async function exportToFile(
   path: string,
   pieces: AsyncIterable<string>,
   dataDir: string,
   confirm: () => unknown = () => {},
+  start?: string | null,
 ): Promise<number> {
   let fd: number | undefined;
   let bytes = 0;
@@ -62,7 +64,7 @@ export async function exportToFile(
   try {
     folder = exportFolder(path, dataDir);
     tmp = join(folder, tempName(basename(path)));
-    noted = noteExportTemp(dataDir, tmp);
+    noted = noteExportTemp(dataDir, tmp, start);
     fd = openPrivateFile(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL);
     for await (const piece of pieces) {
       const buf = Buffer.from(piece);

@@ -29,15 +29,16 @@ const live = new Set<string>();
 /**
  * The note of an export under way, synced before the temp file exists; returns its removal. A
  * note that cannot be written (data_dir full or not writable) does not fail an export to a path
- * elsewhere: it goes on unnoted, as before notes existed, and says so in the log.
+ * elsewhere: it goes on unnoted, as before notes existed, and says so in the log. `start`: this
+ * process's start as the OS tells it (runtime/proc-info's `start_time`), where known.
  */
-export function noteExportTemp(dataDir: string, tmp: string): () => void {
+export function noteExportTemp(dataDir: string, tmp: string, start?: string | null): () => void {
   let note: string | undefined;
   try {
     const dir = ensurePrivateTree(dataDir, "run", "exports");
     note = join(dir, `${process.pid}-${randomBytes(6).toString("hex")}.json`);
     live.add(note);
-    writePrivateFile(note, `${JSON.stringify({ tmp })}\n`);
+    writePrivateFile(note, `${JSON.stringify(start ? { tmp, start } : { tmp })}\n`);
     syncFolder(note);
     syncFolder(dir);
   } catch (err) {
@@ -69,16 +70,17 @@ const STARTED_AFTER_SLACK_MS = 5_000;
  * when a pid's process started by the wall clock, or null (runtime/proc-info's `processStartedAt`).
  * After a power cut the note's pid is often another process's by the next boot: one that started
  * after the note was written did not write it, and the temp file is removed, not kept as long as
- * that process lives (a daemon: for good).
+ * that process lives (a daemon: for good). `startOf`: a pid's start as the OS tells it, or null.
  */
 export function sweepExportTemps(
   dataDir: string,
   startedAt: (pid: number) => number | null = () => null,
+  startOf: (pid: number) => string | null = () => null,
 ): void {
   for (const name of namesIn(notesDir(dataDir))) {
     const m = NOTE.exec(name);
     const note = join(notesDir(dataDir), name);
-    if (!m || live.has(note) || writerAlive(Number(m[1]), note, startedAt)) continue;
+    if (!m || live.has(note) || writerAlive(Number(m[1]), note, startedAt, startOf)) continue;
     try {
       // A small regular file only, never through a link: a FIFO here blocked the core's start.
       const { tmp } = JSON.parse(readSmallFile(note, NOTE_BYTES, { follow: false })) as { tmp: unknown };
@@ -102,12 +104,33 @@ export function sweepExportTemps(
   }
 }
 
-/** Whether the core that wrote `note` may still be running: its pid alive, and started before the note. */
-function writerAlive(pid: number, note: string, startedAt: (pid: number) => number | null): boolean {
+/**
+ * Whether the core that wrote `note` may still be running: its pid alive, and its start the one the
+ * note recorded, or else before the note by the wall clock. The recorded start comes first: a clock
+ * stepped forward since (NTP at boot, a VM resumed) shows the writer started after its own note.
+ */
+function writerAlive(
+  pid: number,
+  note: string,
+  startedAt: (pid: number) => number | null,
+  startOf: (pid: number) => string | null,
+): boolean {
   if (pid === process.pid || !processAlive(pid)) return false;
+  const recorded = recordedStart(note);
+  if (recorded !== undefined && startOf(pid) === recorded) return true;
   const started = startedAt(pid);
   const written = lstatSync(note, { throwIfNoEntry: false })?.mtimeMs;
   return started === null || written === undefined || started <= written + STARTED_AFTER_SLACK_MS;
+}
+
+/** The writer's start a note recorded (`noteExportTemp`), or undefined. */
+function recordedStart(note: string): string | undefined {
+  try {
+    const { start } = JSON.parse(readSmallFile(note, NOTE_BYTES, { follow: false })) as { start?: unknown };
+    return typeof start === "string" ? start : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** A file removed, its own failure (ENAMETOOLONG…) never taking the place of the caller's. */

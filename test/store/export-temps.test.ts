@@ -64,21 +64,46 @@ describe("the start-up sweep of unfinished exports", () => {
 
 // A power cut, then a boot: the note's pid is often another process's by then (a daemon that
 // lives for good), and the temp file of the conversation stayed beside the host's path for good.
-test("a note whose pid now names a process started after it was written is swept", () => {
-  using dir = tmpdir();
-  const notes = join(dir.path, "data", "run", "exports");
+/**
+ * A temp file and its note, named by a live pid (this test's parent), written an hour ago with
+ * `fields` besides the path; the folder's path and the note's time.
+ */
+function noteOfLivePid(dir: string, fields: Record<string, string> = {}) {
+  const notes = join(dir, "data", "run", "exports");
   mkdirSync(notes, { recursive: true });
-  const tmp = join(dir.path, ".export.md.0123456789ab.tmp");
+  const tmp = join(dir, ".export.md.0123456789ab.tmp");
   writeFileSync(tmp, "half an export");
   const note = join(notes, `${process.ppid}-aaaaaaaaaaaa.json`);
-  writeFileSync(note, JSON.stringify({ tmp }));
+  writeFileSync(note, JSON.stringify({ tmp, ...fields }));
   const written = Date.now() - 3_600_000;
   utimesSync(note, written / 1000, written / 1000);
+  return { tmp, note, written };
+}
+
+test("a note whose pid now names a process started after it was written is swept", () => {
+  using dir = tmpdir();
+  const { tmp, note, written } = noteOfLivePid(dir.path);
   // Its writer, alive: started before the note was written.
   sweepExportTemps(join(dir.path, "data"), () => written - 60_000);
   expect(existsSync(tmp)).toBe(true);
   // Another process with that pid, started since.
   sweepExportTemps(join(dir.path, "data"), () => written + 600_000);
+  expect(existsSync(tmp)).toBe(false);
+  expect(existsSync(note)).toBe(false);
+});
+
+// The wall clock stepped forward since the note (NTP at boot, a VM resumed from a pause): its
+// writer, still exporting, looks started after its own note, and another core's start removed the
+// temp file under it. A note that records its writer's start as the OS tells it (no clock) is kept
+// while that pid's start is the same.
+test("a note whose pid's start is the one it recorded is kept, however the clock moved", () => {
+  using dir = tmpdir();
+  const { tmp, note, written } = noteOfLivePid(dir.path, { start: "4242" });
+  const stepped = () => written + 600_000;
+  sweepExportTemps(join(dir.path, "data"), stepped, () => "4242");
+  expect(existsSync(tmp)).toBe(true);
+  // Another process with that pid: started at another time.
+  sweepExportTemps(join(dir.path, "data"), stepped, () => "5151");
   expect(existsSync(tmp)).toBe(false);
   expect(existsSync(note)).toBe(false);
 });
