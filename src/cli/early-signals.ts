@@ -1,8 +1,9 @@
 /**
  * The signals that stop serve-stdio (docs/protocol.md#lifecycle), held from the process's first
  * module until the stdio loop listens: without a listener Bun's default ended the core at once,
- * exit 143 and a request already written left unanswered, when the host stopped it during its
- * first ~50 ms (the CLI's modules loading). Imported first by src/index.ts for that reason.
+ * exit 143, when the host stopped it during its first ~50 ms (the CLI's modules loading).
+ * Imported first by src/index.ts for that reason. A line written before such a signal is still
+ * left unanswered when the stop completes before the loop reads it (docs/protocol.md#lifecycle).
  */
 export const STOP_SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
 

@@ -5,8 +5,9 @@ import { stopSignals } from "../../src/cli/serve-stdio.ts";
 import { REPO } from "../fixtures/core-process.ts";
 
 // docs/protocol.md#lifecycle: a SIGTERM that comes while the core's modules load (its first
-// ~50 ms) stops it as one sent later does: the request already written is answered
-// `cancelled`, exit 0. Without the hold Bun's default ended it with 143 and no answer.
+// ~50 ms) stops it as one sent later does, exit 0; a line the loop had not read by the time the
+// stop completed gets no answer (the stop is quick before any work). Without the hold Bun's
+// default ended it with 143.
 test.skipIf(process.platform === "win32")(
   "a stop signal that came while the core loaded is handed to the stdio loop once it listens",
   () => {
