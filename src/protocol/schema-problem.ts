@@ -177,15 +177,15 @@ function walk(
   return { pointers, schemas, patterns };
 }
 
-/** Keywords whose values are data, not schemas. */
-const DATA = new Set(["enum", "const", "default", "examples"]);
+/** Keywords whose values are data, not schemas; OpenAPI's `example`, neither the validator's nor llama's. */
+const DATA = new Set(["enum", "const", "default", "examples", "example"]);
 /** Keywords whose values map names the schema's author chose to schemas: such a name is no keyword. */
 const NAMES = new Set(["properties", "patternProperties", "$defs", "definitions", "dependencies"]);
 
 /**
- * Where a value sits: in a schema's place, a map of `NAMES`, or inside data (enum, const,
- * default, examples), where a key spelt as a keyword is only data. A property named `enum` is a
- * schema all the same, which llama-server's converter and the validator read.
+ * Where a value sits: in a schema's place, a map of `NAMES`, or inside data (`DATA`), where a key
+ * spelt as a keyword is only data. A property named `enum` is a schema all the same, which
+ * llama-server's converter and the validator read.
  */
 type Place = "schema" | "names" | "data";
 function placeOf(parent: object, place: Place, key: string): Place {

@@ -196,6 +196,24 @@ describe("response_format: what the params alone refuse", () => {
     expect(schemaProblem({ enum: [{ pattern: "(?=x)" }], const: { pattern: "(?=" } })).toBeUndefined();
   });
 
+  test("OpenAPI's example is data as examples is: its regex or long key is no schema's", async () => {
+    // A regex tool's schema says what it takes by an `example` value; neither the validator (an
+    // unknown keyword: strict off) nor llama-server's converter reads it, and it was refused.
+    const regexTool = {
+      type: "object",
+      properties: { pattern: { type: "string" } },
+      example: { pattern: "(?<=\\s)foo", properties: { [".".repeat(MAX_NAME_RUN_BYTES + 1)]: "x" } },
+    };
+    expect(schemaProblem(regexTool)).toBeUndefined();
+    expect(await askValidator(JSON.stringify(regexTool), undefined, 30_000)).toMatchObject({
+      kind: "compiled",
+    });
+    // What a $ref names is a schema, there as anywhere.
+    expect(schemaProblem({ ...regexTool, allOf: [{ $ref: "#/example" }] })).toContain(
+      "a property name at #/example/properties has",
+    );
+  });
+
   test("a property or definition named enum, const, default or examples is a schema, checked as any other", () => {
     // Those names are data only as a schema's keywords; under properties or $defs they name schemas,
     // which llama-server's converter and the validator read: a long run there crashed the converter.
