@@ -134,9 +134,10 @@ function writeProbe(dir: string): void {
 
 /**
  * The folders the core writes in under data_dir (docs/architecture.md): llama-server's logs,
- * the pid records and export notes, the saved KV state. Parents before their children.
+ * the pid records (MCP servers' in run/mcp) and export notes, the saved KV state. Parents
+ * before their children.
  */
-const CORE_FOLDERS = ["logs", "run", join("run", "exports"), KV_DIR];
+const CORE_FOLDERS = ["logs", "run", join("run", "mcp"), join("run", "exports"), KV_DIR];
 
 /**
  * A fail for the first of CORE_FOLDERS that exists and that the core cannot write in, or

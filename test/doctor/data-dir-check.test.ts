@@ -82,10 +82,12 @@ describe.skipIf(process.platform === "win32")("doctor: the folders the core writ
   test("one this user cannot write in fails, naming it, with a fix by its owner", () => {
     using dir = tmpdir();
     const data = join(dir.path, "data");
-    for (const sub of ["logs", "run/exports", "kv"])
+    for (const sub of ["logs", "run/exports", "run/mcp", "kv"])
       mkdirSync(join(data, sub), { recursive: true, mode: 0o700 });
     chmodSync(data, 0o700);
-    for (const sub of ["logs", "run", "run/exports", "kv"]) {
+    // run/mcp too: an MCP server's process record is written there, and one not kept is an
+    // orphan no later start sweeps.
+    for (const sub of ["logs", "run", "run/exports", "run/mcp", "kv"]) {
       const at = join(data, sub);
       const c = dataDirCheck(configAt(data), refusing(at));
       expect(c).toMatchObject({
