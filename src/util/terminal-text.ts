@@ -1,3 +1,5 @@
+import { cutText, wholeCharCut } from "./text-cut.ts";
+
 /**
  * Text from outside (a GGUF's `general.name` or architecture, a file name, a device's name) as a
  * person's terminal is shown it: a file from anywhere on the hub must not set the window title,
@@ -9,6 +11,20 @@ const UNSAFE = /[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u200e\u200f\u2028-\u202
 
 export function terminalText(text: string): string {
   return text.replace(UNSAFE, (c) => `\\u{${(c.codePointAt(0) ?? 0).toString(16)}}`);
+}
+
+/**
+ * terminalText of `text`, cut to `max` characters with "…" (text-cut.ts) when longer: each
+ * escape is 4 to 8 characters, so a bound counted before escaping let a line of bidi overrides
+ * grow eightfold. Never cut inside an escape, which would be shown as a broken one.
+ */
+export function terminalTextCut(text: string, max: number): string {
+  const escaped = terminalText(cutText(text, max));
+  if (escaped.length <= max) return escaped;
+  let at = wholeCharCut(escaped, max);
+  const open = escaped.lastIndexOf("\\u{", at - 1);
+  if (open >= 0 && escaped.indexOf("}", open) >= at) at = open;
+  return `${escaped.slice(0, at)}…`;
 }
 
 /** Whether `text` holds none of what terminalText escapes (the log's common case: nothing to do). */

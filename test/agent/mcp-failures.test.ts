@@ -124,6 +124,27 @@ describe("chat: MCP servers that will not start", () => {
     }
   }, 30_000);
 
+  // Escaped after the cut, each bidi override became 8 characters: the error cut to 400 was 3,200
+  // in every chat's warning, each stderr line cut to 200 was 1,600. The cut counts the escapes now,
+  // and never splits one.
+  test("a server's own start error and its stderr's lines stay within their cut once escaped", async () => {
+    const answered = await startError(
+      `setTimeout(() => {}, 5000); process.stdin.on('data', (d) => { const m = JSON.parse(String(d).split('\\n')[0]); process.stdout.write(JSON.stringify({ jsonrpc: '2.0', id: m.id, error: { code: -32603, message: '\\u202e'.repeat(1000) } }) + '\\n'); });`,
+    );
+    const exited = await startError(
+      `process.stderr.write(('\\u202e'.repeat(300) + '\\n').repeat(5)); process.exit(1);`,
+    );
+    const error = answered.slice(answered.lastIndexOf(": ") + 2);
+    expect(error).toMatch(/^(\\u\{202e\})+…$/);
+    expect(error.length).toBeLessThanOrEqual(401);
+    const lines = exited.slice(exited.indexOf("the end of its stderr: ") + 23).split(" | ");
+    expect(lines).toHaveLength(5);
+    for (const line of lines) {
+      expect(line).toMatch(/^(\\u\{202e\})+…$/);
+      expect(line.length).toBeLessThanOrEqual(201);
+    }
+  }, 30_000);
+
   // The first stray line is kept 4096 characters long, then redacted, then cut to 120: a secret
   // it quotes early that ran past the 4096th character (a long JWT, a key file's JSON) matched no
   // whole value, and its first hundred characters were shown.

@@ -7,7 +7,7 @@ import type { McpServerConfig } from "../../config/schema.ts";
 import { CoreError } from "../../protocol/errors.ts";
 import { removeRecordFile, writeMcpRecord } from "../../runtime/pid-file.ts";
 import { logger } from "../../util/logger.ts";
-import { terminalText } from "../../util/terminal-text.ts";
+import { terminalText, terminalTextCut } from "../../util/terminal-text.ts";
 import { cutText } from "../../util/text-cut.ts";
 import { within } from "../../util/within.ts";
 import { VERSION } from "../../version.ts";
@@ -73,7 +73,7 @@ async function listPages(
       if (cursor === undefined || !answeredError(err, client, options.signal)) throw err;
       // Every chat's warning and the log quote it: its config's secrets go before the cut (shown).
       const said = withoutSecrets((err as Error).message, secrets);
-      return { tools, unread: `its page ${page + 1} was refused: ${terminalText(cutText(said, 200))}` };
+      return { tools, unread: `its page ${page + 1} was refused: ${terminalTextCut(said, 200)}` };
     }
     for (const tool of listed.tools) tools.push(tool);
     // An empty cursor is no next page: sent back, it asks for the first page again.
@@ -348,14 +348,15 @@ const MAX_ERROR_CHARS = 400;
  * quotes it: the server's own error message can be megabytes and hold lone surrogates, and quote
  * the key it was given (a client library's "request to <url> failed"): its config's secrets are
  * redacted as in its stderr's end, before the cut, so none is left in part. Its bidi overrides
- * and C1 controls are escaped as the stray line's are: a host showing it would render them.
+ * and C1 controls are escaped as the stray line's are (a host showing it would render them),
+ * within the cut: escapes counted, so it stays MAX_ERROR_CHARS.
  */
 function shown(err: unknown, cfg: McpServerConfig): string {
   const said = withoutSecrets(
     String((err as Error)?.message ?? err),
     configSecrets(cfg.env, commandLineOf(cfg)),
   );
-  return terminalText(cutText(said, MAX_ERROR_CHARS).toWellFormed());
+  return terminalTextCut(cutText(said, MAX_ERROR_CHARS).toWellFormed(), MAX_ERROR_CHARS);
 }
 
 /**

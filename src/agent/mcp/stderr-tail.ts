@@ -1,5 +1,5 @@
 import { argSecrets, SECRET_MIN_CHARS, secretSpellings } from "../../util/arg-secrets.ts";
-import { terminalText } from "../../util/terminal-text.ts";
+import { terminalTextCut } from "../../util/terminal-text.ts";
 import { cutText } from "../../util/text-cut.ts";
 
 /** Lines of its stderr a failed start's error quotes: a traceback's last lines say what went wrong. */
@@ -89,7 +89,7 @@ export class StderrTail {
 
   /**
    * Its last non-blank lines, each cut, C0 controls shown as U+FFFD, bidi overrides and C1
-   * controls escaped (terminalText: a host shows them), the env's values as [redacted].
+   * controls escaped (terminalText: a host shows them) within the cut, the env's values as [redacted].
    */
   lines(): string[] {
     const text = withoutSecrets(this.cut ? this.withoutCutSecret(this.text) : this.text, this.secrets);
@@ -99,10 +99,11 @@ export class StderrTail {
       .filter((l) => l.length > 0)
       .slice(-TAIL_LINES)
       .map((l) =>
-        terminalText(
+        terminalTextCut(
           cutText(l, LINE_CHARS)
             .toWellFormed()
             .replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, "\ufffd"),
+          LINE_CHARS,
         ),
       );
   }
