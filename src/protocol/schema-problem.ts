@@ -177,8 +177,12 @@ function walk(
   return { pointers, schemas, patterns };
 }
 
-/** Keywords whose values are data, not schemas; OpenAPI's `example`, neither the validator's nor llama's. */
+/**
+ * Keywords whose values are data, not schemas; OpenAPI's `example` and its extensions (`x-example`,
+ * any `x-` key: `isData`), neither the validator's nor llama's.
+ */
 const DATA = new Set(["enum", "const", "default", "examples", "example"]);
+const isData = (key: string) => DATA.has(key) || key.startsWith("x-");
 /** Keywords whose values map names the schema's author chose to schemas: such a name is no keyword. */
 const NAMES = new Set(["properties", "patternProperties", "$defs", "definitions", "dependencies"]);
 
@@ -191,7 +195,7 @@ type Place = "schema" | "names" | "data";
 function placeOf(parent: object, place: Place, key: string): Place {
   if (Array.isArray(parent) || place === "data") return place;
   if (place === "names") return "schema";
-  return DATA.has(key) ? "data" : NAMES.has(key) ? "names" : "schema";
+  return isData(key) ? "data" : NAMES.has(key) ? "names" : "schema";
 }
 
 /** Too many branches in a node, or its patterns (collected into `patterns` with where they are). */

@@ -214,6 +214,26 @@ describe("response_format: what the params alone refuse", () => {
     );
   });
 
+  test("an OpenAPI extension (x-...) is data too: its regex or long key is no schema's", async () => {
+    // Swagger tooling's x-example and x-examples say what a field takes as example does; no
+    // validator or converter reads an x- keyword, and a lookaround in one refused the tool.
+    const tool = {
+      type: "object",
+      properties: { q: { type: "string" } },
+      "x-example": { pattern: "(?<=\\s)foo" },
+      "x-examples": [{ properties: { [".".repeat(MAX_NAME_RUN_BYTES + 1)]: "x" } }],
+    };
+    expect(schemaProblem(tool)).toBeUndefined();
+    expect(await askValidator(JSON.stringify(tool), undefined, 30_000)).toMatchObject({ kind: "compiled" });
+    // A property named so is a schema, and what a $ref names is one, there as anywhere.
+    expect(schemaProblem({ properties: { "x-example": { pattern: "(?=x)" } } })).toContain(
+      "pattern at #/properties/x-example/pattern cannot be matched",
+    );
+    expect(schemaProblem({ ...tool, allOf: [{ $ref: "#/x-example" }] })).toContain(
+      "pattern at #/x-example/pattern cannot be matched",
+    );
+  });
+
   test("a property or definition named enum, const, default or examples is a schema, checked as any other", () => {
     // Those names are data only as a schema's keywords; under properties or $defs they name schemas,
     // which llama-server's converter and the validator read: a long run there crashed the converter.
