@@ -174,9 +174,16 @@ function coreFoldersCheck(dir: string, probe: (dir: string) => void): Check | un
   return undefined;
 }
 
-/** How to make `at` the core's again: its owner back (a `sudo` run left it root's), or its mode. */
-function coreFolderFix(at: string, problem: string): string {
+/**
+ * How to make `at` the core's again: its owner back (a `sudo` run left it root's), or its mode.
+ * Windows has neither chown nor chmod (a folder's ACL says who writes it), macOS no chattr.
+ */
+function coreFolderFix(at: string, problem: string, platform: string = process.platform): string {
   if (FULL.has(problem)) return `free some disk space where ${at} is`;
+  if (platform === "win32")
+    return problem === "ENOTDIR" || problem === "ELOOP"
+      ? `move ${at} out of the way (the core makes the folder again)`
+      : `give this user write access to ${at} (its Properties, Security), or move it out of the way (the core makes the folder again)`;
   if (problem === "ENOTDIR" || problem === "ELOOP")
     return `move ${shellWord(at)} out of the way (the core makes the folder again)`;
   const uid = process.getuid?.();
@@ -190,7 +197,9 @@ function coreFolderFix(at: string, problem: string): string {
   if (uid !== undefined && owner !== undefined && owner !== uid)
     return `sudo chown -R "$(id -un)" ${shellWord(at)} (another user owns it: a run of the core with sudo?), then chmod 700 ${shellWord(at)}`;
   if (problem === "EPERM")
-    return `chattr -i ${shellWord(at)} (it is immutable), then chmod 700 ${shellWord(at)}`;
+    return platform === "darwin"
+      ? `chflags nouchg ${shellWord(at)} (it is locked), then chmod 700 ${shellWord(at)}`
+      : `chattr -i ${shellWord(at)} (it is immutable), then chmod 700 ${shellWord(at)}`;
   return `chmod 700 ${shellWord(at)}`;
 }
 

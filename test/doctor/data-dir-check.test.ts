@@ -111,6 +111,35 @@ describe.skipIf(process.platform === "win32")("doctor: the folders the core writ
     expect(dataDirCheck(configAt(data)).status).not.toBe("fail");
   });
 
+  // Windows has no chmod or chown (a folder's ACL says who writes it), macOS no chattr: the fix
+  // named commands that do not exist there.
+  test("the fix names what the OS has: no chmod on Windows, chflags for a locked folder on macOS", () => {
+    using dir = tmpdir();
+    const data = join(dir.path, "data");
+    const kv = join(data, "kv");
+    mkdirSync(kv, { recursive: true, mode: 0o700 });
+    chmodSync(data, 0o700);
+    const refused = (code: string) => (at: string) => {
+      if (at === kv) throw Object.assign(new Error(code), { code });
+    };
+    const real = Object.getOwnPropertyDescriptor(process, "platform") as PropertyDescriptor;
+    const on = (platform: string, code: string) => {
+      Object.defineProperty(process, "platform", { ...real, value: platform });
+      try {
+        return dataDirCheck(configAt(data), refused(code)).fix ?? "";
+      } finally {
+        Object.defineProperty(process, "platform", real);
+      }
+    };
+    for (const code of ["EACCES", "EPERM"]) {
+      const fix = on("win32", code);
+      expect(fix).toContain(`give this user write access to ${kv}`);
+      expect(fix).not.toMatch(/chmod|chown|chattr/);
+    }
+    expect(on("darwin", "EPERM")).toStartWith(`chflags nouchg ${kv}`);
+    expect(on("linux", "EPERM")).toStartWith(`chattr -i ${kv}`);
+  });
+
   test("a file or a link where one of them goes fails: the core refuses both", () => {
     using dir = tmpdir();
     const data = join(dir.path, "data");
