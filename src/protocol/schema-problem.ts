@@ -54,22 +54,17 @@ export function schemaProblem(schema: Node): string | undefined {
 }
 
 /**
- * A `$ref` cycle that never reaches a value, as the pointers along it, in a schema the params
- * have not walked (an MCP tool's input schema, bounded by its size where it is listed): llama-server
- * converts a tool's schema for every request that offers it, and such a cycle crashed it.
+ * What llama-server's converter cannot take in a schema the params have not walked (an MCP tool's
+ * input schema, bounded by its size where it is listed, tool-list.ts): a `$ref` cycle that never
+ * reaches a value, then a property name or `$ref` past MAX_NAME_RUN_BYTES (`nameRunProblem`).
+ * It converts a tool's schema for every request that offers it, and either crashed it. One walk
+ * serves both: a walk each held the loop twice as long.
  */
-export function refCycle(schema: Node): string[] | undefined {
+export function toolSchemaProblem(schema: Node): "cycle" | "run" | undefined {
   const { pointers, places } = nodesOf(schema) as Nodes;
-  return inPlaceCycle(pointers, schemaNodes(schema, places));
-}
-
-/** A property name or `$ref` in such a schema that llama-server's converter cannot take (`nameRunProblem`), or undefined. */
-export function longNameRun(schema: Node): string | undefined {
-  const { pointers, places } = nodesOf(schema) as Nodes;
-  for (const node of schemaNodes(schema, places).keys()) {
-    const problem = nameRunProblem(node, pointers.get(node) ?? "#");
-    if (problem) return problem;
-  }
+  const schemas = schemaNodes(schema, places);
+  if (inPlaceCycle(pointers, schemas)) return "cycle";
+  for (const node of schemas.keys()) if (nameRunProblem(node, "#")) return "run";
   return undefined;
 }
 

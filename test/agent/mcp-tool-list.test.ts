@@ -1,10 +1,16 @@
-import { expect, test } from "bun:test";
+import { expect, spyOn, test } from "bun:test";
 import { join } from "node:path";
 import { McpPool } from "../../src/agent/mcp/pool.ts";
-import { MAX_DESCRIPTION_CHARS, vetTools } from "../../src/agent/mcp/tool-list.ts";
+import {
+  MAX_DESCRIPTION_CHARS,
+  MAX_TOOLS_PER_SERVER,
+  TOOL_NAME,
+  vetTools,
+} from "../../src/agent/mcp/tool-list.ts";
 import { resolveTools } from "../../src/agent/tool-registry.ts";
 import { McpServerSchema } from "../../src/config/schema.ts";
 import { MAX_NAME_RUN_BYTES } from "../../src/protocol/schema-names.ts";
+import { Interleaving } from "../fixtures/interleave.ts";
 import { hostileServer, pidsIn } from "../fixtures/mcp-hostile.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { waitFor } from "../fixtures/wait.ts";
@@ -31,9 +37,9 @@ test("tools the SDK's schema would refuse cost their own places, not their serve
 
 // The description goes to llama-server in every request's tools: half an emoji at the cut is a
 // lone surrogate, which its JSON parser refuses, failing every chat that offers the tool.
-test("a long tool description is cut between characters", () => {
+test("a long tool description is cut between characters", async () => {
   const description = `${"d".repeat(MAX_DESCRIPTION_CHARS - 1)}😀 and more`;
-  const { tools } = vetTools([{ name: "wordy", description }]);
+  const { tools } = await vetTools([{ name: "wordy", description }]);
   expect(tools[0]?.description.length).toBeLessThanOrEqual(MAX_DESCRIPTION_CHARS);
   expect(tools[0]?.description.isWellFormed()).toBe(true);
 });
@@ -72,15 +78,15 @@ test("a turn cancelled before its tools are listed starts none of its servers: n
 
 // JSON.stringify escapes C0 controls only: a left-out name's bidi override, C1 control, DEL or
 // line separator reached the host's `tools_unavailable` text raw, reordering what it shows.
-test("a left-out tool name is quoted with its bidi overrides, C1 controls and line separators escaped", () => {
+test("a left-out tool name is quoted with its bidi overrides, C1 controls and line separators escaped", async () => {
   const raw = "\u202e\u2066\u0085\u009b\u007f\u2028\u2029";
-  const { dropped } = vetTools([{ name: `evil${raw}exe` }, { name: "ok" }]);
+  const { dropped } = await vetTools([{ name: `evil${raw}exe` }, { name: "ok" }]);
   expect(dropped).toContain("1 of the 2 tools it listed were left out");
   for (const c of raw) expect(dropped).not.toContain(c);
   expect(dropped).toContain('"evil\\u{202e}\\u{2066}\\u{85}\\u{9b}\\u{7f}\\u{2028}\\u{2029}exe"');
 });
 
-test("a tool whose input schema holds a $ref cycle that never reaches a value is left out, named; its server's others stay", () => {
+test("a tool whose input schema holds a $ref cycle that never reaches a value is left out, named; its server's others stay", async () => {
   // llama-server's converter follows an allOf component's chain of $refs without end (SIGSEGV),
   // at every request offering the tool; spelt with an index as strtoull reads it, too.
   const looped = { type: "object", allOf: [{ $ref: "#/allOf/0" }] };
@@ -91,7 +97,7 @@ test("a tool whose input schema holds a $ref cycle that never reaches a value is
   };
   // Recursion through properties or items reaches a value: kept.
   const linked = { type: "object", properties: { next: { anyOf: [{ $ref: "#" }, { type: "null" }] } } };
-  const { tools, dropped, unfit } = vetTools([
+  const { tools, dropped, unfit } = await vetTools([
     { name: "looped", inputSchema: looped },
     { name: "spelt", inputSchema: spelt },
     {
@@ -107,7 +113,7 @@ test("a tool whose input schema holds a $ref cycle that never reaches a value is
   expect(dropped).toContain('"looped", "spelt"');
 });
 
-test("a tool whose $ref cycle or long name is only data (enum, default) is kept; one a $ref reads as a schema is not", () => {
+test("a tool whose $ref cycle or long name is only data (enum, default) is kept; one a $ref reads as a schema is not", async () => {
   // llama-server's converter dumps enum and const values and skips default and examples: it follows
   // no $ref and makes no rule name there, unless a schema's $ref names that value.
   const dots = ".".repeat(MAX_NAME_RUN_BYTES + 1);
@@ -122,7 +128,7 @@ test("a tool whose $ref cycle or long name is only data (enum, default) is kept;
     properties: { q: { $ref: "#/default" } },
     default: { properties: { [dots]: {} } },
   };
-  const { tools, unfit } = vetTools([
+  const { tools, unfit } = await vetTools([
     { name: "data", inputSchema: data },
     { name: "cycled", inputSchema: cycled },
     { name: "named", inputSchema: named },
@@ -131,7 +137,7 @@ test("a tool whose $ref cycle or long name is only data (enum, default) is kept;
   expect(unfit).toEqual(["cycled", "named"]);
 });
 
-test("a tool whose property name or $ref holds a long run of bytes outside A-Z, a-z, 0-9 and - is left out; long plain names stay", () => {
+test("a tool whose property name or $ref holds a long run of bytes outside A-Z, a-z, 0-9 and - is left out; long plain names stay", async () => {
   // llama-server's converter names grammar rules through std::regex [^a-zA-Z0-9-]+, which recurses
   // once per byte of such a run: 2,000 bytes of `é` crashed it on macOS's 512 KiB thread stack.
   const accented = { type: "object", properties: { ["é".repeat(1000)]: { type: "string" } } };
@@ -144,7 +150,7 @@ test("a tool whose property name or $ref holds a long run of bytes outside A-Z, 
     type: "object",
     properties: { ["a".repeat(5000)]: { type: "string" }, ["é".repeat(128)]: { type: "string" } },
   };
-  const { tools, dropped, unfit } = vetTools([
+  const { tools, dropped, unfit } = await vetTools([
     { name: "accented", inputSchema: accented },
     { name: "dotted", inputSchema: dotted },
     { name: "plain", inputSchema: plain },
@@ -152,4 +158,65 @@ test("a tool whose property name or $ref holds a long run of bytes outside A-Z, 
   expect(tools.map((t) => t.name)).toEqual(["plain"]);
   expect(unfit).toEqual(["accented", "dotted"]);
   expect(dropped).toContain(`2 with a property name or $ref of over ${MAX_NAME_RUN_BYTES} bytes in a row`);
+});
+
+// A tool's schema was walked for its $ref cycles, then again for its long names: twice the
+// milliseconds a tool, on the loop.
+test("a tool's input schema is walked once for its cycles and names", async () => {
+  const inputSchema = {
+    type: "object",
+    properties: { a: { $ref: "#/$defs/b" } },
+    $defs: { b: { type: "string" } },
+  };
+  const entries = spyOn(Object, "entries");
+  try {
+    const { tools } = await vetTools([{ name: "once", inputSchema }]);
+    expect(tools.map((t) => t.name)).toEqual(["once"]);
+    expect(entries.mock.calls.filter(([v]) => v === inputSchema)).toHaveLength(1);
+  } finally {
+    entries.mockRestore();
+  }
+});
+
+// A server listing MAX_TOOLS_PER_SERVER tools of schemas near MAX_SCHEMA_CHARS held the loop
+// (ping and cancel) for the whole vetting, hundreds of milliseconds.
+test("the loop turns between tools whose schemas are vetted: a ping waits for one tool, not the list", async () => {
+  const schemas = Array.from({ length: MAX_TOOLS_PER_SERVER }, () => ({ type: "object", properties: {} }));
+  const roots = new Set<unknown>(schemas);
+  const loop = new Interleaving();
+  const original = Object.entries;
+  const entries = spyOn(Object, "entries").mockImplementation((v: object) => {
+    if (roots.delete(v)) loop.slice();
+    return original(v);
+  });
+  try {
+    const { tools } = await vetTools(schemas.map((inputSchema, i) => ({ name: `t${i}`, inputSchema })));
+    expect(tools).toHaveLength(MAX_TOOLS_PER_SERVER);
+    expect(loop.slices).toHaveLength(MAX_TOOLS_PER_SERVER);
+    expect(loop.unanswered).toBe(0);
+  } finally {
+    entries.mockRestore();
+  }
+});
+
+test("a page of many tools left out by name alone turns the loop every MAX_TOOLS_PER_SERVER of them", async () => {
+  let read = 0;
+  let readAtPing = -1;
+  const nameTest = spyOn(TOOL_NAME, "test").mockImplementation(() => {
+    read++;
+    return false;
+  });
+  try {
+    setImmediate(() => {
+      readAtPing = read;
+    });
+    const { dropped } = await vetTools(
+      Array.from({ length: 10 * MAX_TOOLS_PER_SERVER }, (_, i) => ({ name: `t${i}` })),
+    );
+    expect(dropped).toContain(`${10 * MAX_TOOLS_PER_SERVER} of the ${10 * MAX_TOOLS_PER_SERVER} tools`);
+    expect(readAtPing).toBeGreaterThanOrEqual(0);
+    expect(readAtPing).toBeLessThanOrEqual(MAX_TOOLS_PER_SERVER);
+  } finally {
+    nameTest.mockRestore();
+  }
 });

@@ -204,7 +204,7 @@ export async function startServer(cfg: McpServerConfig, options: StartOptions): 
       { signal: startTimeout, timeout: limitMs },
       configSecrets(cfg.env, commandLineOf(cfg)),
     );
-    const vetted = vetTools(listed.tools);
+    const vetted = await vetTools(listed.tools);
     [conn.tools, conn.unfit] = [vetted.tools, vetted.unfit];
     conn.dropped = [vetted.dropped, listed.unread].filter(Boolean).join("; ") || null;
     if (conn.dropped) logger.warn(`MCP server '${cfg.name}': ${conn.dropped}`);
@@ -257,7 +257,7 @@ async function relist(cfg: McpServerConfig, conn: Connection): Promise<void> {
       { signal: AbortSignal.timeout(limitMs), timeout: limitMs },
       configSecrets(cfg.env, commandLineOf(cfg)),
     );
-    const vetted = vetTools(listed.tools);
+    const vetted = await vetTools(listed.tools);
     [conn.tools, conn.unfit] = [vetted.tools, vetted.unfit];
     conn.dropped = [vetted.dropped, listed.unread].filter(Boolean).join("; ") || null;
     logger.info(`MCP server '${cfg.name}' listed ${conn.tools.length} tools again (its list changed)`);

@@ -1,5 +1,5 @@
 import { MAX_NAME_RUN_BYTES } from "../../protocol/schema-names.ts";
-import { longNameRun, refCycle } from "../../protocol/schema-problem.ts";
+import { toolSchemaProblem } from "../../protocol/schema-problem.ts";
 import { MAX_JSON_DEPTH, nestedDeeperThan } from "../../util/json-depth.ts";
 import { terminalText } from "../../util/terminal-text.ts";
 import { wholeCharCut } from "../../util/text-cut.ts";
@@ -56,66 +56,68 @@ const REASON_TEXT: Record<Reason, string> = {
 };
 const SAMPLES = 3;
 
-/** Keeps the tools fit to offer: valid unique names, bounded schemas, at most MAX_TOOLS_PER_SERVER. */
-export function vetTools(listed: readonly unknown[]): VettedTools {
+/**
+ * Keeps the tools fit to offer: valid unique names, bounded schemas, at most MAX_TOOLS_PER_SERVER.
+ * A schema's vetting takes up to milliseconds (a walk of its JSON up to MAX_SCHEMA_CHARS), and a
+ * list of MAX_TOOLS_PER_SERVER such tools held the loop, ping and cancel with it, for its whole
+ * length: the loop's turn comes before each tool whose schema is read, and every
+ * MAX_TOOLS_PER_SERVER of the others (a name's check, but a page may list hundreds of thousands).
+ */
+export async function vetTools(listed: readonly unknown[]): Promise<VettedTools> {
   const tools: McpToolInfo[] = [];
   const seen = new Set<string>();
   const dropped = new Map<Reason, string[]>();
   const unfit: string[] = [];
-  const drop = (reason: Reason, name: unknown) => {
-    if (typeof name === "string") unfit.push(name);
-    const names = dropped.get(reason) ?? [];
-    names.push(sample(name));
-    dropped.set(reason, names);
-  };
+  let unturned = 0;
   for (const item of listed) {
     // Unchecked by the SDK (connect.ts): anything, a tool or not.
-    if (!isObject(item)) {
-      drop("object", item);
+    const t = isObject(item) ? (item as unknown as Listed) : undefined;
+    const name = t ? t.name : item;
+    const early = listReason(t, seen, tools.length);
+    if (early === undefined || ++unturned >= MAX_TOOLS_PER_SERVER) {
+      unturned = 0;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    const schema = t?.inputSchema === undefined ? { type: "object" } : t.inputSchema;
+    const reason = early ?? schemaReason(schema);
+    if (reason) {
+      if (typeof name === "string") unfit.push(name);
+      const names = dropped.get(reason) ?? [];
+      names.push(sample(name));
+      dropped.set(reason, names);
       continue;
     }
-    const t = item as unknown as Listed;
-    const name = t.name;
-    if (typeof name !== "string" || !TOOL_NAME.test(name)) drop("name", name);
-    else if (seen.has(name)) drop("duplicate", name);
-    else if (tools.length >= MAX_TOOLS_PER_SERVER) drop("count", name);
-    else {
-      const schema = t.inputSchema === undefined ? { type: "object" } : t.inputSchema;
-      // The model's arguments must be an object (tool-calls.ts): a schema for anything else cannot be met.
-      if (!isObject(schema) || (schema.type !== undefined && schema.type !== "object")) {
-        drop("shape", name);
-        continue;
-      }
-      // Before the stringify, which would throw on it and fail the whole list.
-      if (nestedDeeperThan(schema)) {
-        drop("deep", name);
-        continue;
-      }
-      if (JSON.stringify(schema).length > MAX_SCHEMA_CHARS) {
-        drop("schema", name);
-        continue;
-      }
-      // Offered, it crashed llama-server at every request (SIGSEGV), the probes for a refused
-      // schema (tool-refusals.ts) included: left out here, before any request.
-      if (refCycle(schema)) {
-        drop("cycle", name);
-        continue;
-      }
-      if (longNameRun(schema)) {
-        drop("run", name);
-        continue;
-      }
-      seen.add(name);
-      const description = typeof t.description === "string" ? t.description : "";
-      tools.push({
-        name,
-        // Between characters: half an emoji is a lone surrogate, which llama-server's parser refuses.
-        description: description.slice(0, wholeCharCut(description, MAX_DESCRIPTION_CHARS)),
-        inputSchema: schema,
-      });
-    }
+    seen.add(name as string);
+    const description = typeof t?.description === "string" ? t.description : "";
+    tools.push({
+      name: name as string,
+      // Between characters: half an emoji is a lone surrogate, which llama-server's parser refuses.
+      description: description.slice(0, wholeCharCut(description, MAX_DESCRIPTION_CHARS)),
+      inputSchema: schema as Record<string, unknown>,
+    });
   }
   return { tools, dropped: describe(dropped, listed.length), unfit };
+}
+
+/** Why a listed item is left out before its schema is read, or undefined when that is next. */
+function listReason(t: Listed | undefined, seen: Set<string>, kept: number): Reason | undefined {
+  if (!t) return "object";
+  if (typeof t.name !== "string" || !TOOL_NAME.test(t.name)) return "name";
+  if (seen.has(t.name)) return "duplicate";
+  return kept >= MAX_TOOLS_PER_SERVER ? "count" : undefined;
+}
+
+/** Why a tool's input schema is left out, or undefined when it is fit to offer. */
+function schemaReason(schema: unknown): Reason | undefined {
+  // The model's arguments must be an object (tool-calls.ts): a schema for anything else cannot be met.
+  if (!isObject(schema) || (schema.type !== undefined && schema.type !== "object")) return "shape";
+  // Before the stringify, which would throw on it and fail the whole list.
+  if (nestedDeeperThan(schema)) return "deep";
+  // The bound that keeps the walk below to milliseconds, whatever size a tools/list line may be.
+  if (JSON.stringify(schema).length > MAX_SCHEMA_CHARS) return "schema";
+  // Offered, either crashed llama-server at every request (SIGSEGV), the probes for a refused
+  // schema (tool-refusals.ts) included: left out here, before any request.
+  return toolSchemaProblem(schema);
 }
 
 function describe(dropped: Map<Reason, string[]>, total: number): string | null {
