@@ -173,10 +173,20 @@ function walk(
 }
 
 /**
- * Keywords whose values are data, not schemas; OpenAPI's `example` and its extensions (`x-example`,
- * any `x-` key: `isData`), neither the validator's nor llama's.
+ * Keywords whose values are data, not schemas; OpenAPI's `example`, `discriminator` (Ajv's option
+ * for it is off), `xml` and `externalDocs`, and its `x-` extensions, neither the validator's (an
+ * unknown keyword: strict off) nor llama-server's converter's.
  */
-const DATA = new Set(["enum", "const", "default", "examples", "example"]);
+const DATA = new Set([
+  "enum",
+  "const",
+  "default",
+  "examples",
+  "example",
+  "discriminator",
+  "xml",
+  "externalDocs",
+]);
 const isData = (key: string) => DATA.has(key) || key.startsWith("x-");
 /** Keywords whose values map names the schema's author chose to schemas: such a name is no keyword. */
 const NAMES = new Set(["properties", "patternProperties", "$defs", "definitions", "dependencies"]);

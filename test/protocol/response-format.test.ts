@@ -1,4 +1,5 @@
 import { describe, expect, spyOn, test } from "bun:test";
+import { vetTools } from "../../src/agent/mcp/tool-list.ts";
 import { askValidator } from "../../src/agent/validator-thread.ts";
 import {
   MAX_LOOP_PATTERN_CHARS,
@@ -231,6 +232,32 @@ describe("response_format: what the params alone refuse", () => {
     );
     expect(schemaProblem({ ...tool, allOf: [{ $ref: "#/x-example" }] })).toContain(
       "pattern at #/x-example/pattern cannot be matched",
+    );
+  });
+
+  test("OpenAPI's discriminator, xml and x- extensions are data: a lookaround or long key there is no schema's", async () => {
+    // Generated OpenAPI schemas carry these beside the schema's keywords; Ajv (strict off, its
+    // discriminator option off) and llama-server's converter read none of them, and they were refused.
+    const dots = ".".repeat(MAX_NAME_RUN_BYTES + 1);
+    const generated = {
+      type: "object",
+      properties: { kind: { type: "string" } },
+      discriminator: { propertyName: "kind", mapping: { a: "#/$defs/a" }, pattern: "(?<=a)b" },
+      xml: { name: "thing", properties: { [dots]: {} } },
+      "x-validation": { pattern: "(?!x)y", allOf: [{ $ref: "#/x-validation" }] },
+    };
+    expect(schemaProblem(generated)).toBeUndefined();
+    expect(await askValidator(JSON.stringify(generated), undefined, 30_000)).toMatchObject({
+      kind: "compiled",
+    });
+    const tool = await vetTools([{ name: "generated", inputSchema: generated }]);
+    expect(tool.tools.map((t) => t.name)).toEqual(["generated"]);
+    // What a $ref names is a schema, there as anywhere; a property named so is one too.
+    expect(schemaProblem({ ...generated, allOf: [{ $ref: "#/x-validation" }] })).toContain(
+      "cannot be matched",
+    );
+    expect(schemaProblem({ type: "object", properties: { "x-a": { pattern: "(?=a)" } } })).toContain(
+      "cannot be matched",
     );
   });
 
