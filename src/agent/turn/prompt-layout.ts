@@ -110,8 +110,8 @@ export class PromptLayout {
   /**
    * The turn's own messages (turnMessages') within `room` tokens: once they do not fit, their
    * oldest tool results that the model has answered since go as notes (withoutResult), as the
-   * history's do, until they fit. The last step's results, which the model has not read, are
-   * always sent. As sticky as the history's cut: a result left out stays out for the turn. No
+   * history's do, and the thinking of its answered steps with them, until they fit. The last
+   * step's results and thinking, which the model has not yet acted on, are always sent. As sticky as the history's cut: a result left out stays out for the turn. No
    * `room`: every answered result goes (llama-server refused what the estimate let through).
    */
   fitTurn(turn: readonly ChatMessage[], room = Number.NEGATIVE_INFINITY): ChatMessage[] {
@@ -255,8 +255,16 @@ function once(length: number, cost: (i: number) => number): (i: number) => numbe
   };
 }
 
-/** A tool message as sent once its result no longer fits: a note of what was left out. */
+/**
+ * A message as sent once its step no longer fits: a tool result as a note of what was left out;
+ * an assistant message without the thinking the model has since acted on (left out, never null:
+ * llama-server refuses a null with a 500, 91g). Only the turn's own carry thinking.
+ */
 function withoutResult(message: ChatMessage): ChatMessage {
+  if (message.role === "assistant" && message.reasoning_content !== undefined) {
+    const { reasoning_content: _, ...rest } = message;
+    return rest;
+  }
   if (message.role !== "tool" || message.content.length <= RESULT_NOTE_CHARS) return message;
   const content = `[tool result left out to fit the context: ${message.content.length} characters]`;
   return { ...message, content };

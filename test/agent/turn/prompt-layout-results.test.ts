@@ -80,20 +80,28 @@ test("a recent result that fits once older turns are dropped is sent whole", () 
 
 // The turn's own results: the oldest the model has answered go first, sticky; the last step's
 // results, which the model has not read, never (docs/agent.md#history-trimming).
+const call = (id: string, reasoning?: string): ChatMessage => ({
+  role: "assistant",
+  content: null,
+  ...(reasoning === undefined ? {} : { reasoning_content: reasoning }),
+  tool_calls: [{ id, type: "function", function: { name: "t__read", arguments: "{}" } }],
+});
+const result = (id: string, content = "x".repeat(4000)): ChatMessage => ({
+  role: "tool",
+  tool_call_id: id,
+  content,
+});
+/** A turn of two tool-calling steps, the second's result not read yet. */
+const twoSteps = (content?: string, reasoning?: string): ChatMessage[] => [
+  { role: "user", content: "read" },
+  call("a", reasoning),
+  result("a", content),
+  call("b", reasoning),
+  result("b", content),
+];
+
 test("fitTurn leaves out the turn's answered results oldest first, never the unread one, and keeps them out", () => {
-  const call = (id: string): ChatMessage => ({
-    role: "assistant",
-    content: null,
-    tool_calls: [{ id, type: "function", function: { name: "t__read", arguments: "{}" } }],
-  });
-  const result = (id: string): ChatMessage => ({ role: "tool", tool_call_id: id, content: "x".repeat(4000) });
-  const turn = [
-    { role: "user", content: "read" } as ChatMessage,
-    call("a"),
-    result("a"),
-    call("b"),
-    result("b"),
-  ];
+  const turn = twoSteps();
   const layout = new PromptLayout(emptyRecord(), [], 0);
   expect(layout.fitTurn(turn, 100_000)).toEqual(turn);
   // Nothing left to fit in: the answered result goes, the unread one stays whole.
@@ -125,4 +133,18 @@ test("turnRoom leaves the history's bare cost out of the room only where the tur
   const long = Array.from({ length: 40 }, () => toolTurn("z".repeat(100))).flat();
   const other = new PromptLayout(emptyRecord(), [], long.length);
   expect(other.turnRoom(long, turn, 1000)).toBe(1000);
+});
+
+// A thinking model's earlier steps (docs/agent.md#thinking-and-structured-output): their
+// thinking went back whole however little room was left, so a turn of a few long-thought tool
+// calls ended context_outgrown though the model had acted on every thought but the last.
+test("fitTurn leaves out the reasoning of the turn's answered steps with their results, never the last step's", () => {
+  const turn = twoSteps("short", "hmm ".repeat(1000));
+  const layout = new PromptLayout(emptyRecord(), [], 0);
+  expect(layout.fitTurn(turn, 100_000)).toEqual(turn);
+  const tight = layout.fitTurn(turn, 0);
+  // Left out, never null (llama-server refuses a null reasoning_content with a 500, 91g).
+  expect("reasoning_content" in (tight[1] as object)).toBe(false);
+  expect(tight[1]).toMatchObject({ role: "assistant", tool_calls: [{ id: "a" }] });
+  expect(tight[3]).toBe(turn[3]);
 });
