@@ -7,6 +7,9 @@
  */
 const THINKING_MARKERS = [
   "<think>", // Qwen3, DeepSeek-R1 and its distills, chatml_think.jinja (test/fixtures/llama-server/transcripts/91)
+  // DeepSeek-R1 and its distills as first released: the model opens the block itself, the
+  // template only cuts it off earlier answers (and llama-server still parses it out).
+  "</think>",
   "enable_thinking", // Qwen3's switch (91c)
   "reasoning_content", // templates that hand earlier thinking back (91f)
   "reasoning_effort", // gpt-oss

@@ -22,6 +22,18 @@ describe("the chat template's thinking, for the plan", () => {
     expect(templateThinks(CHATML)).toBe(false);
   });
 
+  // DeepSeek-R1 and its distills as first released: the model opens <think> itself, and the
+  // template only cuts the thinking off earlier answers; no <think> in it. Read as not thinking,
+  // status and the plan said a model that streams reasoning_content has no think block.
+  test("a template that only cuts </think> off earlier answers (DeepSeek-R1 as first released) thinks", () => {
+    const r1 =
+      "{% for m in messages %}{% if m.role == 'assistant' %}{% set c = m.content %}" +
+      "{% if '</think>' in c %}{% set c = c.split('</think>')[-1] %}{% endif %}<｜Assistant｜>{{ c }}" +
+      "{% else %}<｜User｜>{{ m.content }}{% endif %}{% endfor %}<｜Assistant｜>";
+    expect(templateThinks(r1)).toBe(true);
+    expect(chatTemplateReport(r1, [])).toMatchObject({ source: "model", thinking: true });
+  });
+
   test("the model's own template, a file or inline text in extra_args (they win), or none", () => {
     expect(chatTemplateReport(QWEN3ISH, [])).toMatchObject({ source: "model", thinking: true });
     expect(chatTemplateReport(CHATML, [])).toMatchObject({ source: "model", thinking: false });
