@@ -307,11 +307,16 @@ function reasoningOnly(
     typeof think === "object"
       ? `lower the thinking budget (think.budget_tokens ${think.budget_tokens})`
       : "bound the thinking with think: {budget_tokens: N}";
+  // Already off, and the model thought all the same (a template that ignores enable_thinking:
+  // DeepSeek-R1's, gpt-oss's): advising think: false again leaves the host nothing to try.
+  const ignored = think === false;
+  const off = ignored ? "" : ", or turn thinking off with think: false";
+  const why = ignored ? " (think: false did not stop this model's thinking: its template ignores it)" : "";
   if (limit === "stopped")
-    return `the model ended its turn after thinking, without an answer${kept}; ask again, or turn thinking off with think: false`;
+    return `the model ended its turn after thinking, without an answer${kept}; ask again${off}${why}`;
   if ("cap" in limit)
-    return `the model spent the whole reply limit of ${limit.cap} tokens thinking and gave no answer${kept}; raise max_tokens (the agent's or model.max_tokens), ${budget} below it, or turn thinking off with think: false`;
-  return `the model thought until the slot's context (${limit.context} tokens) was full and gave no answer${kept}; ${budget}, turn thinking off with think: false, or raise model.context`;
+    return `the model spent the whole reply limit of ${limit.cap} tokens thinking and gave no answer${kept}; raise max_tokens (the agent's or model.max_tokens)${ignored ? " or" : ","} ${budget} below it${off}${why}`;
+  return `the model thought until the slot's context (${limit.context} tokens) was full and gave no answer${kept}; ${budget}${ignored ? "" : ", turn thinking off with think: false,"} or raise model.context${why}`;
 }
 
 /** The structured answer does not hold: `output_invalid`, with what the model wrote and why it fails. */

@@ -214,6 +214,25 @@ describe("endTurn: each ending emits at most one terminal event", () => {
     expect(stored.state.turn.at(-1)).toMatchObject({ reasoning_content: "Let me think." });
   });
 
+  // A template that ignores enable_thinking (DeepSeek-R1, gpt-oss): the host had turned thinking
+  // off and was told to turn it off; what is left to change is the budget or the limit.
+  test("reasoning only with think false: the advice says think: false did not stop it, never to set it", async () => {
+    const t = await turnAt();
+    using _ = t.dir;
+    t.ctx.params.think = false;
+    for (const ending of [
+      { kind: "answered", step: 2, response: "", reasoning: "hmm" },
+      { kind: "answered", step: 2, response: "", cappedAt: 64, reasoning: "hmm" },
+      { kind: "context_full", step: 2, response: "", contextSize: 512, reasoning: "hmm" },
+    ] as TurnEnding[]) {
+      t.ctx.warnings.splice(0);
+      const result = await endTurn(t.ctx, ending);
+      const advice = result.warnings.find((w) => w.code === "reasoning_only")?.message ?? "";
+      expect(advice).not.toContain("turn thinking off with think: false");
+      expect(advice).toContain("think: false did not stop");
+    }
+  });
+
   test("reasoning only until the slot filled: context_full and reasoning_only naming the context", async () => {
     const t = await turnAt();
     using _ = t.dir;
