@@ -67,8 +67,8 @@ export type StepAnswer =
  */
 export async function llmStep(ctx: TurnContext, setup: StepSetup, step: number): Promise<StepAnswer> {
   const { deps, session } = ctx;
-  const { system, tools, contextSize, maxTokens, layout } = setup;
-  const reserve = replyReserve(maxTokens, contextSize, setup.think);
+  const { system, tools, contextSize, layout } = setup;
+  const reserve = stepReserve(setup);
   const turn = layout.turnMessages(session.state.turn);
   const room =
     contextSize - reserve - estimateTokens(system) - estimateAll(tools) - layout.turnImageCost(turn);
@@ -157,6 +157,16 @@ export function replyReserve(maxTokens: number | undefined, contextSize: number,
   const half = Math.floor(contextSize / 2);
   const thinking = typeof think === "object" ? think.budget_tokens : 0;
   return Math.min(maxTokens ?? Math.min(1024, Math.floor(contextSize / 4)) + thinking, half);
+}
+
+/**
+ * The step's reply reserve. A template that does not think (as /props said) spends no thinking
+ * budget: kept free all the same (an agent's default `think`, any model), it cost the history
+ * up to half the slot.
+ */
+function stepReserve(setup: StepSetup): number {
+  const thinks = setup.lease.launch.thinking !== false;
+  return replyReserve(setup.maxTokens, setup.contextSize, thinks ? setup.think : undefined);
 }
 
 /**

@@ -22,16 +22,20 @@ test("max_tokens past the context per slot still lets a short conversation be se
 
 // A thinking budget is tokens of the reply too: with only the 1,024 kept for it, the history
 // filled the slot up to that and the model's thinking filled the rest, ending with no answer.
-test("think.budget_tokens is kept free beside the answer's reserve, within half the slot", async () => {
+// A model whose template does not think (as /props says) spends none of it: kept free all the
+// same, it cost the history up to half the slot (an agent's default think, any model).
+test("think.budget_tokens is kept free beside the answer's reserve, within half the slot, for a model that thinks", async () => {
   const earlier = "w".repeat(18_000); // some 4,500 tokens as estimated
-  for (const [think, trimmed] of [
-    [undefined, false],
-    [{ budget_tokens: 3000 }, true],
+  const thinking = "{{ '<think>' }}";
+  for (const [think, chatTemplate, trimmed] of [
+    [undefined, thinking, false],
+    [{ budget_tokens: 3000 }, thinking, true],
+    [{ budget_tokens: 3000 }, undefined, false],
   ] as const) {
     await using h = new ChatHarness(
       { agents: [{ name: "plain", ...(think ? { think } : {}) }] },
       {
-        standIn: () => ({ nCtx: 8192 }),
+        standIn: () => ({ nCtx: 8192, ...(chatTemplate ? { chatTemplate } : {}) }),
       },
     );
     h.llama.script({ content: "noted" }, { content: "ok" });
