@@ -5,28 +5,34 @@ import { llamaFlagName } from "../argv.ts";
 /**
  * The chat template llama-server will apply and whether it lets the model think
  * (docs/agent.md#thinking-and-structured-output): `--chat-template-file` or `--chat-template` in
- * llama.extra_args win (they come last), else the GGUF's `tokenizer.chat_template`. Pure: the file
- * is read by the caller (launch.ts).
+ * llama.extra_args win (they come last; of the two, the later), else the GGUF's
+ * `tokenizer.chat_template`. Pure: the file is read by the caller (launch.ts).
  */
 
 /**
  * The last value of `name` in the args (`--flag value` or `--flag=value`), its `_` spelling too
- * (argv.ts `llamaFlagName`: llama-server reads `--chat_template_file` as `--chat-template-file`).
+ * (argv.ts `llamaFlagName`: llama-server reads `--chat_template_file` as `--chat-template-file`),
+ * and where it is.
  */
-function lastValue(args: readonly string[], name: string): string | undefined {
-  let found: string | undefined;
+function lastValue(args: readonly string[], name: string): { value: string; at: number } | undefined {
+  let found: { value: string; at: number } | undefined;
   args.forEach((raw, i) => {
     if (llamaFlagName(raw) !== name) return;
     const eq = raw.indexOf("=");
-    if (eq > 0) found = raw.slice(eq + 1);
-    else if (i + 1 < args.length) found = args[i + 1];
+    if (eq > 0) found = { value: raw.slice(eq + 1), at: i };
+    else if (i + 1 < args.length) found = { value: args[i + 1] as string, at: i };
   });
   return found;
 }
 
-/** The template file extra_args name, which the plan reads to judge it. */
+/**
+ * The template file extra_args name, which the plan reads to judge it; none when a
+ * `--chat-template` comes after it: both set the one template llama-server applies, the later wins.
+ */
 export function templateFileOf(extraArgs: readonly string[]): string | undefined {
-  return lastValue(extraArgs, "--chat-template-file");
+  const file = lastValue(extraArgs, "--chat-template-file");
+  const inline = lastValue(extraArgs, "--chat-template");
+  return file && !(inline && inline.at > file.at) ? file.value : undefined;
 }
 
 /** A template file as read for the plan: its text, or why it could not be read. */
@@ -55,7 +61,7 @@ export function chatTemplateReport(
       reason: `--chat-template-file ${path} (llama.extra_args): ${verdict(file.text)}`,
     };
   }
-  const inline = lastValue(extraArgs, "--chat-template");
+  const inline = lastValue(extraArgs, "--chat-template")?.value;
   if (inline !== undefined)
     return {
       source: "inline",

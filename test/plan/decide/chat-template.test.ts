@@ -58,6 +58,19 @@ describe("the chat template's thinking, for the plan", () => {
     expect(unread.reason).toContain("no such file");
   });
 
+  // Both flags set the one template llama-server applies (common/arg.cpp `params.chat_template`):
+  // the later one wins. The file was reported whatever came after it.
+  test("with both --chat-template-file and --chat-template, the later one is the template", () => {
+    const file = { path: "t.jinja", text: QWEN3ISH };
+    const inlineLast = ["--chat-template-file", "t.jinja", "--chat-template", CHATML];
+    expect(chatTemplateReport(QWEN3ISH, inlineLast, file)).toMatchObject({
+      source: "inline",
+      thinking: false,
+    });
+    const fileLast = ["--chat-template", CHATML, "--chat-template-file=t.jinja"];
+    expect(chatTemplateReport(CHATML, fileLast, file)).toMatchObject({ source: "file", thinking: true });
+  });
+
   test("the `_` spellings llama-server reads as `-` (common/arg.cpp) name the template too", () => {
     expect(chatTemplateReport(CHATML, ["--chat_template", "<think>"])).toMatchObject({
       source: "inline",
