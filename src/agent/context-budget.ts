@@ -30,8 +30,8 @@ export const KEEP_AFTER_TRIM = 0.5;
  * was while what follows it fits, so the prompt keeps the prefix the slot holds; once it does
  * not, the oldest whole turns go at once until at most KEEP_AFTER_TRIM of the budget is left.
  * A turn starts at a user message and carries its assistant and tool messages, so a tool
- * result is never sent without the call it answers. `cost(i)` is what message i costs as sent.
- * The database keeps every message either way.
+ * result is never sent without the call it answers. `cost(i)` is what message i costs as sent
+ * (never negative). The database keeps every message either way.
  */
 export function trimInSteps(
   history: readonly ChatMessage[],
@@ -39,21 +39,22 @@ export function trimInSteps(
   cut: number,
   budget: number,
 ): number {
-  const starts = turnStarts(history);
   // A cut inside a turn (the history was rewritten since) moves to the next turn's start.
-  let from = starts.find((s) => s >= cut) ?? history.length;
-  // Costed from there only (nothing before is sent): the whole history's, at each step of each
-  // turn, was a JSON.stringify per message of a long session on the main loop.
-  const after = suffixSums(history.length, from, cost);
-  const costFrom = (i: number) => after[i] ?? 0;
-  if (costFrom(from) <= budget) return from;
+  const from = turnStarts(history).find((s) => s >= cut) ?? history.length;
   const target = Math.floor(budget * KEEP_AFTER_TRIM);
-  for (const s of starts) {
-    if (s < from) continue;
-    from = s;
-    if (costFrom(s) <= target) return s;
+  // Summed from the end, and only while within the budget (a cost is never negative, so what
+  // starts earlier costs more): a long session's first turn (no cut kept) costed all 100k
+  // messages, a JSON.stringify each, on the main loop, to send the few that fit.
+  let sum = 0;
+  let fit = history.length;
+  for (let i = history.length - 1; i >= from; i--) {
+    sum += cost(i);
+    // Over: the cut is the first turn start whose messages fit the target, walked past already.
+    if (!(sum <= budget)) return fit;
+    if (sum <= target && opensTurn(history, i)) fit = i;
   }
-  return history.length;
+  // Everything from the cut fits, and it stays.
+  return from;
 }
 
 /**
@@ -63,10 +64,14 @@ export function trimInSteps(
  */
 function turnStarts(history: readonly ChatMessage[]): number[] {
   const starts: number[] = [];
-  history.forEach((m, i) => {
-    if (i === 0 || (m.role === "user" && !isWriteAgain(m))) starts.push(i);
-  });
+  for (let i = 0; i < history.length; i++) if (opensTurn(history, i)) starts.push(i);
   return starts;
+}
+
+/** Whether message i starts a turn (turnStarts). */
+function opensTurn(history: readonly ChatMessage[], i: number): boolean {
+  const m = history[i] as ChatMessage;
+  return i === 0 || (m.role === "user" && !isWriteAgain(m));
 }
 
 /**
@@ -75,7 +80,7 @@ function turnStarts(history: readonly ChatMessage[]): number[] {
  * text does, oldest turns first, until what is left fits KEEP_AFTER_TRIM of the budget (so the
  * next turns reuse the new prefix); older ones are sent as the text `[image]`. Like the cut it
  * stays where it was while everything fits. `text(i)` is message i's cost without its images,
- * `image(i)` what its images cost.
+ * `image(i)` what its images cost (neither negative).
  */
 export function imagesFrom(
   history: readonly ChatMessage[],
@@ -85,11 +90,15 @@ export function imagesFrom(
   imageCut: number,
   budget: number,
 ): number {
-  // Each message's costs asked once, summed from the end: summed anew for each turn start, a
-  // first turn in a session of 20k messages (no cut kept yet) held the loop 41 s.
-  const texts = suffixSums(history.length, from, text);
+  // Each message's costs asked once, summed from the end (summed anew for each turn start, a
+  // first turn in a session of 20k messages held the loop 41 s); the words first, and only while
+  // within the budget: over it, no turn start from `from` on leaves half of it whatever the
+  // images (a cost is never negative), so all of them go, and the rest is never costed.
+  let words = 0;
+  for (let i = history.length - 1; i >= from && words <= budget; i--) words += text(i);
+  if (!(words <= budget)) return history.length;
   const images = suffixSums(history.length, from, image);
-  const costFrom = (cut: number) => (texts[from] ?? 0) + (images[Math.max(cut, from)] ?? 0);
+  const costFrom = (cut: number) => words + (images[Math.max(cut, from)] ?? 0);
   if (costFrom(imageCut) <= budget) return imageCut;
   const target = Math.floor(budget * KEEP_AFTER_TRIM);
   for (const s of turnStarts(history)) {

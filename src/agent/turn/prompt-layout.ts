@@ -179,8 +179,9 @@ export class PromptLayout {
     const results = imagesFrom(history, withImage, result, this.cutAt, this.resultCut, budget);
     // Every result left out and still over budget: whole turns go all the same, and those kept
     // keep their results (the last turn's, which fitted, was a note from then on: the cut sticks).
+    // Summed only while within the budget: a long session's first turn costed all 100k messages.
     let bare = 0;
-    for (let i = this.cutAt; i < history.length; i++) bare += withImage(i);
+    for (let i = this.cutAt; i < history.length && bare <= budget; i++) bare += withImage(i);
     if (results < history.length || bare <= budget) this.resultCut = results;
     const cost = (i: number) => withImage(i) + (i >= this.resultCut ? result(i) : 0);
     this.cutAt = trimInSteps(history, cost, this.cutAt, budget);
