@@ -70,7 +70,11 @@ async function listPages(
     } catch (err) {
       // A later page the server refuses (a cursor it cannot take back): the pages read are
       // offered, as the first alone was before pages were read, rather than none.
-      if (cursor === undefined || !answeredError(err, client, options.signal)) throw err;
+      // The server's own error answer, not the start's clock, a cancel or a closed connection: told
+      // by the connection still open, not by the code, since a server may answer -32000 (the SDK's
+      // code for a closed connection, and the first of those left to servers) itself.
+      const answered = !options.signal.aborted && err instanceof McpError && client.transport !== undefined;
+      if (cursor === undefined || !answered) throw err;
       // Every chat's warning and the log quote it: its config's secrets go before the cut (shown).
       const said = withoutSecrets((err as Error).message, secrets);
       return { tools, unread: `its page ${page + 1} was refused: ${terminalTextCut(said, 200)}` };
@@ -84,15 +88,6 @@ async function listPages(
       return { tools, unread: `its next page was not read: a cursor over ${MAX_CURSOR_CHARS} characters` };
   }
   return { tools, unread: `it listed more than the ${MAX_LIST_PAGES} pages read` };
-}
-
-/**
- * Whether `err` is the server's own error answer, not the start's clock, a cancel or a closed
- * connection: told by the connection still open, not by the code, since a server may answer
- * -32000 (the SDK's code for a closed connection, and the first of those left to servers) itself.
- */
-function answeredError(err: unknown, client: Client, signal: AbortSignal): boolean {
-  return !signal.aborted && err instanceof McpError && client.transport !== undefined;
 }
 
 /** A server that answered initialize and tools/list. */
@@ -199,14 +194,7 @@ export async function startServer(cfg: McpServerConfig, options: StartOptions): 
   options.signal.addEventListener("abort", killOnAbort, { once: true });
   try {
     await client.connect(transport, { signal: startTimeout, timeout: limitMs });
-    const listed = await listPages(
-      client,
-      { signal: startTimeout, timeout: limitMs },
-      configSecrets(cfg.env, commandLineOf(cfg)),
-    );
-    const vetted = await vetTools(listed.tools);
-    [conn.tools, conn.unfit] = [vetted.tools, vetted.unfit];
-    conn.dropped = [vetted.dropped, listed.unread].filter(Boolean).join("; ") || null;
+    await readTools(cfg, conn, startTimeout, limitMs);
     if (conn.dropped) logger.warn(`MCP server '${cfg.name}': ${conn.dropped}`);
   } catch (err) {
     const stopping = startTimeout.aborted || options.signal.aborted || transport.stoppedFor !== undefined;
@@ -252,20 +240,31 @@ function watchToolList(cfg: McpServerConfig, conn: Connection): void {
 async function relist(cfg: McpServerConfig, conn: Connection): Promise<void> {
   const limitMs = cfg.timeout_s * 1000;
   try {
-    const listed = await listPages(
-      conn.client,
-      { signal: AbortSignal.timeout(limitMs), timeout: limitMs },
-      configSecrets(cfg.env, commandLineOf(cfg)),
-    );
-    const vetted = await vetTools(listed.tools);
-    [conn.tools, conn.unfit] = [vetted.tools, vetted.unfit];
-    conn.dropped = [vetted.dropped, listed.unread].filter(Boolean).join("; ") || null;
+    await readTools(cfg, conn, AbortSignal.timeout(limitMs), limitMs);
     logger.info(`MCP server '${cfg.name}' listed ${conn.tools.length} tools again (its list changed)`);
   } catch (err) {
     logger.warn(
       `MCP server '${cfg.name}': its changed tool list could not be read (${shown(err, cfg)}); the tools read before are kept`,
     );
   }
+}
+
+/**
+ * Lists `conn`'s tools and keeps those fit to offer. They are vetted over loop turns (tool-list.ts):
+ * a server that exited meanwhile throws, as one exiting while it listed does. Taken, its start was
+ * ready with its connection closed, a close the pool had heard while it started: never started
+ * again, every call to it refused.
+ */
+async function readTools(cfg: McpServerConfig, conn: Connection, signal: AbortSignal, timeout: number) {
+  const listed = await listPages(
+    conn.client,
+    { signal, timeout },
+    configSecrets(cfg.env, commandLineOf(cfg)),
+  );
+  const vetted = await vetTools(listed.tools);
+  if (!conn.client.transport) throw new Error("it closed its connection while its tools were vetted");
+  [conn.tools, conn.unfit] = [vetted.tools, vetted.unfit];
+  conn.dropped = [vetted.dropped, listed.unread].filter(Boolean).join("; ") || null;
 }
 
 /** `timedOut`: what it wrote on stdout that was no message (ChildTransport), when the start timed out. */
