@@ -55,14 +55,17 @@ export function chatTemplateReport(
         thinking: null,
         reason: `--chat-template-file ${path} (llama.extra_args) could not be read${file && "problem" in file ? `: ${file.problem}` : ""}`,
       };
-    return {
-      source: "file",
-      thinking: templateThinks(file.text),
-      reason: `--chat-template-file ${path} (llama.extra_args): ${verdict(file.text)}`,
-    };
+    if (file.text !== "")
+      return {
+        source: "file",
+        thinking: templateThinks(file.text),
+        reason: `--chat-template-file ${path} (llama.extra_args): ${verdict(file.text)}`,
+      };
   }
-  const inline = lastValue(extraArgs, "--chat-template")?.value;
-  if (inline !== undefined)
+  // An empty template, the winning flag's, is none: llama-server takes the model's own
+  // (common_chat_templates_init), where the text had been judged as having no think block.
+  const inline = path === undefined ? lastValue(extraArgs, "--chat-template")?.value : undefined;
+  if (inline)
     return {
       source: "inline",
       thinking: templateThinks(inline),

@@ -71,6 +71,24 @@ describe("the chat template's thinking, for the plan", () => {
     expect(chatTemplateReport(CHATML, fileLast, file)).toMatchObject({ source: "file", thinking: true });
   });
 
+  // An empty template is none (common/chat.cpp common_chat_templates_init: an empty override
+  // takes the model's own), the later flag's or a file's: it was judged as text with no think block.
+  test("an empty --chat-template or template file leaves the model's own template", () => {
+    expect(chatTemplateReport(QWEN3ISH, ["--chat-template", ""])).toMatchObject({
+      source: "model",
+      thinking: true,
+    });
+    const file = { path: "t.jinja", text: CHATML };
+    expect(
+      chatTemplateReport(QWEN3ISH, ["--chat-template-file", "t.jinja", "--chat-template="], file),
+    ).toMatchObject({ source: "model", thinking: true });
+    const empty = { path: "e.jinja", text: "" };
+    expect(chatTemplateReport(QWEN3ISH, ["--chat-template-file", "e.jinja"], empty)).toMatchObject({
+      source: "model",
+      thinking: true,
+    });
+  });
+
   test("the `_` spellings llama-server reads as `-` (common/arg.cpp) name the template too", () => {
     expect(chatTemplateReport(CHATML, ["--chat_template", "<think>"])).toMatchObject({
       source: "inline",
