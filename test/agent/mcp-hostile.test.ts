@@ -542,6 +542,21 @@ describe("MCP tool lists that are unfit to offer", () => {
     }
   }, 30_000);
 
+  // Quoted in every chat's tools_unavailable warning: a lone surrogate there is a line a host's
+  // strict JSON reader (serde_json, say) refuses whole.
+  test("a later page's refusal that ends in half an emoji is quoted as well-formed text", async () => {
+    using scratch = tmpdir();
+    const cfg = hostile("paged-error", join(scratch.path, "pids"));
+    const pool = new McpPool([{ ...cfg, env: { ...cfg.env, HALF_EMOJI: "1" } }], Date.now);
+    try {
+      const listed = await pool.listing("h", never);
+      expect(listed.dropped).toContain("Invalid cursor");
+      expect(listed.dropped?.isWellFormed()).toBe(true);
+    } finally {
+      await pool.close();
+    }
+  }, 30_000);
+
   test("an empty next cursor ends the list: the first page is not asked for again", async () => {
     await withHostile("paged-empty-cursor", async (pool) => {
       const listed = await pool.listing("h", never);

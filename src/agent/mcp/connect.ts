@@ -75,8 +75,9 @@ async function listPages(
       // code for a closed connection, and the first of those left to servers) itself.
       const answered = !options.signal.aborted && err instanceof McpError && client.transport !== undefined;
       if (cursor === undefined || !answered) throw err;
-      // Every chat's warning and the log quote it: its config's secrets go before the cut (shown).
-      const said = withoutSecrets((err as Error).message, secrets);
+      // Every chat's warning and the log quote it: its config's secrets go before the cut, and a
+      // lone surrogate (a line a host's strict JSON reader refuses whole) after it (shown).
+      const said = cutText(withoutSecrets((err as Error).message, secrets), 200).toWellFormed();
       return { tools, unread: `its page ${page + 1} was refused: ${terminalTextCut(said, 200)}` };
     }
     for (const tool of listed.tools) tools.push(tool);
