@@ -1,3 +1,4 @@
+import { statSync } from "node:fs";
 import { resolve } from "node:path";
 import { readConfigFile } from "../config/config-file.ts";
 import { llamaServerOf } from "../config/find-binary.ts";
@@ -77,10 +78,21 @@ function templateFile(config: Config, deps: PlanDeps): TemplateFile | undefined 
   const path = templateFileOf(config.llama.extra_args);
   if (path === undefined) return undefined;
   try {
-    return { path, text: (deps.readTemplate ?? readConfigFile)(resolve(path)) };
+    return { path, text: (deps.readTemplate ?? readTemplateFile)(resolve(path)) };
   } catch (err) {
     return { path, problem: (err as Error).message };
   }
+}
+
+/**
+ * A template file's text. llama-server takes its bytes as they are (common/arg.cpp read_file):
+ * only a file of none is no template (the model's own applies). One of a byte-order mark alone,
+ * which the config's reading drops, is a template with no think block: read as empty, it was
+ * planned as the model's own, a thinking one shown as thinking.
+ */
+function readTemplateFile(path: string): string {
+  const text = readConfigFile(path);
+  return text === "" && statSync(path).size > 0 ? "\uFEFF" : text;
 }
 
 /** What the supervisor launches (argv is rendered from it at spawn, without --host/--port/--api-key). */

@@ -126,4 +126,27 @@ describe("the chat template's thinking, for the plan", () => {
     const text = renderPlan(await buildPlanReport(config, withFile), false);
     expect(text).toContain("Template  thinking: yes");
   });
+
+  // llama-server reads the file's bytes as they are (common/arg.cpp read_file): only a file of
+  // none is no template. One holding a byte-order mark alone (an "empty" file Notepad saved as
+  // UTF-8) is the template it applies, with no think block; read with the mark dropped, it was
+  // planned as the model's own, thinking.
+  test("a template file of a byte-order mark alone is a template; one of no bytes is none", async () => {
+    using dir = tmpdir();
+    writeGguf(dir.path, "m.gguf", llama7b({ extra: { "tokenizer.chat_template": QWEN3ISH } }));
+    const deps: PlanDeps = { readModel: defaultPlanDeps.readModel, probe: async () => cpuOnlyMachine() };
+    const planWith = async (bytes: Uint8Array) => {
+      const file = join(dir.path, "t.jinja");
+      writeFileSync(file, bytes);
+      const yaml = `model:\n  path: ./m.gguf\nllama:\n  extra_args: [--chat-template-file, ${JSON.stringify(file)}]\n`;
+      writeFileSync(join(dir.path, "config.yaml"), yaml);
+      return (await planInputs(loadConfig("config.yaml", dir.path).config, deps)).plan.chat_template;
+    };
+    expect(await planWith(new Uint8Array([0xef, 0xbb, 0xbf]))).toMatchObject({
+      source: "file",
+      thinking: false,
+    });
+    expect(await planWith(new Uint8Array([0xff, 0xfe]))).toMatchObject({ source: "file", thinking: false });
+    expect(await planWith(new Uint8Array([]))).toMatchObject({ source: "model", thinking: true });
+  });
 });
