@@ -62,12 +62,26 @@ describe("MCP servers that send what no call asked for", () => {
     using scratch = tmpdir();
     const pids = join(scratch.path, "pids");
     const pool = new McpPool([hostile("stderr-flood", pids)]);
+    // It floods once it has listed: the kill may come while its tools are vetted (a loop turn a
+    // tool), then the start fails saying why, or after the start: either way it is killed.
+    const started = () =>
+      pool.tools("h", never).then(
+        (tools) => tools.map((t) => t.name),
+        (err: Error) => {
+          expect(err.message).toContain("it sent more than any call asked for");
+          return "killed while starting";
+        },
+      );
     try {
-      expect((await pool.tools("h", never)).map((t) => t.name)).toEqual(["echo"]);
-      const [first] = pidsIn(pids);
+      const first = await started();
+      expect([["echo"], "killed while starting"]).toContainEqual(first);
+      const [pid] = pidsIn(pids);
       // Unbudgeted, reading it took most of a CPU for as long as it ran (a hostile review).
-      expect(await waitFor(() => !alive(first as number), { timeoutMs: 5000 })).toBe(true);
-      expect((await pool.tools("h", never)).map((t) => t.name)).toEqual(["echo"]);
+      expect(await waitFor(() => !alive(pid as number), { timeoutMs: 5000 })).toBe(true);
+      // A start that failed is not made again at once (its back-off); one that was killed after
+      // its start is, at the next use.
+      if (first === "killed while starting") return;
+      expect([["echo"], "killed while starting"]).toContainEqual(await started());
       expect(pidsIn(pids)).toHaveLength(2);
     } finally {
       await pool.close();
