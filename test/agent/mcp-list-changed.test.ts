@@ -94,7 +94,9 @@ test("a changed list the server does not answer holds a listing only briefly: th
     // The read goes on meanwhile; once answered, the next listing has the new tools. (Each call
     // says the list changed again, and that re-read is held too: its wait is ended at once here.)
     await released;
-    await pool.call("h", "echo", {}, never); // a round trip: the answered re-read is done with
+    await pool.call("h", "echo", {}, never); // a round trip: the re-read's answer is in
+    // Its tools are vetted a loop turn a tool (tool-list.ts vetTools): those turns let it end.
+    for (let turn = 0; turn < 4; turn++) await new Promise((r) => setImmediate(r));
     wait.abort();
     const next = await pool.listing("h", never);
     expect(next.tools.map((t) => t.name)).toEqual(["echo", "added"]);
