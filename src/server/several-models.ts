@@ -154,9 +154,9 @@ export class SeveralModels implements ModelsApi {
 
   /** A path model's file as its next runtime gives it to llama-server, kept as long as the model is (`forgetUnused`). */
   private noteFile(model: ModelChoice): void {
-    if (model.kind === "path" && model.file !== undefined) this.files.set(model.name, model.file);
-    if (model.kind === "path" && model.asGiven?.startsWith(HF_PREFIX))
-      this.refs.set(model.asGiven, model.name);
+    if (model.kind !== "path") return;
+    if (model.file !== undefined) this.files.set(model.name, model.file);
+    if (model.asGiven?.startsWith(HF_PREFIX)) this.refs.set(model.asGiven, model.name);
   }
 
   /** The model a request's `hf:` reference loaded, where the file it names now runs nothing. */

@@ -135,11 +135,10 @@ export class MemoryStore {
 
   /**
    * The word counts recall keeps dropped (store/term-stats.ts): a document's chunks were erased,
-   * which records no erase (no turn is refused for it), so the counts would not see it. True.
+   * which records no erase (no turn is refused for it), so the counts would not see it.
    */
-  forgetCounts(): true {
+  forgetCounts(): void {
     this.stats.forget();
-    return true;
   }
 
   /**

@@ -294,7 +294,8 @@ export class Store {
       await this.eraseCopies(userId, { documentId });
       if (!this.guard(() => this.documents.find(userId, documentId))) return false;
       const removed = ((await this.offLoop({ kind: "document", userId, documentId })) as number) > 0;
-      return removed && this.memory.forgetCounts();
+      if (removed) this.memory.forgetCounts();
+      return removed;
     });
   }
 
