@@ -32,6 +32,9 @@ describe("MCP servers that send what no call asked for", () => {
     const pool = new McpPool([hostile("idle-flood", pids)]);
     try {
       expect((await pool.tools("h", never)).map((t) => t.name)).toEqual(["echo"]);
+      // Its flood begins once this call is answered: its start (tools vetted a loop turn a tool)
+      // is over, so the kill comes to a started server, as an idle one's does.
+      await pool.call("h", "echo", {}, never);
       // What the loop parsed of the flood (each line handed on), counted from here.
       let parsed = 0;
       const original = transport.deliver;
