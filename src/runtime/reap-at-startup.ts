@@ -27,7 +27,11 @@ export async function reapAtStartup(config: Config): Promise<void> {
   }
   // And the temp file of an export a killed core left in the host's folder (store/export-temps.ts).
   try {
-    sweepExportTemps(config.app.data_dir, processStartedAt, (pid) => procIdentity(pid)?.start_time ?? null);
+    await sweepExportTemps(
+      config.app.data_dir,
+      processStartedAt,
+      (pid) => procIdentity(pid)?.start_time ?? null,
+    );
   } catch (err) {
     logger.warn(`removing unfinished exports' temp files failed: ${(err as Error).message}`);
   }

@@ -1,13 +1,14 @@
 import { Database } from "bun:sqlite";
-import { closeSync, constants, fstatSync, lstatSync, openSync, rmSync, writeSync } from "node:fs";
+import { lstatSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { logger } from "../util/logger.ts";
 import { namesIn } from "../util/names-in.ts";
-import { refuseLink, tookSome } from "../util/private-fs.ts";
+import { refuseLink } from "../util/private-fs.ts";
 import { ASIDE_INFIX, BUSY_TIMEOUT_MS, DB_FILE, integrityProblem } from "./db/open.ts";
 import { useMemoryForTemp } from "./db/temp-dir.ts";
 import { deleteDocumentRows } from "./document-store.ts";
 import { changesSoFar, deleteRows, hasTable, settleErase } from "./erase.ts";
+import { zeroFileSync } from "./scrub-file.ts";
 
 /** What an erase did with one database set aside after damage (docs/protocol.md, users.delete). */
 export type CopyOutcome =
@@ -102,26 +103,8 @@ function removeWhole(path: string): void {
     // lstat: a dangling link is there too, and goes.
     if (!lstatSync(file, { throwIfNoEntry: false })) continue;
     try {
-      zeroFill(file);
+      zeroFileSync(file);
     } catch {}
     rmSync(file, { force: true });
-  }
-}
-
-/**
- * In place: needs no free space, so it works on a full disk. Never through a link (ELOOP: the
- * link alone is then removed). By what each write took: a copy-on-write disk (btrfs) may take
- * part of an overwrite, and counting whole pieces would leave erased bytes unzeroed.
- */
-function zeroFill(file: string): void {
-  refuseLink(file);
-  const fd = openSync(file, constants.O_RDWR | (constants.O_NOFOLLOW ?? 0));
-  try {
-    const size = fstatSync(fd).size;
-    const zeros = Buffer.alloc(Math.min(size, 1 << 20));
-    for (let at = 0; at < size; )
-      at += tookSome(writeSync(fd, zeros, 0, Math.min(zeros.length, size - at), at));
-  } finally {
-    closeSync(fd);
   }
 }

@@ -9,6 +9,7 @@ import { openPrivateFile } from "../util/private-fs.ts";
 import { syncFolderAsync } from "./atomic.ts";
 import { fsProblemText } from "./data-dir-problem.ts";
 import { noteExportTemp, rmQuietly } from "./export-temps.ts";
+import { zeroFile } from "./scrub-file.ts";
 
 const writeAsync = promisify(write);
 const fsyncAsync = promisify(fsync);
@@ -59,6 +60,7 @@ export async function exportToFile(
   let bytes = 0;
   let noted: (() => void) | undefined;
   let tmp: string | undefined;
+  let opened = false;
   // Checked, written and renamed into the folder as the OS resolves it, the same folder each time.
   let folder = dirname(path);
   try {
@@ -66,6 +68,7 @@ export async function exportToFile(
     tmp = join(folder, tempName(basename(path)));
     noted = noteExportTemp(dataDir, tmp, start);
     fd = openPrivateFile(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL);
+    opened = true;
     for await (const piece of pieces) {
       const buf = Buffer.from(piece);
       for (let at = 0; at < buf.length; ) at += (await writeAsync(fd, buf, at)).bytesWritten;
@@ -80,7 +83,9 @@ export async function exportToFile(
     noted();
   } catch (err) {
     if (fd !== undefined) await closeAsync(fd).catch(() => {});
-    // Its own failure (ENAMETOOLONG…) must not take the place of the export's.
+    // The conversation's words it holds (a session erased meanwhile: `confirm`) zeroed on the
+    // disk before it goes; its own failure (ENAMETOOLONG…) must not take the place of the export's.
+    if (opened && tmp !== undefined) await zeroFile(tmp).catch(() => {});
     if (tmp !== undefined) rmQuietly(tmp);
     noted?.();
     if (err instanceof CoreError) throw err;

@@ -6,6 +6,7 @@ import { namesIn } from "../util/names-in.ts";
 import { ensurePrivateTree, writePrivateFile } from "../util/private-fs.ts";
 import { readSmallFile } from "../util/read-file.ts";
 import { syncFolder } from "./atomic.ts";
+import { zeroFile } from "./scrub-file.ts";
 import { processAlive } from "./session-lease.ts";
 
 /**
@@ -66,17 +67,17 @@ export function noteExportTemp(dataDir: string, tmp: string, start?: string | nu
 const STARTED_AFTER_SLACK_MS = 5_000;
 
 /**
- * At start-up: the temp files of exports a dead core left, and their notes, removed. `startedAt`:
+ * At start-up: the temp files of exports a dead core left (zeroed first), and their notes, removed. `startedAt`:
  * when a pid's process started by the wall clock, or null (runtime/proc-info's `processStartedAt`).
  * After a power cut the note's pid is often another process's by the next boot: one that started
  * after the note was written did not write it, and the temp file is removed, not kept as long as
  * that process lives (a daemon: for good). `startOf`: a pid's start as the OS tells it, or null.
  */
-export function sweepExportTemps(
+export async function sweepExportTemps(
   dataDir: string,
   startedAt: (pid: number) => number | null = () => null,
   startOf: (pid: number) => string | null = () => null,
-): void {
+): Promise<void> {
   for (const name of namesIn(notesDir(dataDir))) {
     const m = NOTE.exec(name);
     const note = join(notesDir(dataDir), name);
@@ -89,6 +90,8 @@ export function sweepExportTemps(
         TEMP.test(basename(tmp)) &&
         lstatSync(tmp, { throwIfNoEntry: false })?.isFile()
       ) {
+        // Zeroed on the disk first, as a failed export's is (store/scrub-file.ts).
+        await zeroFile(tmp).catch(() => {});
         rmSync(tmp, { force: true });
         logger.info(`removed the temp file of an export a stopped core left unfinished: ${tmp}`);
       }

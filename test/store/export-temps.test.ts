@@ -56,7 +56,7 @@ describe("the start-up sweep of unfinished exports", () => {
     const tmp = join(dir.path, ".export.md.0123456789ab.tmp");
     writeFileSync(tmp, "half an export");
     writeFileSync(join(notes, `${dead}-aaaaaaaaaaaa.json`), JSON.stringify({ tmp }));
-    sweepExportTemps(dataDir);
+    await sweepExportTemps(dataDir);
     expect(existsSync(tmp)).toBe(false);
     expect(existsSync(join(notes, `${dead}-aaaaaaaaaaaa.json`))).toBe(false);
   });
@@ -80,14 +80,14 @@ function noteOfLivePid(dir: string, fields: Record<string, string> = {}) {
   return { tmp, note, written };
 }
 
-test("a note whose pid now names a process started after it was written is swept", () => {
+test("a note whose pid now names a process started after it was written is swept", async () => {
   using dir = tmpdir();
   const { tmp, note, written } = noteOfLivePid(dir.path);
   // Its writer, alive: started before the note was written.
-  sweepExportTemps(join(dir.path, "data"), () => written - 60_000);
+  await sweepExportTemps(join(dir.path, "data"), () => written - 60_000);
   expect(existsSync(tmp)).toBe(true);
   // Another process with that pid, started since.
-  sweepExportTemps(join(dir.path, "data"), () => written + 600_000);
+  await sweepExportTemps(join(dir.path, "data"), () => written + 600_000);
   expect(existsSync(tmp)).toBe(false);
   expect(existsSync(note)).toBe(false);
 });
@@ -96,14 +96,14 @@ test("a note whose pid now names a process started after it was written is swept
 // writer, still exporting, looks started after its own note, and another core's start removed the
 // temp file under it. A note that records its writer's start as the OS tells it (no clock) is kept
 // while that pid's start is the same.
-test("a note whose pid's start is the one it recorded is kept, however the clock moved", () => {
+test("a note whose pid's start is the one it recorded is kept, however the clock moved", async () => {
   using dir = tmpdir();
   const { tmp, note, written } = noteOfLivePid(dir.path, { start: "4242" });
   const stepped = () => written + 600_000;
-  sweepExportTemps(join(dir.path, "data"), stepped, () => "4242");
+  await sweepExportTemps(join(dir.path, "data"), stepped, () => "4242");
   expect(existsSync(tmp)).toBe(true);
   // Another process with that pid: started at another time.
-  sweepExportTemps(join(dir.path, "data"), stepped, () => "5151");
+  await sweepExportTemps(join(dir.path, "data"), stepped, () => "5151");
   expect(existsSync(tmp)).toBe(false);
   expect(existsSync(note)).toBe(false);
 });
@@ -119,7 +119,7 @@ describe.skipIf(process.platform === "win32")("the sweep of a note that is not a
     const note = join(notes, "999999999-0123456789ab.json");
     expect(spawnSync("mkfifo", [note]).status).toBe(0);
     const code = `import { sweepExportTemps } from ${JSON.stringify(join(import.meta.dir, "../../src/store/export-temps.ts"))};
-      sweepExportTemps(${JSON.stringify(dir.path)}); console.log("swept");`;
+      await sweepExportTemps(${JSON.stringify(dir.path)}); console.log("swept");`;
     // The limit only ends a child that hangs; it times nothing.
     const child = spawnSync(process.execPath, ["-e", code], { timeout: 20_000, encoding: "utf8" });
     expect({ signal: child.signal, out: child.stdout.trim() }).toEqual({ signal: null, out: "swept" });

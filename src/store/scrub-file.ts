@@ -1,0 +1,68 @@
+import {
+  close,
+  closeSync,
+  constants,
+  fstat,
+  fstatSync,
+  fsync,
+  fsyncSync,
+  open,
+  openSync,
+  write,
+  writeSync,
+} from "node:fs";
+import { promisify } from "node:util";
+import { refuseLink, tookSome } from "../util/private-fs.ts";
+
+const openAsync = promisify(open);
+const fstatAsync = promisify(fstat);
+const writeAsync = promisify(write);
+const fsyncAsync = promisify(fsync);
+const closeAsync = promisify(close);
+
+/** The zeros written at a time: a big file is overwritten a piece a write, the loop free between. */
+const PIECE_BYTES = 1 << 20;
+
+/**
+ * A file of a conversation's words about to be removed, overwritten with zeros in place first,
+ * then synced: unlinked with its zeros still in memory, the file system drops them unwritten and
+ * the old blocks keep the words (docs/agent.md, The store: erased data stays erased). In place,
+ * so it needs no free space and works on a full disk; never through a link (ELOOP); by what each
+ * write took, as a copy-on-write disk may take part of one. Only a regular file is overwritten.
+ * Best effort, as SQLite's `secure_delete` is: a flash or copy-on-write disk may keep old blocks.
+ */
+export function zeroFileSync(path: string): void {
+  refuseLink(path);
+  const fd = openSync(path, constants.O_RDWR | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
+  try {
+    const stats = fstatSync(fd);
+    if (!stats.isFile()) return;
+    const zeros = Buffer.alloc(Math.min(stats.size, PIECE_BYTES));
+    for (let at = 0; at < stats.size; )
+      at += tookSome(writeSync(fd, zeros, 0, Math.min(zeros.length, stats.size - at), at));
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** `zeroFileSync` with its writes and sync off the event loop: a file of any size holds no ping. */
+export async function zeroFile(path: string): Promise<void> {
+  refuseLink(path);
+  const fd = await openAsync(
+    path,
+    constants.O_RDWR | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0),
+  );
+  try {
+    const stats = await fstatAsync(fd);
+    if (!stats.isFile()) return;
+    const zeros = Buffer.alloc(Math.min(stats.size, PIECE_BYTES));
+    for (let at = 0; at < stats.size; ) {
+      const { bytesWritten } = await writeAsync(fd, zeros, 0, Math.min(zeros.length, stats.size - at), at);
+      at += tookSome(bytesWritten);
+    }
+    await fsyncAsync(fd);
+  } finally {
+    await closeAsync(fd).catch(() => {});
+  }
+}

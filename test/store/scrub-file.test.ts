@@ -1,0 +1,103 @@
+import { describe, expect, spyOn, test } from "bun:test";
+import { spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import { join } from "node:path";
+import { exportToFile } from "../../src/store/export-file.ts";
+import { sweepExportTemps } from "../../src/store/export-temps.ts";
+import { zeroFile, zeroFileSync } from "../../src/store/scrub-file.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+// A file of a conversation's words that is only unlinked keeps them in the disk's blocks: the
+// core zeroes it on the disk first (docs/agent.md, The store). A second name (a hard link) made
+// beforehand still reads the file's blocks after the core's name is gone, so it shows what the
+// disk kept.
+const WORDS = "my secret diagnosis, erased by the user\n".repeat(3_000);
+const zeroed = (path: string) => {
+  const bytes = fs.readFileSync(path);
+  return { size: bytes.length, allZero: bytes.every((b) => b === 0) };
+};
+
+describe("zeroFileSync / zeroFile", () => {
+  for (const [name, zero] of [
+    ["sync", (p: string) => zeroFileSync(p)],
+    ["async", (p: string) => zeroFile(p)],
+  ] as const) {
+    test(`${name}: the file's bytes are zeros, its size kept`, async () => {
+      using dir = tmpdir();
+      const file = join(dir.path, "f");
+      fs.writeFileSync(file, WORDS);
+      fs.linkSync(file, join(dir.path, "second"));
+      await zero(file);
+      expect(zeroed(join(dir.path, "second"))).toEqual({ size: Buffer.byteLength(WORDS), allZero: true });
+    });
+
+    test(`${name}: a link is refused and its target left as it was`, async () => {
+      using dir = tmpdir();
+      const target = join(dir.path, "target");
+      fs.writeFileSync(target, WORDS);
+      fs.symlinkSync(target, join(dir.path, "link"));
+      await expect(Promise.resolve().then(() => zero(join(dir.path, "link")))).rejects.toThrow();
+      expect(fs.readFileSync(target, "utf8")).toBe(WORDS);
+    });
+  }
+
+  // Unlinked with the zeros still in memory, the file system drops them and the blocks keep the words.
+  test("sync: the zeros are synced before it returns", () => {
+    using dir = tmpdir();
+    const file = join(dir.path, "f");
+    fs.writeFileSync(file, WORDS);
+    const order: string[] = [];
+    const write = spyOn(fs, "writeSync");
+    const sync = spyOn(fs, "fsyncSync").mockImplementation(
+      () => void order.push(`sync after ${write.mock.calls.length} writes`),
+    );
+    zeroFileSync(file);
+    expect(order).toEqual([`sync after ${write.mock.calls.length} writes`]);
+    expect(write.mock.calls.length).toBeGreaterThan(0);
+    sync.mockRestore();
+    write.mockRestore();
+  });
+
+  test.skipIf(process.platform === "win32")("a FIFO is neither waited on nor written", async () => {
+    using dir = tmpdir();
+    const fifo = join(dir.path, "fifo");
+    expect(spawnSync("mkfifo", [fifo]).status).toBe(0);
+    zeroFileSync(fifo);
+    await zeroFile(fifo);
+    expect(fs.lstatSync(fifo).isFIFO()).toBe(true);
+  });
+});
+
+describe("an export's temp file", () => {
+  test("a failed export's temp file is zeroed before it goes", async () => {
+    using dir = tmpdir();
+    const target = join(dir.path, "export.md");
+    let second: string | undefined;
+    async function* pieces() {
+      yield WORDS;
+    }
+    const confirm = () => {
+      const tmp = fs.readdirSync(dir.path).find((n) => n.startsWith(".export.md."));
+      second = join(dir.path, "second");
+      fs.linkSync(join(dir.path, tmp as string), second);
+      throw new Error("the session was erased meanwhile");
+    };
+    await expect(exportToFile(target, pieces(), join(dir.path, "data"), confirm)).rejects.toThrow();
+    expect(fs.readdirSync(dir.path).filter((n) => n.startsWith(".export.md."))).toEqual([]);
+    expect(zeroed(second as string)).toEqual({ size: Buffer.byteLength(WORDS), allZero: true });
+  });
+
+  test("one a killed core left is zeroed by the next start's sweep before it goes", async () => {
+    using dir = tmpdir();
+    const dataDir = join(dir.path, "data");
+    const notes = join(dataDir, "run", "exports");
+    fs.mkdirSync(notes, { recursive: true });
+    const tmp = join(dir.path, ".export.md.0123456789ab.tmp");
+    fs.writeFileSync(tmp, WORDS);
+    fs.linkSync(tmp, join(dir.path, "second"));
+    fs.writeFileSync(join(notes, "999999999-aaaaaaaaaaaa.json"), JSON.stringify({ tmp }));
+    await sweepExportTemps(dataDir);
+    expect(fs.existsSync(tmp)).toBe(false);
+    expect(zeroed(join(dir.path, "second"))).toEqual({ size: Buffer.byteLength(WORDS), allZero: true });
+  });
+});
