@@ -99,3 +99,26 @@ describe.skipIf(process.platform === "win32")("an MCP server on Windows", () => 
     expect(joined).toEqual([pid]);
   });
 });
+
+// The guard's watcher keeps the `pid:start` lines the core tells it (src/agent/mcp/guard.ts): kept
+// whole, a server that went on starting short-lived processes outside its group grew that list for
+// as long as it ran, each line copying the whole list in the shell. Its list, as the watcher runs
+// it, holds the processes still running as noted, and a bounded number of others.
+describe.skipIf(!existsSync("/proc/self/stat"))("the MCP guard's list of escaped processes", () => {
+  test("5,000 lines of processes gone leave a list of the ones still running", async () => {
+    const { GUARD_KEEP } = await import("../../src/agent/mcp/guard.ts");
+    const stat = readFileSync("/proc/self/stat", "utf8");
+    const start = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
+    const live = `${process.pid}:${start}`;
+    const feed = `${GUARD_KEEP}
+add ${live}
+i=0; while [ $i -lt 5000 ]; do add "$((4000000+i)):1"; i=$((i+1)); done
+set -- $out; echo "$# $cap"; case " $out " in *" ${live} "*) echo kept;; esac`;
+    const child = Bun.spawnSync(["/bin/sh", "-c", feed], { stderr: "ignore" });
+    const [counts, kept] = child.stdout.toString().trim().split("\n");
+    const [count, cap] = (counts as string).split(" ").map(Number);
+    expect(kept).toBe("kept");
+    expect(count).toBeLessThanOrEqual(256);
+    expect(cap).toBe(256);
+  });
+});

@@ -14,7 +14,8 @@ import { guardShellAvailable, guardShellLaunch } from "../../platform/guard-shel
  * the rest of the group 0.2 s, and sends SIGKILL to the group, itself included. A timer caps all
  * of that at 3 s, since each `sleep` of the polling is a fork that a loaded machine makes slow.
  * The core writes `pid:start` lines to fd 3 for what it saw the server start outside its group
- * (child.ts `noteEscaped`); the watcher keeps them (digits and colons only) until the EOF.
+ * (child.ts `noteEscaped`); the watcher keeps them (digits and colons only) until the EOF, those
+ * still running only (`GUARD_KEEP`).
  * On Linux, then, while the server lives (the core's death is its stdin's end too), the watcher
  * walks the server's descendants through /proc/<pid>/task/<tid>/children (only its tree is read, at
  * most 256) and notes each outside the group (a browser launched with setsid) with its start
@@ -25,11 +26,22 @@ import { guardShellAvailable, guardShellLaunch } from "../../platform/guard-shel
  * pipes at once, so their ends are the server's alone. A shell costs a few milliseconds and no
  * memory to speak of; a guard in the core's own binary would cost a Bun runtime per server.
  */
+/**
+ * The watcher's list of escaped processes, `out`: a line told is added (`add`), and once the list reaches
+ * `cap` it keeps only the processes still running as noted, `cap` then twice what it kept (256 at
+ * least). Kept whole, a server that goes on starting short-lived processes outside its group grew
+ * it for as long as it ran, and each addition copies the whole string in a POSIX shell: 50,000
+ * lines took the watcher's shell over a minute of CPU. Exported for its own test.
+ */
+export const GUARD_KEEP = `out=; m=0; cap=256
+keep() { k=; m=0; for e in $out; do l=; read -r l <"/proc/\${e%%:*}/stat" || continue; set -f; set -- \${l##*) }; set +f; [ "\${20}" = "\${e#*:}" ] && k="$k $e" && m=$((m+1)); done; out=$k; cap=$((m*2)); [ $cap -ge 256 ] || cap=256; }
+add() { out="$out $1"; m=$((m+1)); [ $m -lt $cap ] || keep; }`;
+
 const GUARD_SCRIPT = `(
 trap '' TERM HUP INT
 exec </dev/null >/dev/null 2>&1
-out=
-while read -r e <&3; do case "$e" in *[!0-9:]*|"") ;; *) out="$out $e";; esac; done
+${GUARD_KEEP}
+while read -r e <&3; do case "$e" in *[!0-9:]*|"") ;; *) add "$e";; esac; done
 if [ -r /proc/$$/task/$$/children ] && kill -0 $$; then
   todo=$$; seen=" $$ "; n=0
   while [ -n "$todo" ]; do
