@@ -48,7 +48,9 @@ export async function planReportWithHub(
     loaded = source.defaultConfig();
   }
   const model = options.model;
-  const named = model === undefined ? loaded.config : configForModel(loaded.config, model);
+  const byFile = model === undefined ? undefined : configuredByFile(loaded, model, options.base);
+  const named =
+    model === undefined ? loaded.config : (configForModel(loaded.config, model) ?? byFile?.config);
   // A bare word that names no model is unknown, as for a chat (docs/models.md "Choosing"), not a file.
   if (!named && model && !model.startsWith(HF_PREFIX) && !looksLikePath(model))
     throw modelNotFound(loaded.config, model);
@@ -65,7 +67,9 @@ export async function planReportWithHub(
   if (!named && model?.startsWith(HF_PREFIX)) parseModelOption(model);
   const planDeps = deps.plan ?? defaultPlanDeps;
   const ranOut =
-    source.outOfMemoryStarts?.(named ? (model ?? "default") : loadedAs(loaded.config, config)) ?? 0;
+    source.outOfMemoryStarts?.(
+      named ? (byFile?.name ?? model ?? "default") : loadedAs(loaded.config, config),
+    ) ?? 0;
   const planned: ModelConfig = ranOut > 0 ? { ...config, gpu_out_of_memory: ranOut } : config;
   const report = await buildPlanReport(planned, planDepsWithHub(planDeps, env, deps));
   // Pinned models are read offline: one not pulled is its own plan's error, not this warning's.
@@ -73,6 +77,28 @@ export async function planReportWithHub(
   if (!problem) return report;
   const warnings = [...report.plan.warnings, pinnedSetMessage(problem)];
   return { ...report, plan: { ...report.plan, warnings } };
+}
+
+/**
+ * The configured model a path or `hf:` reference names by its file, as a chat by it runs that
+ * model, its server and its keys (config/choose-model.ts `findModel`): planned as a bare path,
+ * with the model section's keys, its plan was not the one its chat got. A relative path is the
+ * config folder's, as `plan` reads one.
+ */
+function configuredByFile(
+  loaded: LoadedConfig,
+  model: string,
+  base: string | undefined,
+): { name: string; config: ModelConfig } | undefined {
+  if (!model.startsWith(HF_PREFIX) && !looksLikePath(model)) return undefined;
+  try {
+    const ref = model.startsWith(HF_PREFIX) ? model : resolve(base ?? loaded.dir, model);
+    const found = findModel(loaded.config, ref, modelFiles);
+    const config = found.kind === "configured" ? configForModel(loaded.config, found.name) : undefined;
+    return config ? { name: found.name, config } : undefined;
+  } catch {
+    return undefined; // A malformed `hf:` reference: refused below, as before.
+  }
 }
 
 /**

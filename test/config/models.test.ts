@@ -201,6 +201,31 @@ describe("models: in config.yaml", () => {
     expect(hub.data.field).toBe("model");
   });
 
+  // A chat by a configured model's file runs that model (config/choose-model.ts findModel), its
+  // server and keys; plan {model} by that file planned it as a bare path with the model section's
+  // keys: another context, another argv, a plan that was not the chat's.
+  test("plan {model} by a configured model's file plans that model, as its chat runs it", async () => {
+    using dir = tmpdir();
+    writeGguf(dir.path, "main.gguf", llama7b());
+    writeGguf(dir.path, "small.gguf", llama7b());
+    writeFileSync(
+      join(dir.path, "config.yaml"),
+      "model: {path: ./main.gguf, context: 4096}\nmodels:\n  - {name: small, path: ./small.gguf, context: 1024}\n",
+    );
+    const source = {
+      loadedConfig: () => loadConfig("config.yaml", dir.path),
+      defaultConfig: () => defaultConfig(dir.path),
+      outOfMemoryStarts: (model: string) => (model === "small" ? 1 : 0),
+    };
+    const deps = { plan: { ...defaultPlanDeps, probe: async () => cpuOnlyMachine() } };
+    const byName = await planReportWithHub(source, { model: "small" }, {}, deps);
+    const byPath = await planReportWithHub(source, { model: join(dir.path, "small.gguf") }, {}, deps);
+    const relative = await planReportWithHub(source, { model: "./small.gguf" }, {}, deps);
+    expect(byName.plan.argv).toContain("1024");
+    expect(byPath.plan).toEqual(byName.plan);
+    expect(relative.plan).toEqual(byName.plan);
+  });
+
   test("a chat's own model by path has its own projector (auto), as plan {model} and the listing judge it", async () => {
     using dir = tmpdir();
     writeGguf(dir.path, "main.gguf", llama7b());
