@@ -294,12 +294,12 @@ export class Connection {
   // ---- inbound lines -----------------------------------------------------------------------
 
   /** One line of core `from`'s stdout: it settles only calls written to it (core-launch.ts). */
-  receive(line: string, from?: Transport): void {
+  receive(line: string, from?: Transport, cut = false): void {
     const read = readLine(line, this.pending, from);
-    // A line cut short or garbled that names its call lost that call's answer: it fails now.
+    // One garbled naming its call lost its answer: it fails now; one `cut` by a crash, at its exit.
     if (read.kind === "malformed")
       return void (
-        this.lose(read.key, (m) => this.brokenMessage(m, read.detail), from) ||
+        (!cut && this.lose(read.key, (m) => this.brokenMessage(m, read.detail), from)) ||
         this.reportMalformed(read.detail)
       );
     if (read.kind === "no_request") return void this.noRequestError(read.msg, from);

@@ -33,7 +33,7 @@ export function spawnCore(
       spawn: options.spawn,
     },
     {
-      onLine: (line) => connection.receive(line, proc),
+      onLine: (line, cut) => connection.receive(line, proc, cut),
       onOversizeLine: (bytes, head) =>
         connection.oversizeLine(bytes, head, options.maxLineBytes ?? CLIENT_DEFAULTS.maxLineBytes, proc),
       onStderrLine: (line) => options.onStderr?.(line),

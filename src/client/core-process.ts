@@ -13,7 +13,8 @@ import type { Environment, ExitInfo, SpawnFunction } from "./host-types.ts";
  */
 
 export interface CoreProcessHandlers {
-  onLine(line: string): void;
+  /** `cut`: its last line, without its newline, read as its output ended (it died writing it?). */
+  onLine(line: string, cut: boolean): void;
   /** A line over maxLineBytes, dropped: its size and its first bytes (its id). */
   onOversizeLine(bytes: number, head: string): void;
   onStderrLine(line: string): void;
@@ -207,10 +208,10 @@ export class CoreProcess {
     // "Syntax error") after stdout closed and the exit came.
     const pipesClosed = () => (stdoutClosed || !child.stdout) && (stderrClosed || !child.stderr);
     let spoke = false;
-    const deliver = (frames: ReturnType<LineSplitter["push"]>) => {
+    const deliver = (frames: ReturnType<LineSplitter["push"]>, cut = false) => {
       for (const frame of frames) {
         spoke = true;
-        if (frame.kind === "line") this.handlers.onLine(frame.text);
+        if (frame.kind === "line") this.handlers.onLine(frame.text, cut);
         else this.handlers.onOversizeLine(frame.bytes, frame.head);
       }
     };
@@ -239,7 +240,7 @@ export class CoreProcess {
     });
     const finish = (extra: Partial<ExitInfo> = {}) => {
       if (this.exited) return;
-      deliver(splitter.end());
+      deliver(splitter.end(), true);
       for (const frame of errSplitter.end()) stderrFrame(frame);
       const foreign = !spoke ? shellRefusedForeign(this.options, exitSeen?.code, dashRefused) : undefined;
       this.exited = {
