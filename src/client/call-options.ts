@@ -1,4 +1,5 @@
 import { callError, LocalAiError } from "./errors.ts";
+import { thrownText } from "./host-callbacks.ts";
 import type { AbortSignalLike, CallOptions } from "./host-types.ts";
 
 /** A call's options as the connection (connection.ts) uses them: checked, NaN and null left out. */
@@ -39,7 +40,8 @@ export function unreadable(
   err: unknown,
   what = "the call's options could not be read",
 ): LocalAiError {
-  return callError("invalid_request", `${what}: ${err instanceof Error ? err.message : String(err)}`, method);
+  // thrownText: String() of a null-prototype object threw out of the call, which stayed pending.
+  return callError("invalid_request", `${what}: ${thrownText(err)}`, method);
 }
 
 /**

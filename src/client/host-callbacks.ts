@@ -44,7 +44,7 @@ export function guarded<A extends unknown[]>(
   fn: ((...args: A) => void) | undefined,
 ): ((...args: A) => void) | undefined {
   if (!fn) return undefined;
-  const report = (err: unknown) => logger.warn(`the host's ${name} callback threw: ${describe(err)}`);
+  const report = (err: unknown) => logger.warn(`the host's ${name} callback threw: ${thrownText(err)}`);
   return (...args: A) => {
     try {
       // An async callback (`onExit: async (info) => …`) rejects instead of throwing: reported the
@@ -70,7 +70,7 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
  * What was thrown, as text. String() itself throws on a null-prototype object: raised while
  * reporting, it escaped as the very uncaught exception (or unhandled rejection) guarded() stops.
  */
-function describe(err: unknown): string {
+export function thrownText(err: unknown): string {
   try {
     return err instanceof Error ? err.message : String(err);
   } catch {

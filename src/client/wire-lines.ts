@@ -1,5 +1,6 @@
 import { OVERSIZE_HEAD_BYTES } from "../protocol/transport/framing.ts";
 import { callError, type LocalAiError } from "./errors.ts";
+import { thrownText } from "./host-callbacks.ts";
 
 /**
  * Small readers and writers of protocol lines for the connection (connection.ts): the request
@@ -116,7 +117,8 @@ export function requestLine(id: string, method: string, params: unknown): string
   } catch (err) {
     return callError(
       "invalid_request",
-      `${method} params cannot be sent as JSON: ${(err as Error).message}`,
+      // thrownText: a toJSON that throws null made `.message` a TypeError out of the call.
+      `${method} params cannot be sent as JSON: ${thrownText(err)}`,
       method,
     );
   }

@@ -235,3 +235,41 @@ describe("a chat's onOtherEvent or a stream's cancellable of the wrong type", ()
     expect(child.requests.map((r) => r.method)).toEqual(["ping"]);
   });
 });
+
+describe("options, a signal or params that throw something with no text form", () => {
+  test("fail the call's promise all the same, never throw out of the call", async () => {
+    // String() of a null-prototype object throws a TypeError: raised while the call's failure
+    // was written, it threw out of chat() itself, and a refused listener left the call pending.
+    const { client, child } = await start();
+    const boom = () => {
+      throw Object.create(null);
+    };
+    const odd = [
+      new Proxy({}, { get: boom }),
+      { signal: { aborted: false, addEventListener: boom, removeEventListener: () => {} } },
+    ];
+    for (const options of odd) {
+      for (const call of [
+        () => client.chat({ input: "hi" }, options as never).result,
+        () => client.request("echo", {}, options as never),
+      ]) {
+        let p: Promise<unknown> | undefined;
+        expect(() => {
+          p = call();
+        }).not.toThrow();
+        const err = await rejection(p as Promise<unknown>);
+        expect(err.code).toBe("invalid_request");
+        expect(err.message).toContain("[object Object]");
+      }
+    }
+    // A toJSON that throws null: reading `.message` of it threw a TypeError out of chat().
+    const params = { toJSON: boomNull };
+    expect(() => client.chat(params as never)).not.toThrow();
+    expect((await rejection(client.request("echo", params as never))).code).toBe("invalid_request");
+    expect(child.requests).toEqual([]);
+  });
+});
+
+function boomNull(): never {
+  throw null;
+}
