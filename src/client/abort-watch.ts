@@ -29,7 +29,11 @@ export class AbortWatch {
     return () => {
       if (!calls.delete(id) || calls.size > 0) return;
       // The last call on it ended: the signal, which may outlive the client, holds nothing of ours.
-      signal.removeEventListener("abort", onAbort);
+      // Its throw is dropped: this runs as a call settles, in the core's stdout listener, where it
+      // left the call unsettled and escaped into the host's process as an uncaught exception.
+      try {
+        signal.removeEventListener("abort", onAbort);
+      } catch {}
       if (this.watched.get(signal)?.onAbort === onAbort) this.watched.delete(signal);
     };
   }

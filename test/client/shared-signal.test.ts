@@ -64,3 +64,22 @@ describe("one AbortSignal on many calls", () => {
     expect(more.listeners.size).toBe(0);
   });
 });
+
+describe("a signal whose removeEventListener throws", () => {
+  test("the call still settles with its answer, and the throw reaches nothing of the host's", async () => {
+    // The listener is let go as the call settles, in the core's stdout listener: a throw there
+    // stopped the settle halfway (the call out of the table, its promise never settled) and
+    // escaped as an uncaught exception in the host. addEventListener's throw was already caught.
+    const child = new FakeChild((req, c) => c.send({ id: req.id, type: "result", result: { status: "ok" } }));
+    const client = track(await LocalAiClient.start({ binary: "local-ai", spawn: child.spawn }));
+    const signal = {
+      aborted: false,
+      addEventListener: () => {},
+      removeEventListener: () => {
+        throw new Error("removeEventListener refused");
+      },
+    };
+    const answers = [client.ping({ signal }), client.request("echo", {}, { signal, timeoutMs: 2000 })];
+    expect(await Promise.all(answers)).toEqual([{ status: "ok" }, { status: "ok" }]);
+  });
+});
