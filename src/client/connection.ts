@@ -325,14 +325,14 @@ export class Connection {
   }
 
   /**
-   * A line of the core's stdout longer than maxLineBytes, skipped. Its start (`head`) names the
-   * request it belonged to (the core writes `{"id":…` first): that call fails now with
-   * `protocol_error` saying so, rather than waiting out its time limit for an answer already lost.
+   * A line of the core's stdout longer than maxLineBytes, skipped. Its start (`head`) names its
+   * request (the core writes `{"id":…` first): that call fails now with `protocol_error`, not at its
+   * time limit; one `cut` by a crash (never whole) with the exit's core_exited, as receive() does.
    */
-  oversizeLine(bytes: number, head = "", maxLineBytes?: number, from?: Transport): void {
+  oversizeLine(bytes: number, head = "", maxLineBytes?: number, from?: Transport, cut = false): void {
     const limit = maxLineBytes === undefined ? "maxLineBytes" : `maxLineBytes (${maxLineBytes})`;
     this.reportMalformed(`a ${bytes}-byte line exceeds ${limit}`);
-    this.lose(lineKey(head, this.pending, from), (method) => oversizeAnswerError(method, bytes, limit), from);
+    if (!cut) this.lose(lineKey(head, this.pending, from), (m) => oversizeAnswerError(m, bytes, limit), from);
   }
 
   /** A line of call `key` from core `from` was lost (too long, not JSON). False: no such call of it. */

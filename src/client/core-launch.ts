@@ -34,8 +34,8 @@ export function spawnCore(
     },
     {
       onLine: (line, cut) => connection.receive(line, proc, cut),
-      onOversizeLine: (bytes, head) =>
-        connection.oversizeLine(bytes, head, options.maxLineBytes ?? CLIENT_DEFAULTS.maxLineBytes, proc),
+      onOversizeLine: (bytes, head, cut) =>
+        connection.oversizeLine(bytes, head, options.maxLineBytes ?? CLIENT_DEFAULTS.maxLineBytes, proc, cut),
       onStderrLine: (line) => options.onStderr?.(line),
       ...ends,
     },

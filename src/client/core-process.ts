@@ -15,8 +15,8 @@ import type { Environment, ExitInfo, SpawnFunction } from "./host-types.ts";
 export interface CoreProcessHandlers {
   /** `cut`: its last line, without its newline, read as its output ended (it died writing it?). */
   onLine(line: string, cut: boolean): void;
-  /** A line over maxLineBytes, dropped: its size and its first bytes (its id). */
-  onOversizeLine(bytes: number, head: string): void;
+  /** A line over maxLineBytes, dropped: its size and its first bytes (its id); `cut` as onLine's. */
+  onOversizeLine(bytes: number, head: string, cut: boolean): void;
   onStderrLine(line: string): void;
   onExit(info: ExitInfo): void;
   /** Its stdout closed while it runs on: it can no longer answer anything. */
@@ -212,7 +212,7 @@ export class CoreProcess {
       for (const frame of frames) {
         spoke = true;
         if (frame.kind === "line") this.handlers.onLine(frame.text, cut);
-        else this.handlers.onOversizeLine(frame.bytes, frame.head);
+        else this.handlers.onOversizeLine(frame.bytes, frame.head, cut);
       }
     };
     child.stdout?.on("data", (chunk: Buffer) => deliver(splitter.push(chunk)));

@@ -26,6 +26,23 @@ describe("a core that dies in the middle of a line", () => {
     expect(client.malformedLines).toBe(1);
   });
 
+  test("one over maxLineBytes when it died is not blamed on maxLineBytes either", async () => {
+    // Killed for its memory while writing a big answer (an embed's vectors): the client told the
+    // host to raise maxLineBytes, for a line that was never whole.
+    const child = new FakeChild((req, c) => {
+      if (req.method !== "embed") return;
+      c.stdout.write(`{"id":"${req.id}","type":"result","result":{"vectors":[[${"0.1,".repeat(400)}`);
+      c.exit(null, "SIGKILL");
+    });
+    const client = track(
+      await LocalAiClient.start({ binary: "local-ai", spawn: child.spawn, maxLineBytes: 1024 }),
+    );
+    const err = await rejection(client.embed({ input: ["x"] }));
+    expect(err.code).toBe("core_exited");
+    expect(err.message).toContain("SIGKILL");
+    expect(client.malformedLines).toBe(1);
+  });
+
   test("a last line whole but for its newline is still its answer", async () => {
     const child = new FakeChild((req, c) => {
       if (req.method !== "echo") return;
