@@ -40,7 +40,11 @@ export function trimInSteps(
   budget: number,
 ): number {
   // A cut inside a turn (the history was rewritten since) moves to the next turn's start.
-  const from = turnStarts(history).find((s) => s >= cut) ?? history.length;
+  // Looked for from the cut on: all the turn starts from seq 0 walked a long session's whole
+  // history each step.
+  let from = Math.max(0, Math.ceil(cut));
+  if (!(from < history.length)) from = history.length;
+  while (from < history.length && !opensTurn(history, from)) from++;
   const target = Math.floor(budget * KEEP_AFTER_TRIM);
   // Summed from the end, and only while within the budget (a cost is never negative, so what
   // starts earlier costs more): a long session's first turn (no cut kept) costed all 100k
@@ -58,17 +62,10 @@ export function trimInSteps(
 }
 
 /**
- * Where each turn of the history starts (a user message; the first message in any case). The
- * core's own request to write again is a user message inside a turn: a cut there sent the model
- * the request without the question it was about.
+ * Whether message i starts a turn: a user message, the first message in any case. The core's
+ * own request to write again is a user message inside a turn: a cut there sent the model the
+ * request without the question it was about.
  */
-function turnStarts(history: readonly ChatMessage[]): number[] {
-  const starts: number[] = [];
-  for (let i = 0; i < history.length; i++) if (opensTurn(history, i)) starts.push(i);
-  return starts;
-}
-
-/** Whether message i starts a turn (turnStarts). */
 function opensTurn(history: readonly ChatMessage[], i: number): boolean {
   const m = history[i] as ChatMessage;
   return i === 0 || (m.role === "user" && !isWriteAgain(m));
@@ -101,10 +98,12 @@ export function imagesFrom(
   const costFrom = (cut: number) => words + (images[Math.max(cut, from)] ?? 0);
   if (costFrom(imageCut) <= budget) return imageCut;
   const target = Math.floor(budget * KEEP_AFTER_TRIM);
-  for (const s of turnStarts(history)) {
-    if (s <= imageCut) continue;
-    if (costFrom(s) <= target) return s;
-  }
+  // Each turn start before `from` costs as `from` does (only from there on is sent): over the
+  // target, none of them is looked at (a long session's image cut still at 0 walked every
+  // message before its cut each step).
+  let s = imageCut + 1;
+  if (s < from && costFrom(from) > target) s = from;
+  for (; s < history.length; s++) if (opensTurn(history, s) && costFrom(s) <= target) return s;
   return history.length;
 }
 

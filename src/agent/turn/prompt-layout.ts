@@ -167,6 +167,7 @@ export class PromptLayout {
     this.imageCut = bodyCut(
       history,
       this.imageCut,
+      this.cutAt,
       (this.images.bodyBytes ?? IMAGE_BODY_BYTES) - this.turnBytes,
     );
     // Then the tool results (imagesFrom's steps, their costs in place of the images'), before any
@@ -282,10 +283,14 @@ function bodyBytesOf(messages: readonly ChatMessage[]): number {
   return n;
 }
 
-/** The first message from `imageCut` on whose images, with all the later ones', fit `room` bytes. */
-function bodyCut(history: readonly ChatMessage[], imageCut: number, room: number): number {
+/**
+ * The first message from `imageCut` on whose images, with all the later ones', fit `room` bytes.
+ * Only those sent count, from the cut `from` on: walked from `imageCut`, a long session whose
+ * images never had to go (its image cut still 0) walked its whole history each step.
+ */
+function bodyCut(history: readonly ChatMessage[], imageCut: number, from: number, room: number): number {
   let used = 0;
-  for (let i = history.length - 1; i >= imageCut; i--) {
+  for (let i = history.length - 1; i >= Math.max(imageCut, from); i--) {
     used += bodyBytesOf([history[i] as ChatMessage]);
     if (used > room) return i + 1;
   }

@@ -1,4 +1,4 @@
-import { expect, spyOn, test } from "bun:test";
+import { describe, expect, spyOn, test } from "bun:test";
 import { estimateTokens } from "../../../src/agent/context-budget.ts";
 import { emptyRecord, type PromptRecord } from "../../../src/agent/kv/prompt-record.ts";
 import { PromptLayout } from "../../../src/agent/turn/prompt-layout.ts";
@@ -139,4 +139,56 @@ test("the layout's cuts are those the whole walks gave, on random histories, rec
       ...laidOutBefore(h, record, (i) => images.get(h[i] as ChatMessage) ?? 0, budget),
     });
   }
+});
+
+/** The history, counting the reads of messages before `below` (never sent, never to be walked). */
+function watched(history: ChatMessage[], below: number) {
+  const seen = { before: 0 };
+  const proxy = new Proxy(history, {
+    get(target, key, receiver) {
+      if (typeof key === "string" && /^\d+$/.test(key) && Number(key) < below) seen.before++;
+      return Reflect.get(target, key, receiver);
+    },
+  });
+  return { proxy, seen };
+}
+
+// A long session whose images never had to go keeps image_cut 0 while its cut moves on: each
+// step's image cut then walked every message from seq 0 (bodyCut's body bytes, imagesFrom's turn
+// starts), 100k messages a step, though only those from the cut are sent.
+describe("the image cut of a long history walks only what is sent", () => {
+  const n = 20_000;
+  const history = Array.from(
+    { length: n },
+    (_, i): ChatMessage =>
+      i % 2
+        ? { role: "assistant", content: `answer ${i}` }
+        : {
+            role: "user",
+            content: `question ${i}`,
+            attachments: [{ id: i + 1, mime: "image/png", bytes: 10 }],
+          },
+  );
+  const record = (): PromptRecord => ({ cut: n - 10, notes: [] });
+
+  test("its images fitting", () => {
+    const layout = new PromptLayout(record(), [], n, { costOf: () => 0, vision: true });
+    layout.turnMessages([{ role: "user", content: "next" }]);
+    const { proxy, seen } = watched(history, n - 10);
+    expect(layout.history(proxy, 100_000)).toHaveLength(10);
+    expect(seen.before).toBe(0);
+  });
+
+  test("its images going", () => {
+    const layout = new PromptLayout(record(), [], n, {
+      costOf: (m) => (m.role === "user" ? 1000 : 0),
+      vision: true,
+    });
+    layout.turnMessages([{ role: "user", content: "next" }]);
+    const { proxy, seen } = watched(history, n - 10);
+    const sent = layout.history(proxy, 1500);
+    expect(sent.length).toBeGreaterThan(0);
+    expect(layout.record(true).image_cut).toBeGreaterThan(n - 10);
+    expect(seen.before).toBe(0);
+  });
 });
