@@ -10,10 +10,18 @@
 /** Codes read between two turns of the event loop. */
 const CODES_A_SLICE = 1 << 18;
 
-/** The first frame: its width and height, and where its LZW minimum code size is; or none. */
-function firstFrame(b: Uint8Array): { width: number; height: number; at: number } | undefined {
+/** Extension sub-blocks walked between two turns of the event loop. */
+const BLOCKS_A_SLICE = 1 << 18;
+
+/**
+ * The first frame: its width and height, and where its LZW minimum code size is; or none. The
+ * extensions before it are walked in slices: 20 MB of a comment's one-byte sub-blocks is 10
+ * million steps, ~100 ms of the loop walked whole, ping unanswered.
+ */
+async function firstFrame(b: Uint8Array): Promise<{ width: number; height: number; at: number } | undefined> {
   const table = (flags: number) => (flags & 0x80 ? 3 << ((flags & 7) + 1) : 0);
   let at = 13 + table(b[10] ?? 0);
+  let steps = 0;
   while (at < b.length) {
     const tag = b[at];
     if (tag === 0x2c) {
@@ -24,8 +32,10 @@ function firstFrame(b: Uint8Array): { width: number; height: number; at: number 
     }
     if (tag !== 0x21) return undefined;
     at += 2; // an extension: its label, then its sub-blocks to an empty one
-    while (at < b.length && b[at] !== 0) at += 1 + (b[at] as number);
+    for (; at < b.length && b[at] !== 0; at += 1 + (b[at] as number))
+      if (++steps % BLOCKS_A_SLICE === 0) await new Promise((r) => setImmediate(r));
     at++;
+    if (++steps % BLOCKS_A_SLICE === 0) await new Promise((r) => setImmediate(r));
   }
   return undefined;
 }
@@ -35,7 +45,7 @@ function firstFrame(b: Uint8Array): { width: number; height: number; at: number 
  * a real encoder writes each of them once.
  */
 export async function gifDataOverruns(b: Uint8Array): Promise<boolean> {
-  const frame = firstFrame(b);
+  const frame = await firstFrame(b);
   if (!frame || frame.at >= b.length) return false;
   const bound = 2 * frame.width * frame.height + 65_536;
   const minimum = b[frame.at] as number;

@@ -2,6 +2,7 @@ import { describe, expect, spyOn, test } from "bun:test";
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { readImageHeader } from "../../src/images/format.ts";
+import { gifDataOverruns } from "../../src/images/gif-data.ts";
 import { jpegScansOver } from "../../src/images/jpeg-data.ts";
 import { MAX_IMAGE_BYTES } from "../../src/images/limits.ts";
 import { prepareImages } from "../../src/images/prepare.ts";
@@ -78,6 +79,23 @@ describe("an image's header", () => {
       many.subarray(second),
     ]);
     expect(await jpegScansOver(stray)).toBe(true);
+  });
+
+  test("a GIF's extensions before its first frame are walked in slices: the loop turns inside them", async () => {
+    // 8 MB of a comment's one-byte sub-blocks between the colour table and the first frame (4
+    // million steps, walked whole between two turns of the loop: ~100 ms for 20 MB).
+    const small = gif(1, 1);
+    const subBlocks = Buffer.alloc(8 * 1024 * 1024);
+    for (let i = 0; i < subBlocks.length; i += 2) subBlocks.set([1, 0x41], i);
+    const comment = Buffer.concat([Buffer.from([0x21, 0xfe]), subBlocks, Buffer.from([0])]);
+    const big = Buffer.concat([small.subarray(0, 19), comment, small.subarray(19)]);
+    const { value, pings } = await pingsDuring(() => gifDataOverruns(big));
+    expect(value).toBe(false);
+    expect(pings).toBeGreaterThan(0);
+    // The frame after them is still found: a bomb there is still refused.
+    const bomb = gifBomb(2);
+    const bombed = Buffer.concat([bomb.subarray(0, 19), comment, bomb.subarray(19)]);
+    expect(await gifDataOverruns(bombed)).toBe(true);
   });
 
   test("a JPEG's scans are counted in slices: the loop turns inside a large one", async () => {
