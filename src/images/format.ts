@@ -4,7 +4,9 @@
  * WebP and the rest it hands to an external ffmpeg that a user's machine may not have
  * (test/fixtures/llama-server/transcripts/106d), so they are refused here with the reason.
  * Width and height come from the header, before anything decodes the pixels, so a small file
- * that declares a huge image (a decompression bomb) costs nothing to refuse. Pure.
+ * that declares a huge image (a decompression bomb) costs nothing to refuse. Pure, but for
+ * the turns of the event loop it gives back within a long walk of a PNG's chunks or a JPEG's
+ * segments (STEPS_A_SLICE).
  */
 
 export type ImageFormat = "png" | "jpeg" | "gif" | "bmp";
@@ -23,7 +25,16 @@ export type ImageHeader =
 
 const PNG_SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
 
-export function readImageHeader(bytes: Uint8Array): ImageHeader {
+/**
+ * Chunks, segments or fill bytes walked between two turns of the event loop: 20 MB of empty PNG
+ * chunks is 1.75 million of them, of a JPEG's fill bytes 20 million, ~40 and ~100 ms of the
+ * loop walked whole, ping unanswered.
+ */
+const STEPS_A_SLICE = 1 << 18;
+
+const nextTurn = () => new Promise((r) => setImmediate(r));
+
+export async function readImageHeader(bytes: Uint8Array): Promise<ImageHeader> {
   if (startsWith(bytes, PNG_SIGNATURE)) return png(bytes);
   if (bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff) return jpeg(bytes);
   if (ascii(bytes, 0, 6) === "GIF87a" || ascii(bytes, 0, 6) === "GIF89a") return gif(bytes);
@@ -54,14 +65,15 @@ const IEND = 0x49454e44;
  * chunk's type is compared as a number, never made a string: 20 MB of empty chunks is 1.75
  * million of them, walked in a few milliseconds (docs/protocol.md#images).
  */
-function png(b: Uint8Array): ImageHeader {
+async function png(b: Uint8Array): Promise<ImageHeader> {
   if (b.length < 33 || u32be(b, 12) !== IHDR || u32be(b, 8) !== 13)
     return damaged("a PNG whose IHDR header is missing or cut short");
   const width = u32be(b, 16);
   const height = u32be(b, 20);
   let at = 8;
   let data = false;
-  for (;;) {
+  for (let steps = 1; ; steps++) {
+    if (steps % STEPS_A_SLICE === 0) await nextTurn();
     if (at + 12 > b.length) return damaged("a truncated PNG: it ends before its IEND chunk");
     const length = u32be(b, at);
     const type = u32be(b, at + 4);
@@ -83,9 +95,10 @@ function png(b: Uint8Array): ImageHeader {
  * search. Its scans are counted after the header is read (jpeg-data.ts), in slices; the
  * entropy-coded data is not checked (llama-server's decoder reads it).
  */
-function jpeg(b: Uint8Array): ImageHeader {
+async function jpeg(b: Uint8Array): Promise<ImageHeader> {
   let at = 2;
-  while (at + 4 <= b.length) {
+  for (let steps = 1; at + 4 <= b.length; steps++) {
+    if (steps % STEPS_A_SLICE === 0) await nextTurn();
     if (b[at] !== 0xff) {
       // Never at SOI's heels: the caller saw 0xFF there, as stb_image needs a marker there.
       at = b.indexOf(0xff, at);

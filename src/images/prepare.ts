@@ -92,7 +92,7 @@ async function prepareOne(index: number, input: ImageInput, limits: ImageLimits)
   const bytes = await bytesOf(index, input, limits);
   if (bytes.length > MAX_IMAGE_BYTES)
     throw imageRefused(index, "too_large", `${bytes.length} bytes, over ${MAX_IMAGE_BYTES}`);
-  const header = readImageHeader(bytes);
+  const header = await readImageHeader(bytes);
   if (!header.ok)
     throw imageRefused(
       index,

@@ -16,28 +16,28 @@ const limits = { maxImages: 8, maxPixels: 50_000_000 };
 const refusal = coreErrorOfAsync;
 
 describe("an image's header", () => {
-  test("PNG, JPEG, GIF and BMP: the format and size come from the bytes", () => {
-    expect(readImageHeader(png(64, 32))).toEqual({ ok: true, format: "png", width: 64, height: 32 });
-    expect(readImageHeader(jpegHeader(640, 480))).toEqual({
+  test("PNG, JPEG, GIF and BMP: the format and size come from the bytes", async () => {
+    expect(await readImageHeader(png(64, 32))).toEqual({ ok: true, format: "png", width: 64, height: 32 });
+    expect(await readImageHeader(jpegHeader(640, 480))).toEqual({
       ok: true,
       format: "jpeg",
       width: 640,
       height: 480,
     });
-    expect(readImageHeader(gif(32, 16))).toEqual({ ok: true, format: "gif", width: 32, height: 16 });
-    expect(readImageHeader(bmp(5, 3))).toEqual({ ok: true, format: "bmp", width: 5, height: 3 });
+    expect(await readImageHeader(gif(32, 16))).toEqual({ ok: true, format: "gif", width: 32, height: 16 });
+    expect(await readImageHeader(bmp(5, 3))).toEqual({ ok: true, format: "bmp", width: 5, height: 3 });
   });
 
-  test("a truncated PNG is damaged wherever it is cut (the chunks are walked to IEND)", () => {
+  test("a truncated PNG is damaged wherever it is cut (the chunks are walked to IEND)", async () => {
     const whole = png(16, 16);
     for (const cut of [20, 40, whole.length - 12, whole.length - 1]) {
-      const header = readImageHeader(whole.subarray(0, cut));
+      const header = await readImageHeader(whole.subarray(0, cut));
       expect(header.ok).toBe(false);
       if (!header.ok) expect(header.kind).toBe("damaged");
     }
   });
 
-  test("20 MB of empty PNG chunks is walked without a string made per chunk (half a second an image)", () => {
+  test("20 MB of empty PNG chunks is walked without a string made per chunk (half a second an image)", async () => {
     // 1.75 million zero-length tEXt chunks between IHDR and IDAT: each type was a string made
     // with String.fromCharCode (0.5–0.7 s an image, 8 of them a chat, on the main loop).
     const base = png(4, 4);
@@ -52,7 +52,7 @@ describe("an image's header", () => {
     let made: number[];
     const started = performance.now();
     try {
-      expect(readImageHeader(bytes)).toEqual({ ok: true, format: "png", width: 4, height: 4 });
+      expect(await readImageHeader(bytes)).toEqual({ ok: true, format: "png", width: 4, height: 4 });
     } finally {
       made = strings.map((s) => s.mock.calls.length);
       for (const s of strings) s.mockRestore();
@@ -79,6 +79,27 @@ describe("an image's header", () => {
       many.subarray(second),
     ]);
     expect(await jpegScansOver(stray)).toBe(true);
+  });
+
+  test("a header's long walk gives the loop back: a PNG's empty chunks, a JPEG's fill bytes or empty segments", async () => {
+    // 8 MB each (20 MB held the loop ~40 ms as PNG chunks, ~100 ms as JPEG fill bytes).
+    const base = png(4, 4);
+    const chunk = Buffer.from([0, 0, 0, 0, 0x74, 0x45, 0x58, 0x74, 0, 0, 0, 0]);
+    const chunks = Buffer.alloc(Math.floor((8 * 1024 * 1024) / chunk.length) * chunk.length);
+    for (let i = 0; i < chunks.length; i += chunk.length) chunks.set(chunk, i);
+    const jpeg = jpegHeader(64, 48);
+    const segments = Buffer.alloc(8 * 1024 * 1024);
+    for (let i = 0; i < segments.length; i += 4) segments.set([0xff, 0xe1, 0, 2], i);
+    const cases = [
+      [Buffer.concat([base.subarray(0, 33), chunks, base.subarray(33)]), "png"],
+      [Buffer.concat([jpeg.subarray(0, 20), Buffer.alloc(8 * 1024 * 1024, 0xff), jpeg.subarray(20)]), "jpeg"],
+      [Buffer.concat([jpeg.subarray(0, 20), segments, jpeg.subarray(20)]), "jpeg"],
+    ] as const;
+    for (const [bytes, format] of cases) {
+      const { value, pings } = await pingsDuring(() => readImageHeader(bytes));
+      expect(value).toMatchObject({ ok: true, format });
+      expect(pings).toBeGreaterThan(0);
+    }
   });
 
   test("a GIF's extensions before its first frame are walked in slices: the loop turns inside them", async () => {
@@ -142,29 +163,29 @@ describe("an image's header", () => {
     const junk = Buffer.from([0x00, 0x00, 0x12, 0x34, 0x00]);
     const padded = Buffer.concat([whole.subarray(0, 20), junk, whole.subarray(20)]);
     expect(padded.subarray(20 + junk.length, 22 + junk.length)).toEqual(Buffer.from([0xff, 0xc0]));
-    expect(readImageHeader(padded)).toEqual({ ok: true, format: "jpeg", width: 640, height: 480 });
+    expect(await readImageHeader(padded)).toEqual({ ok: true, format: "jpeg", width: 640, height: 480 });
     expect((await prepareImages([{ data: b64(padded) }], limits))[0]?.width).toBe(640);
     // Junk to the file's end: no frame header, damaged; the whole 20 MB walked.
     const endless = Buffer.concat([whole.subarray(0, 20), Buffer.alloc(MAX_IMAGE_BYTES - 20, 0x11)]);
-    expect(readImageHeader(endless)).toMatchObject({ ok: false, kind: "damaged" });
+    expect(await readImageHeader(endless)).toMatchObject({ ok: false, kind: "damaged" });
   });
 
-  test("a JPEG llama-server's decoder cannot read (lossless, arithmetic, 12-bit) is unsupported, not sent", () => {
+  test("a JPEG llama-server's decoder cannot read (lossless, arithmetic, 12-bit) is unsupported, not sent", async () => {
     // stb_image reads SOF0–SOF2 of 8-bit samples only; anything else came back from llama-server as a 400.
     const lossless = jpegHeader(64, 48);
     lossless[21] = 0xc3;
     expect(lossless.subarray(20, 22)).toEqual(Buffer.from([0xff, 0xc3]));
-    expect(readImageHeader(lossless)).toMatchObject({ ok: false, kind: "unsupported" });
+    expect(await readImageHeader(lossless)).toMatchObject({ ok: false, kind: "unsupported" });
     const twelveBit = jpegHeader(64, 48);
     twelveBit[24] = 12;
-    expect(readImageHeader(twelveBit)).toMatchObject({ ok: false, kind: "unsupported" });
+    expect(await readImageHeader(twelveBit)).toMatchObject({ ok: false, kind: "unsupported" });
     const extended = jpegHeader(64, 48);
     extended[21] = 0xc1;
-    expect(readImageHeader(extended)).toMatchObject({ ok: true, width: 64, height: 48 });
+    expect(await readImageHeader(extended)).toMatchObject({ ok: true, width: 64, height: 48 });
   });
 
-  test("a JPEG that ends before its frame header is damaged", () => {
-    const header = readImageHeader(jpegHeader(10, 10).subarray(0, 12));
+  test("a JPEG that ends before its frame header is damaged", async () => {
+    const header = await readImageHeader(jpegHeader(10, 10).subarray(0, 12));
     expect(header).toMatchObject({ ok: false, kind: "damaged" });
   });
 });
