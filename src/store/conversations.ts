@@ -132,6 +132,11 @@ export class Conversations {
     return row ? summaryOf(row) : undefined;
   }
 
+  /** Throws the turn's refusal (`sessionErased`…) where its session was erased or taken over since `mark`. */
+  refuseStaleTurn(userId: string, sessionId: string, mark: TurnMark): void {
+    refuseStale(this.db, userId, sessionId, mark);
+  }
+
   /** The newest erase's number: a turn notes it when it begins (store/erasures.ts). */
   erasureMark(): number {
     return erasureMark(this.db);

@@ -3,6 +3,7 @@ import type { LlmError } from "../../llama/errors.ts";
 import type { AttachmentRef, ChatMessage } from "../../protocol/chat-message.ts";
 import { CoreError } from "../../protocol/errors.ts";
 import { readAttachment } from "../../store/attachment-of.ts";
+import type { TurnMark } from "../../store/session-lease.ts";
 import type { Store } from "../../store/store.ts";
 
 /**
@@ -31,6 +32,8 @@ export class TurnImages {
   constructor(
     private readonly store: Store,
     private readonly userId: string,
+    /** The turn's session and erase mark: an image gone since it began is its delete's refusal. */
+    private readonly turn?: { sessionId: string; mark: TurnMark },
   ) {}
 
   /** Image bytes this turn holds (its own and those it read). */
@@ -98,7 +101,16 @@ export class TurnImages {
     for (const ref of refs) {
       if (this.bytes.has(ref.id)) continue;
       const found = await readAttachment(this.store, this.userId, ref.id);
-      if (!found) throw new Error(`attachment ${ref.id} is gone from the store`);
+      if (!found) {
+        // Another core's delete of the session (this core's own aborts the turn first): the
+        // turn ends as that delete ends it, not as an internal error with a trace.
+        const turn = this.turn;
+        if (turn)
+          this.store.guard(() =>
+            this.store.conversations.refuseStaleTurn(this.userId, turn.sessionId, turn.mark),
+          );
+        throw new Error(`attachment ${ref.id} is gone from the store`);
+      }
       this.bytes.set(ref.id, found.data);
     }
   }

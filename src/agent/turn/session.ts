@@ -98,7 +98,7 @@ export class TurnSession {
     // A message or a checkpoint is there only with its session's row (their foreign keys).
     const hasRow = prior !== undefined || history.length > 0;
     if (state.replace_from_seq !== undefined) history = history.slice(0, state.replace_from_seq);
-    const images = new TurnImages(store, key.userId);
+    const images = new TurnImages(store, key.userId, { sessionId: key.sessionId, mark });
     const session = new TurnSession(
       store,
       key,

@@ -183,6 +183,25 @@ describe("attachments", () => {
     store.close();
   });
 
+  test("a history image another core's delete erased mid-turn ends the turn as the delete's, not internal_error", async () => {
+    using dir = tmpdir();
+    const here = Store.open(dir.path);
+    const [ref] = await turnWithImages(here, "alice", "s", "look", [png(4, 4)]);
+    // This core's turn began (its erase mark noted); another core on the same folder then
+    // deletes the session, which no watcher of this core hears of.
+    const mark = { since: here.conversations.erasureMark(), owner: here.leases.owner };
+    const images = new TurnImages(here, "alice", { sessionId: "s", mark });
+    const other = Store.open(dir.path);
+    await other.deleteSession("alice", "s");
+    const err = await images.load([ref!]).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toMatchObject({ code: "cancelled", data: { reason: "session_deleted", session_id: "s" } });
+    other.close();
+    here.close();
+  });
+
   test("an image not whole in the store (staged a part at a time, erased in steps) is not given as zeros", async () => {
     using dir = tmpdir();
     const store = Store.open(dir.path);
