@@ -4,8 +4,8 @@ import { BASE64_SLICE_CHARS } from "./limits.ts";
  * Standard base64 (RFC 4648 §4, with its padding), decoded strictly: Node's decoder skips what
  * it does not know and stops at the first `=`, so "not base64" would come out as a few bytes of
  * something; here any other character, white space included, or a length that is not a whole
- * number of quads is refused. The check runs in slices, the loop given back between them, so a
- * large payload never holds up a ping.
+ * number of quads is refused. The check and the decoding run in slices, the loop given back
+ * between them, so a large payload never holds up a ping.
  */
 const BASE64_QUADS = /^[A-Za-z0-9+/]*$/;
 
@@ -26,5 +26,12 @@ export async function decodeBase64Strict(
       return { ok: false, problem: `character ${bad} (${JSON.stringify(text[bad])}) is not base64` };
     }
   }
-  return { ok: true, bytes: Buffer.from(text, "base64") };
+  // Decoded a slice (a whole number of quads) a turn too: 20 MB in one call held the loop ~40 ms.
+  const bytes = Buffer.allocUnsafe((text.length / 4) * 3 - padding);
+  let filled = 0;
+  for (let at = 0; at < text.length; at += BASE64_SLICE_CHARS) {
+    if (at > 0) await new Promise((r) => setImmediate(r));
+    filled += bytes.write(text.slice(at, at + BASE64_SLICE_CHARS), filled, "base64");
+  }
+  return { ok: true, bytes: bytes.subarray(0, filled) };
 }

@@ -18,7 +18,7 @@ export const MAX_HELD_IMAGE_BYTES = 256 * 1024 * 1024;
  * 20 MB of them hours. libjpeg's standard progression writes 10; a baseline JPEG has 1 to 4.
  */
 export const MAX_JPEG_SCANS = 100;
-/** Base64 characters checked between two turns of the event loop. */
+/** Base64 characters checked, then decoded, between two turns of the event loop (a multiple of 4: whole quads). */
 export const BASE64_SLICE_CHARS = 1024 * 1024;
 
 /**

@@ -2,10 +2,11 @@ import { describe, expect, spyOn, test } from "bun:test";
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { deflateSync } from "node:zlib";
+import { decodeBase64Strict } from "../../src/images/base64.ts";
 import { readImageHeader } from "../../src/images/format.ts";
 import { gifDataOverruns } from "../../src/images/gif-data.ts";
 import { jpegScansOver } from "../../src/images/jpeg-data.ts";
-import { MAX_IMAGE_BYTES } from "../../src/images/limits.ts";
+import { BASE64_SLICE_CHARS, MAX_IMAGE_BYTES } from "../../src/images/limits.ts";
 import { pngImageData } from "../../src/images/png-data.ts";
 import { prepareImages } from "../../src/images/prepare.ts";
 import { coreErrorOfAsync } from "../fixtures/core-error.ts";
@@ -367,6 +368,29 @@ describe("prepareImages", () => {
     await prepareImages([{ data: bulk }], limits);
     clearInterval(timer);
     expect(ticks).toBeGreaterThan(0);
+  });
+
+  test("a large base64 text is decoded in slices too, each within a turn of the loop", async () => {
+    // Decoded in one call once checked: 20 MB of image (a host's raised stdio.max_line_bytes)
+    // held the loop ~40 ms. Each decode call is asked of one slice at most, the loop turning between.
+    const image = Buffer.alloc(3 * BASE64_SLICE_CHARS + 5, 0x5a);
+    const from = spyOn(Buffer, "from");
+    const write = spyOn(Buffer.prototype, "write");
+    const text = image.toString("base64");
+    let decoded: Awaited<ReturnType<typeof decodeBase64Strict>>;
+    let lengths: number[];
+    try {
+      decoded = await decodeBase64Strict(text);
+    } finally {
+      lengths = [...from.mock.calls, ...write.mock.calls]
+        .filter((c) => typeof c[0] === "string")
+        .map((c) => (c[0] as string).length);
+      from.mockRestore();
+      write.mockRestore();
+    }
+    expect(decoded.ok && decoded.bytes.equals(image)).toBe(true);
+    expect(lengths.length).toBeGreaterThan(0);
+    expect(Math.max(...lengths)).toBeLessThanOrEqual(BASE64_SLICE_CHARS);
   });
 });
 
