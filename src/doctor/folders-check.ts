@@ -19,7 +19,13 @@ export async function memoryFoldersCheck(
   const exclude = [config.app.data_dir, ...(configFile ? [configFile] : [])];
   const walked = await Promise.all(
     folders.map(async (path) => {
-      const { files, dirs, full, skipped } = await listTextFiles(path, exclude, maxFiles);
+      // A drive that stops answering fails the walk (store/folder-walk.ts): the folder cannot be read.
+      const { files, dirs, full, skipped } = await listTextFiles(path, exclude, maxFiles).catch(() => ({
+        files: [],
+        dirs: [] as string[],
+        full: false,
+        skipped: [],
+      }));
       return { path, files: files.length, full, readable: dirs.includes(path), skipped: skipped.length };
     }),
   );

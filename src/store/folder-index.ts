@@ -16,6 +16,7 @@ import {
 } from "./folder-rows.ts";
 import {
   batches,
+  driveAnswered,
   foldersWithin,
   listTextFiles,
   MAX_FOLDER_FILES,
@@ -235,7 +236,7 @@ export class FolderIndex {
     if (!(await ask.answers(root))) throw new Error(whyLate(ask, root));
     const most = this.options.maxFiles ?? MAX_FOLDER_FILES;
     const exclude = [...(this.options.exclude ?? []), ...(await foldersWithin(root, this.folders))];
-    const { files, dirs, full, skipped } = await listTextFiles(root, exclude, most);
+    const { files, dirs, full, skipped } = await listTextFiles(root, exclude, most, ask);
     if (this.stopped) return false;
     if (full) this.tooMany(root, most);
     for (const s of skipped)
@@ -298,6 +299,8 @@ export class FolderIndex {
     root: string,
     file: TextFile,
   ): Promise<{ file: TextFile; parts: string[] | undefined }> {
+    // A share gone since the listing: the walk fails, and no read hangs a file thread.
+    await driveAnswered(this.options.drives ?? drives, onDisk(root, file.path), file.path);
     try {
       // Its size at the walk is the most read: a file grown since waits for the next start.
       return { file, parts: chunk(await this.read(onDisk(root, file.path), file.size)) };

@@ -1,6 +1,8 @@
+import type { Stats } from "node:fs";
 import { realpath, stat } from "node:fs/promises";
 import { extname, join, relative, resolve, sep } from "node:path";
 import { decodeText } from "../documents/decode.ts";
+import { type DriveAnswers, drives, whyLate } from "../util/drive-answers.ts";
 import { logger } from "../util/logger.ts";
 import { outOfOpenFiles, readFileBytesAsync } from "../util/read-file.ts";
 import { type Entry, entriesOf, onDisk, readable } from "./folder-names.ts";
@@ -30,12 +32,14 @@ export interface TextFile {
  * most `maxFiles` (`full` when a file the index would take was left out: one it skips does not
  * fill it), the text files skipped (over MAX_FILE_BYTES, or no size to be had; at most
  * `maxFiles` named), and the directories read for them, the folder first (links are not followed). Paths are keys (`folder-names.ts`): a name that is not
- * UTF-8 is walked and indexed as any other.
+ * UTF-8 is walked and indexed as any other. Each directory and file is asked of `drive` first:
+ * one that does not answer fails the walk (`driveAnswered`).
  */
 export async function listTextFiles(
   root: string,
   exclude: readonly string[],
   maxFiles = MAX_FOLDER_FILES,
+  drive: DriveAnswers = drives,
 ): Promise<{ files: TextFile[]; dirs: string[]; full: boolean; skipped: SkippedFile[] }> {
   const out: TextFile[] = [];
   const skipped: SkippedFile[] = [];
@@ -47,6 +51,7 @@ export async function listTextFiles(
   const excluded = await excludedBy(root, exclude);
   const walk = async (dir: string): Promise<void> => {
     let entries: Entry[];
+    await driveAnswered(drive, onDisk(root, dir), dir);
     try {
       entries = await entriesOf(root, dir);
     } catch (err) {
@@ -63,14 +68,16 @@ export async function listTextFiles(
       if (excluded(path)) continue;
       if (e.isDirectory) await walk(path);
       else if (e.isFile && TEXT_EXTENSIONS.has(extname(e.name).toLowerCase())) {
-        let st: Awaited<ReturnType<typeof stat>>;
-        try {
-          st = await stat(onDisk(root, path));
-        } catch (err) {
-          if (outOfOpenFiles(err)) throw err;
-          skip(path, "unreadable"); // gone or unreadable: memory is best-effort
-          continue;
-        }
+        let st = await driveAnswered(drive, onDisk(root, path), path);
+        // It failed: asked again for why (out of open files fails the walk, as a directory's does).
+        if (!st)
+          try {
+            st = await stat(onDisk(root, path));
+          } catch (err) {
+            if (outOfOpenFiles(err)) throw err;
+            skip(path, "unreadable"); // gone or unreadable: memory is best-effort
+            continue;
+          }
         if (!st.isFile()) continue;
         if (st.size > MAX_FILE_BYTES) skip(path, "too_large");
         else if (out.length >= maxFiles) full = true;
@@ -80,6 +87,22 @@ export async function listTextFiles(
   };
   await walk(root);
   return { files: out, dirs, full, skipped };
+}
+
+/**
+ * `path`'s stat (null: it failed) through the drive waits, or a throw naming `key` when its drive
+ * does not answer: the walk fails, is logged and tried again (folder-index.ts). The folder's drive
+ * is asked before its walk, but a share that died mid-walk hung the walk's next stat, directory
+ * read or file read for good, every later walk queued behind it and a file thread held each.
+ */
+export async function driveAnswered(
+  drive: DriveAnswers,
+  path: string | Buffer,
+  key: string,
+): Promise<Stats | null> {
+  const st = await drive.statOf(path);
+  if (st === "late") throw new Error(`${readable(key)}: ${whyLate(drive, path)}`);
+  return st;
 }
 
 /**

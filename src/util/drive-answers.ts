@@ -184,7 +184,7 @@ export async function statLate(answers: DriveAnswers, path: string): Promise<str
 }
 
 /** Why `path`'s stat came back `late`, its own drive blamed only when it was asked. */
-export function whyLate(answers: DriveAnswers, path: string): string {
+export function whyLate(answers: DriveAnswers, path: string | Buffer): string {
   const why = answers.asking(path)
     ? `its drive did not answer within ${answers.waitMs / 1000} s`
     : "not asked while other paths' drives do not answer";

@@ -20,14 +20,16 @@ test("a folder passage whose drive does not answer is left out: recall does not 
   mkdirSync(folder);
   writeFileSync(join(folder, "a.md"), "the wombat burrow");
   const asked: string[] = [];
-  // The folder answers its walk's first look; its file's drive then goes.
-  const dead = deadDrive(asked, [folder]);
+  // The folder and its file answer their walk; the file's drive then goes.
+  const answering = [folder, join(folder, "a.md")];
+  const dead = deadDrive(asked, answering);
   const store = Store.open(join(dir.path, "data"), {
     folders: [folder],
     folderIndex: { watch: false, drives: dead },
   });
   try {
     await store.folderIndex.start();
+    answering.pop();
     const hits = store.memory.search("u", "wombat", 5);
     expect(hits.map((h) => h.doc.source)).toEqual(["file:a.md"]);
     // It cannot be vouched for as indexed: not quoted.
@@ -50,12 +52,14 @@ test.if(process.platform === "linux")(
     const file = Buffer.concat([Buffer.from(`${folder}/caf`), Buffer.from([0xe9]), Buffer.from(".md")]);
     writeFileSync(file, "the wombat burrow");
     const asked: (string | Buffer)[] = [];
+    const answering = [folder, file];
     const store = Store.open(join(dir.path, "data"), {
       folders: [folder],
-      folderIndex: { watch: false, drives: deadDrive(asked, [folder]) },
+      folderIndex: { watch: false, drives: deadDrive(asked, answering) },
     });
     try {
       await store.folderIndex.start();
+      answering.pop();
       const hits = store.memory.search("u", "wombat", 5);
       expect(hits.map((h) => h.doc.source)).toEqual(["file:caf\uFFFDe9.md"]);
       expect(await store.folderIndex.current(hits)).toEqual([]);
