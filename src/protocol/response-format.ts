@@ -7,6 +7,8 @@ export { MAX_NAME_RUN_BYTES } from "./schema-names.ts";
  * zod-free, which the validator's thread also loads.
  */
 export {
+  type CheckedSchema,
+  checkedSchema,
   MAX_LOOP_PATTERN_CHARS,
   MAX_SCHEMA_BRANCHES,
   MAX_SCHEMA_CHARS,

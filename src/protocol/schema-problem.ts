@@ -41,6 +41,19 @@ const IN_PLACE_ONE = ["not", "if", "then", "else"] as const;
 type Node = Record<string, unknown>;
 const isNode = (v: unknown): v is Node => typeof v === "object" && v !== null && !Array.isArray(v);
 
+/** What a walk of a schema the params took tells its turn: its JSON text, and `patternsLeftToCompile`. */
+export interface CheckedSchema {
+  text: string;
+  leftToCompile: boolean;
+}
+
+/**
+ * What the params check found of each schema it took, by the object the parsed params hold: the
+ * turn reads it (`checkedSchema`). Walked again there, a schema at the bounds held the loop a
+ * second time, 5-25 ms on a loaded 2-core machine, ping and cancel waiting.
+ */
+const checked = new WeakMap<Node, CheckedSchema>();
+
 /** Why a JSON Schema cannot be used, or undefined when it can. */
 export function schemaProblem(schema: Node): string | undefined {
   const walked = walk(schema);
@@ -48,9 +61,25 @@ export function schemaProblem(schema: Node): string | undefined {
   const refused = patternsProblem(walked.patterns);
   if (refused) return refused;
   const cycle = inPlaceCycle(walked.pointers, walked.schemas);
-  return cycle
-    ? `a $ref cycle that never reaches a value (${cycle.join(" → ")}); a recursive schema must go through properties or items`
-    : undefined;
+  if (cycle)
+    return `a $ref cycle that never reaches a value (${cycle.join(" → ")}); a recursive schema must go through properties or items`;
+  checked.set(schema, {
+    text: walked.text,
+    leftToCompile: patternChars(walked.patterns) > MAX_LOOP_PATTERN_CHARS,
+  });
+  return undefined;
+}
+
+/**
+ * A schema's JSON text and whether its patterns are left to the validator's compile: what the
+ * params check found when it took this object, else a walk now (a schema it never saw).
+ */
+export function checkedSchema(schema: Node): CheckedSchema {
+  const known = checked.get(schema);
+  if (known) return known;
+  const walked = walk(schema);
+  if (typeof walked === "string") return { text: JSON.stringify(schema), leftToCompile: false };
+  return { text: walked.text, leftToCompile: patternChars(walked.patterns) > MAX_LOOP_PATTERN_CHARS };
 }
 
 /**
@@ -157,8 +186,7 @@ function childObjects(value: object): [string, object][] {
  * then answer before the chat's request, refusing one RE2 cannot take.
  */
 export function patternsLeftToCompile(schema: Node): boolean {
-  const walked = walk(schema);
-  return typeof walked !== "string" && patternChars(walked.patterns) > MAX_LOOP_PATTERN_CHARS;
+  return checkedSchema(schema).leftToCompile;
 }
 
 const patternChars = (patterns: [string, string][]) => patterns.reduce((n, [p]) => n + p.length, 0);
@@ -166,7 +194,9 @@ const patternChars = (patterns: [string, string][]) => patterns.reduce((n, [p]) 
 /** The schema's objects (with their pointers), those read as schemas, and patterns, or why its size or shape is refused. */
 function walk(
   schema: Node,
-): string | { pointers: Map<Node, string>; schemas: Map<Node, Node[]>; patterns: [string, string][] } {
+):
+  | string
+  | { text: string; pointers: Map<Node, string>; schemas: Map<Node, Node[]>; patterns: [string, string][] } {
   let text: string;
   try {
     text = JSON.stringify(schema);
@@ -186,7 +216,7 @@ function walk(
     const problem = keywordProblem(node, pointers.get(node) ?? "#", patterns);
     if (problem) return problem;
   }
-  return { pointers, schemas, patterns };
+  return { text, pointers, schemas, patterns };
 }
 
 /**

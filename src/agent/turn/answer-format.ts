@@ -1,5 +1,5 @@
 import { CoreError } from "../../protocol/errors.ts";
-import { patternsLeftToCompile, type ResponseFormat } from "../../protocol/response-format.ts";
+import { checkedSchema, type ResponseFormat } from "../../protocol/response-format.ts";
 import { abortable } from "../../util/abortable.ts";
 import type { AnswerError } from "../json-validator.ts";
 import { askValidator, type ValidatorAnswer } from "../validator-thread.ts";
@@ -34,10 +34,13 @@ export class AnswerFormat {
   private readonly compileFirst: boolean;
 
   constructor(readonly format: ResponseFormat) {
-    this.schema = JSON.stringify(format.type === "json_schema" ? format.schema : ANY_OBJECT);
-    this.compileFirst =
-      COUNTED_REPEAT.test(this.schema) ||
-      (format.type === "json_schema" && patternsLeftToCompile(format.schema));
+    // What the params check's walk found (protocol/schema-problem.ts): not walked again on the loop.
+    const checked =
+      format.type === "json_schema"
+        ? checkedSchema(format.schema)
+        : { text: JSON.stringify(ANY_OBJECT), leftToCompile: false };
+    this.schema = checked.text;
+    this.compileFirst = COUNTED_REPEAT.test(this.schema) || checked.leftToCompile;
   }
 
   /**
