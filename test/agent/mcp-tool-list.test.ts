@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { McpPool } from "../../src/agent/mcp/pool.ts";
 import {
   MAX_DESCRIPTION_CHARS,
+  MAX_SCHEMA_CHARS,
   MAX_TOOLS_PER_SERVER,
   TOOL_NAME,
   vetTools,
@@ -218,5 +219,33 @@ test("a page of many tools left out by name alone turns the loop every MAX_TOOLS
     expect(readAtPing).toBeLessThanOrEqual(MAX_TOOLS_PER_SERVER);
   } finally {
     nameTest.mockRestore();
+  }
+});
+
+// A tool's input schema over MAX_SCHEMA_CHARS was told by JSON.stringify of all of it (and a walk
+// of all of it for its depth first), on the loop: one of a 16 MiB tools/list line held ping and
+// cancel 30-60 ms for its text, 150-230 ms for 100,000 properties, to be left out. Its size is
+// now told by a walk that stops once past the bound: neither is stringified.
+test("a tool's schema far over MAX_SCHEMA_CHARS is left out without stringifying it", async () => {
+  const long = { type: "object", description: "d".repeat(4 * MAX_SCHEMA_CHARS) };
+  const properties: Record<string, unknown> = {};
+  for (let i = 0; i < 20_000; i++) properties[`p${i}`] = { type: "string" };
+  const wide = { type: "object", properties };
+  const original = JSON.stringify;
+  const stringified: unknown[] = [];
+  const stringify = spyOn(JSON, "stringify").mockImplementation(((value: unknown, ...rest: []) => {
+    stringified.push(value);
+    return original(value, ...rest);
+  }) as typeof JSON.stringify);
+  try {
+    const { tools, dropped } = await vetTools([
+      { name: "long", inputSchema: long },
+      { name: "wide", inputSchema: wide },
+    ]);
+    expect(tools).toEqual([]);
+    expect(dropped).toContain(`2 with an input schema over ${MAX_SCHEMA_CHARS} characters`);
+    expect(stringified.filter((v) => v === long || v === wide).length).toBe(0);
+  } finally {
+    stringify.mockRestore();
   }
 });

@@ -111,6 +111,10 @@ function listReason(t: Listed | undefined, seen: Set<string>, kept: number): Rea
 function schemaReason(schema: unknown): Reason | undefined {
   // The model's arguments must be an object (tool-calls.ts): a schema for anything else cannot be met.
   if (!isObject(schema) || (schema.type !== undefined && schema.type !== "object")) return "shape";
+  // Told before the walks below, each of all of it: a 16 MiB schema's stringify held the loop
+  // 30-60 ms, its depth's walk and stringify 150-230 ms for 100,000 properties.
+  const bound = pastBounds(schema);
+  if (bound) return bound;
   // Before the stringify, which would throw on it and fail the whole list.
   if (nestedDeeperThan(schema)) return "deep";
   // The bound that keeps the walk below to milliseconds, whatever size a tools/list line may be.
@@ -118,6 +122,37 @@ function schemaReason(schema: unknown): Reason | undefined {
   // Offered, either crashed llama-server at every request (SIGSEGV), the probes for a refused
   // schema (tool-refusals.ts) included: left out here, before any request.
   return toolSchemaProblem(schema);
+}
+
+/**
+ * `deep` or `schema` when a walk that stops at the first bound passed finds it: nesting past
+ * MAX_JSON_DEPTH, or more than MAX_SCHEMA_CHARS of JSON counted at the least (each string, key and
+ * other value as its shortest text, escapes not counted). Undefined: the exact checks decide.
+ */
+function pastBounds(schema: object): "deep" | "schema" | undefined {
+  let chars = 0;
+  const pending: [unknown, number][] = [[schema, 1]];
+  for (let item = pending.pop(); item; item = pending.pop()) {
+    const [value, depth] = item;
+    if (typeof value === "string") chars += value.length + 2;
+    else if (typeof value !== "object" || value === null) chars += 1;
+    else if (depth > MAX_JSON_DEPTH) return "deep";
+    else if (Array.isArray(value)) {
+      // Its brackets and the commas between its items.
+      chars += 1 + Math.max(1, value.length);
+      for (let i = 0; i < value.length && chars <= MAX_SCHEMA_CHARS; i++) pending.push([value[i], depth + 1]);
+    } else {
+      // Its braces, `"key":` before each value and the commas between them (an empty one counted 1).
+      chars += 1;
+      for (const key in value) {
+        if (chars > MAX_SCHEMA_CHARS) break;
+        chars += key.length + 4;
+        pending.push([(value as Record<string, unknown>)[key], depth + 1]);
+      }
+    }
+    if (chars > MAX_SCHEMA_CHARS) return "schema";
+  }
+  return undefined;
 }
 
 function describe(dropped: Map<Reason, string[]>, total: number): string | null {
