@@ -11,8 +11,9 @@ import {
 import { resolveTools } from "../../src/agent/tool-registry.ts";
 import { McpServerSchema } from "../../src/config/schema.ts";
 import { MAX_NAME_RUN_BYTES } from "../../src/protocol/schema-names.ts";
+import { LOOK_FROM_CHARS } from "../../src/util/json-shape.ts";
 import { Interleaving } from "../fixtures/interleave.ts";
-import { hostileServer, pidsIn } from "../fixtures/mcp-hostile.ts";
+import { hostileServer, manyToolsServer, pidsIn } from "../fixtures/mcp-hostile.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { waitFor } from "../fixtures/wait.ts";
 
@@ -249,3 +250,37 @@ test("a tool's schema far over MAX_SCHEMA_CHARS is left out without stringifying
     stringify.mockRestore();
   }
 });
+
+// A server's line over LOOK_FROM_CHARS (up to MAX_LINE_BYTES, 16 MiB) was decoded, looked at
+// (util/json-shape.ts) and parsed in one turn of the loop: on a 16 MiB tools/list page each step
+// took 20-120 ms on a 2-core machine, and ping and cancel waited for all three together. The loop
+// now turns between them. The line here is the hostile server's page of 22,000 tools (about 1.1 MB).
+test("a tools/list line over LOOK_FROM_CHARS is decoded and parsed in turns of their own: a ping waits for one", async () => {
+  const server = McpServerSchema.parse({ ...manyToolsServer("h", 22_000), timeout_s: 30 });
+  const pool = new McpPool([server]);
+  const loop = new Interleaving();
+  const long = (n: number) => n > LOOK_FROM_CHARS;
+  const decode = Buffer.prototype.toString;
+  const toText = spyOn(Buffer.prototype, "toString").mockImplementation(function (
+    this: Buffer,
+    ...args: unknown[]
+  ) {
+    if (long(this.length)) loop.slice();
+    return decode.apply(this, args as []);
+  });
+  const parse = JSON.parse;
+  const fromText = spyOn(JSON, "parse").mockImplementation(((text: string, ...rest: []) => {
+    if (typeof text === "string" && long(text.length)) loop.slice();
+    return parse(text, ...rest);
+  }) as typeof JSON.parse);
+  try {
+    const { tools } = await pool.listing("h", never);
+    expect(tools).toHaveLength(MAX_TOOLS_PER_SERVER);
+    expect(loop.slices).toHaveLength(2);
+    expect(loop.unanswered).toBe(0);
+  } finally {
+    toText.mockRestore();
+    fromText.mockRestore();
+    await pool.close();
+  }
+}, 30_000);
