@@ -3,6 +3,7 @@ import { isAbsolute, resolve } from "node:path";
 import { MAX_DESCENDANTS, type ProcEntry, signalSame } from "../../platform/process-tree.ts";
 import { joinCoreJob } from "../../platform/windows/job.ts";
 import { spawnArgv } from "../../platform/windows-command.ts";
+import { type DriveAnswers, drives, whyLate } from "../../util/drive-answers.ts";
 import { keepLatest } from "../../util/keep-latest.ts";
 import { endEscaped, escapedFrom } from "./escaped.ts";
 import { guardAvailable, guardedLaunch } from "./guard.ts";
@@ -62,6 +63,31 @@ const MAX_UNSENT = 64 * 1024;
 
 export const EOF_GRACE_MS = 2000;
 export const TERM_GRACE_MS = 2000;
+
+/**
+ * `spawnMcpServer` once the drives of its cwd and of a command named by path answer a stat, asked
+ * off the loop (util/drive-answers.ts); throws, naming which, when one does not. The spawn stats
+ * them with synchronous calls (its cwd, the command's lookup, the exec): on a network share gone
+ * offline they held the whole core, ping and cancel too, at every start of the server.
+ */
+export async function spawnWhenAnswered(
+  launch: ServerLaunch,
+  signal?: AbortSignal,
+  drive: DriveAnswers = drives,
+): Promise<McpChild> {
+  const command = launch.command.includes("/")
+    ? resolve(launch.cwd ?? process.cwd(), launch.command)
+    : undefined;
+  for (const [what, path] of [
+    ["cwd", launch.cwd],
+    ["command", command],
+  ] as const)
+    if (path !== undefined && !(await drive.answers(path)))
+      throw new Error(`its ${what} ${path}: ${whyLate(drive, path)}`);
+  // Closed while its drives were asked: spawned now, nothing would stop it.
+  signal?.throwIfAborted();
+  return spawnMcpServer(launch);
+}
 
 /**
  * Starts `launch`, under the guard where there is one. Guarded, the server leads its own

@@ -11,7 +11,7 @@ import { terminalText, terminalTextCut } from "../../util/terminal-text.ts";
 import { cutText } from "../../util/text-cut.ts";
 import { within } from "../../util/within.ts";
 import { VERSION } from "../../version.ts";
-import { type ChildExit, exitText, type McpChild, spawnMcpServer } from "./child.ts";
+import { type ChildExit, exitText, type McpChild, spawnWhenAnswered } from "./child.ts";
 import { ChildTransport, MAX_PENDING_BYTES } from "./child-transport.ts";
 import {
   commandLineOf,
@@ -145,12 +145,9 @@ export async function startServer(cfg: McpServerConfig, options: StartOptions): 
   const tail = new StderrTail(cfg.env, commandLineOf(cfg));
   let child: McpChild;
   try {
-    child = spawnMcpServer({
-      command: cfg.command,
-      args: cfg.args,
-      env: { ...getDefaultEnvironment(), ...cfg.env },
-      cwd: cfg.cwd,
-    });
+    const env = { ...getDefaultEnvironment(), ...cfg.env };
+    const launch = { command: cfg.command, args: cfg.args, env, cwd: cfg.cwd };
+    child = await spawnWhenAnswered(launch, options.signal);
   } catch (err) {
     return { ok: false, error: startError(cfg, err), stopped: Promise.resolve() };
   }

@@ -1,0 +1,34 @@
+import { expect, test } from "bun:test";
+import { spawnWhenAnswered } from "../../src/agent/mcp/child.ts";
+import { deadDrive } from "../fixtures/dead-drive.ts";
+
+// An MCP server's start stat'ed its configured cwd (and the shell looked its command up) with
+// synchronous calls on the core's loop: a cwd or command on a network share gone offline held the
+// whole core (ping, cancel, every chat) for as long as the share hung, for good on a hard mount,
+// at every chat that started that server. Both are now asked of the drive off the loop first.
+test("a server whose cwd's drive does not answer is not spawned: its start fails, naming why", async () => {
+  const asked: (string | Buffer)[] = [];
+  const launch = { command: "/mnt/share/bin/server", args: [], env: {}, cwd: "/mnt/share/work" };
+  await expect(spawnWhenAnswered(launch, undefined, deadDrive(asked))).rejects.toThrow(
+    "its cwd /mnt/share/work: its drive did not answer within 0 s (a network drive offline?)",
+  );
+  expect(asked).toEqual(["/mnt/share/work"]);
+});
+
+test("a server whose command's drive does not answer is not spawned either", async () => {
+  const asked: (string | Buffer)[] = [];
+  const launch = { command: "bin/server", args: [], env: {}, cwd: "/mnt/share/work" };
+  await expect(spawnWhenAnswered(launch, undefined, deadDrive(asked, ["/mnt/share/work"]))).rejects.toThrow(
+    "its command /mnt/share/work/bin/server: its drive did not answer",
+  );
+  expect(asked).toEqual(["/mnt/share/work/bin/server"]);
+});
+
+test("a start the pool closed while its drives were asked spawns nothing", async () => {
+  const closed = new AbortController();
+  closed.abort(new Error("the pool closed"));
+  const launch = { command: process.execPath, args: [], env: {} };
+  await expect(spawnWhenAnswered(launch, closed.signal, deadDrive([], [process.execPath]))).rejects.toThrow(
+    "the pool closed",
+  );
+});
