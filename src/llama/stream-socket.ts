@@ -89,7 +89,7 @@ export function postStream(
     drain: send,
     data: (_s, bytes) => answer.bytes(bytes),
     close: () => answer.closed(),
-    error: (_s, err) => answer.fail(lost(`could not read llama-server's answer: ${err.message}`)),
+    error: (_s, err) => answer.cutOff(`could not read llama-server's answer: ${err.message}`),
   };
   const connect = () =>
     Bun.connect({ hostname: url.hostname, port: Number(url.port || 80), socket: handlers }).catch(
@@ -229,8 +229,8 @@ class Answer implements BodyReader {
       // chunked: the CRLF after a chunk's data, or the next chunk's size line
       const nl = b.indexOf(LF, i);
       if ((nl < 0 ? b.length : nl) - i > ANSWER_LIMITS.lineBytes) {
-        this.fail(
-          lost(`llama-server sent a malformed chunked body (a line over ${ANSWER_LIMITS.lineBytes} bytes)`),
+        this.cutOff(
+          `llama-server sent a malformed chunked body (a line over ${ANSWER_LIMITS.lineBytes} bytes)`,
         );
         return;
       }
@@ -242,7 +242,7 @@ class Answer implements BodyReader {
       else {
         this.left = chunkSize(b, i, nl);
         if (this.left < 0) {
-          this.fail(lost("llama-server sent a malformed chunked body"));
+          this.cutOff("llama-server sent a malformed chunked body");
           return;
         }
         if (this.left === 0) this.ended = true;
@@ -256,11 +256,21 @@ class Answer implements BodyReader {
   closed(): void {
     if (this.ended || this.failure !== undefined) return;
     if (this.framing !== "close") {
-      this.fail(lost("llama-server closed the connection mid-answer"));
+      this.cutOff("llama-server closed the connection mid-answer");
       return;
     }
     this.ended = true;
     this.deliver("");
+  }
+
+  /**
+   * The answer cut off or garbled past its head: `connection_lost`, unless the head was an error
+   * status, which says what happened however little of its body came (as errors.ts `errorText`
+   * reads a fetched one): an overflow's 400 cut short is not a lost server to restart.
+   */
+  cutOff(message: string): void {
+    if (this.status === 0 || (this.status >= 200 && this.status < 300)) this.fail(lost(message));
+    else this.fail(statusError(this.status, this.reason, this.queue.join("")));
   }
 
   /** Ends the answer with `err`, unless it already ended. */

@@ -93,6 +93,32 @@ describe("postStream", () => {
     expect((early as LlmError).kind).toBe("connection_lost");
   });
 
+  // The status line said what happened: an error body cut short is still that error, as the
+  // fetched calls read it (errors.ts errorText), not a lost connection that blames the server.
+  test("an error status whose body is cut mid-chunk, or reset, is still the server's error", async () => {
+    const msg =
+      '{"error":{"code":400,"message":"the request exceeds the available context size","type":"exceed_context_size_error"}}';
+    const head =
+      "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+    const s = await scripted([`${head}${msg.length.toString(16)}\r\n${msg.slice(0, 40)}`]);
+    const err = await postStream({ baseUrl: s.baseUrl, apiKey: "k" }, "/p", "{}", never).catch((e) => e);
+    expect((err as LlmError).kind).toBe("bad_response");
+    expect((err as LlmError).status).toBe(400);
+    closeScripted();
+    const full = await scripted([`${head}${msg.length.toString(16)}\r\n${msg}\r\n`]);
+    const whole = await postStream({ baseUrl: full.baseUrl, apiKey: "k" }, "/p", "{}", never).catch((e) => e);
+    expect((whole as LlmError).kind).toBe("context_overflow");
+    closeScripted();
+    const bad = await scripted([
+      `HTTP/1.1 503 Service Unavailable\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n`,
+    ]);
+    const unavailable = await postStream({ baseUrl: bad.baseUrl, apiKey: "k" }, "/p", "{}", never).catch(
+      (e) => e,
+    );
+    expect((unavailable as LlmError).kind).toBe("server_error");
+    expect((unavailable as LlmError).status).toBe(503);
+  });
+
   test("size lines in upper and lower case hex are read; one with no hex digits is a malformed body", async () => {
     const pieces = ["data: one\n\n", `data: ${"x".repeat(250)}\n\n`];
     const framed = pieces.map((p, i) => {
