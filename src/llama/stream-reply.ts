@@ -235,6 +235,11 @@ function toolCallsProblem(calls: unknown): string | undefined {
   if (!Array.isArray(calls)) return "delta.tool_calls is not an array";
   for (const tc of calls) {
     if (!isObject(tc)) return "a tool call is not an object";
+    // The calls are joined by it: one not a count (text, a fraction) read as 0 would join two
+    // calls into one of no tool's name and no JSON arguments. Absent is the first call.
+    const index = tc.index;
+    if (index !== undefined && !(Number.isSafeInteger(index) && (index as number) >= 0))
+      return "a tool call's index is not a whole number";
     const fn = tc.function;
     if (fn === undefined) continue;
     if (!isObject(fn)) return "a tool call's function is not an object";

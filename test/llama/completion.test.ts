@@ -240,6 +240,24 @@ describe("the completion's failures", () => {
     expect((odd as LlmError).message).toContain("delta.reasoning_content is not a string");
   });
 
+  // A tool call's index is a number in every recording (14, 16); one sent as text was read as 0,
+  // joining two calls into one of a name no tool has and arguments that are no JSON.
+  test("a tool call whose index is not a whole number is bad_response, not merged into call 0", async () => {
+    for (const index of ['"1"', "-1", "1.5", "null"]) {
+      using t = tape(
+        sse(
+          '{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"a","function":{"name":"read","arguments":"{}"}}]}}]}',
+          `{"choices":[{"delta":{"tool_calls":[{"index":${index},"id":"b","function":{"name":"write","arguments":"{}"}}]}}]}`,
+          '{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}',
+          "[DONE]",
+        ),
+      );
+      const err = await complete(t, { messages: [] });
+      expect(err).toMatchObject({ kind: "bad_response" });
+      expect((err as LlmError).message).toContain("index is not");
+    }
+  });
+
   // JSON.stringify kept a bidi override or C1 control from the stream (the model's own text)
   // raw in the message the host shows.
   test("the quoted excerpt of a bad event has its bidi overrides and C1 controls escaped", async () => {
