@@ -154,11 +154,10 @@ export async function streamCompletion(
   let streamError: LlmError | undefined;
   /** Deltas parsed from the current network read, handed on after the read is parsed. */
   const arrived: Arrivals = { content: [], reasoning: onReasoning ? [] : undefined };
-  let evented = false; // an event was dispatched in this read: a flag, no call per event
-  let events = 0;
+  let events = 0; // dispatched so far: one read that added some dispatched one, no call per event
   const parser = createParser({
     onEvent(ev: EventSourceMessage) {
-      evented = true;
+      if (ev.data === "") return; // `data:` alone (SSE: an event of no data) carries what a ping does
       events++;
       if (done || streamError) return;
       const outcome = applyEvent(ev.data, result, assembler, arrived);
@@ -176,15 +175,15 @@ export async function streamCompletion(
   try {
     while (!done && !streamError) {
       const text = await reader.read();
+      const before = events;
       // A JSON body ends with no line break: its one line is read as the stream ends.
       if (text === undefined && events === 0) parser.reset({ consume: true });
       if (text === undefined) break;
       parser.feed(text);
       // An event is progress; before the first token a ping says the server is alive (a batch
       // of the prompt may outlast the limit: docs/agent.md "Progress"). One test a read.
-      if (evented) onProgress?.();
+      if (events > before) onProgress?.();
       else if (result.firstTokenAt === undefined) onAlive?.();
-      evented = false;
       streamError ??=
         overBound(result, assembler, maxChars) ?? tooManyEvents(events, result, assembler, maxChars);
       if (gatherMs > 0) {

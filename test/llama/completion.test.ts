@@ -267,6 +267,20 @@ describe("the completion's failures", () => {
     for (const c of "\u202e\u0085\u2028") expect(message).not.toContain(c);
   });
 
+  // `data:` with nothing after it dispatches an event of no data (the SSE spec): it carries no
+  // token, no error and no JSON, as a ping (`:`, transcripts/67) carries none; it failed the turn.
+  test("an event of empty data is nothing, as a ping is: the reply goes on", async () => {
+    using t = tape({
+      status: 200,
+      headers: { "content-type": "text/event-stream" },
+      body:
+        'data:\n\ndata: {"choices":[{"delta":{"content":"a"}}]}\n\ndata:\n\n' +
+        'data: {"choices":[{"delta":{},"finish_reason":"stop"}]}\n\ndata:\n\ndata: [DONE]\n\n',
+    });
+    const result = await complete(t, { messages: [] });
+    expect(result).toMatchObject({ content: "a", finishReason: "stop" });
+  });
+
   test("a stream that ends before a finish is connection_lost", async () => {
     using t = tape(sse('{"choices":[{"delta":{"content":"a"}}]}'));
     expect(await complete(t, { messages: [] })).toMatchObject({ kind: "connection_lost" });
