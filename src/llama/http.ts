@@ -86,10 +86,23 @@ export async function callJson(server: Target, path: string, o: CallOptions = {}
   }
 }
 
-/** An answer's body as text; `connection_lost` when it is cut off (the signal's reason when it aborted). */
+/**
+ * The most of a 2xx answer read whole before it is parsed. llama-server's largest are an
+ * embeddings batch (base64, bounded by what one answer to the host carries: protocol/embed.ts,
+ * a few MiB to some tens) and /props with its chat template (kilobytes); one that never ends (a
+ * broken server, another program on the port) would fill memory at loopback speed before any
+ * deadline fired. An object, so a test can lower it.
+ */
+export const ANSWER_BYTES = { most: 64 * 1024 * 1024 };
+
+/**
+ * An answer's body as text; `connection_lost` when it is cut off (the signal's reason when it
+ * aborted), `bad_response` past ANSWER_BYTES (the rest never read).
+ */
 export async function answerText(res: Response, path: string, signal?: AbortSignal): Promise<string> {
+  let read: { bytes: Uint8Array; over: boolean };
   try {
-    return await res.text();
+    read = await readCapped(res, ANSWER_BYTES.most);
   } catch (err) {
     if (signal?.aborted) throw signal.reason;
     throw new LlmError(
@@ -97,4 +110,7 @@ export async function answerText(res: Response, path: string, signal?: AbortSign
       `llama-server's answer to ${path} was cut off: ${(err as Error).message}`,
     );
   }
+  if (read.over)
+    throw new LlmError("bad_response", `llama-server's answer to ${path} is over ${ANSWER_BYTES.most} bytes`);
+  return new TextDecoder().decode(read.bytes);
 }

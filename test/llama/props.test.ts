@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { LlmError } from "../../src/llama/errors.ts";
+import { ANSWER_BYTES } from "../../src/llama/http.ts";
 import { isSleeping, parseProps, readProps } from "../../src/llama/props.ts";
 import { Launch } from "../../src/runtime/launch.ts";
 import { RECORDINGS } from "../contract/recordings.ts";
@@ -101,5 +102,41 @@ describe("a /props of another shape", () => {
     expect(await isSleeping(t)).toBeNull();
     const launch = new Launch({ baseUrl: t.baseUrl, apiKey: t.apiKey, slots: 1 });
     expect(await launch.contextSize(new AbortController().signal)).toBeUndefined();
+  });
+});
+
+// An answer read whole before it is parsed (http.ts answerText) was read to its end however long:
+// a broken server (or another program on the port) whose /props never ends filled the core's
+// memory at loopback speed within the 5 s the read is given.
+describe("an answer that never ends", () => {
+  test("is refused at its limit as bad_response, not read into memory until the deadline", async () => {
+    const MiB = new Uint8Array(1024 * 1024).fill(0x20);
+    let sent = 0;
+    const server = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch: () =>
+        new Response(
+          new ReadableStream({
+            pull(c) {
+              sent++;
+              c.enqueue(MiB);
+            },
+          }),
+          { headers: { "content-type": "application/json" } },
+        ),
+    });
+    try {
+      const err = await readProps(
+        { baseUrl: `http://127.0.0.1:${server.port}`, apiKey: TAPE_KEY },
+        { timeoutMs: 60_000 },
+      ).catch((e) => e);
+      expect(err).toBeInstanceOf(LlmError);
+      expect((err as LlmError).kind).toBe("bad_response");
+      expect((err as LlmError).message).toContain(`over ${ANSWER_BYTES.most} bytes`);
+      expect(sent * MiB.length).toBeLessThan(ANSWER_BYTES.most * 2);
+    } finally {
+      server.stop(true);
+    }
   });
 });
