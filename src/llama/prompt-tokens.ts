@@ -3,6 +3,14 @@ import { callJson, type LlamaEndpoint } from "./http.ts";
 import { wellFormedJson } from "./well-formed.ts";
 
 /**
+ * How long each of the two calls may take, answer included. Both run on llama-server's HTTP
+ * threads, beside the task loop, in milliseconds; the step waits for the count once its reply is
+ * done (agent/turn/llm-step.ts), so one that never ends (a server trickling its answer) would
+ * hold the user's turn with no end but a cancel. Past it the count is unknown, as for any failure.
+ */
+export const COUNT_TIMEOUT_MS = 30_000;
+
+/**
  * How many tokens a chat request's prompt is without running it: POST /apply-template (the
  * template llama-server would apply to the same body, test/fixtures/llama-server/transcripts/32)
  * and POST /tokenize of that prompt with the special tokens it adds (`add_special`). For a body
@@ -14,8 +22,13 @@ export async function templatedPromptTokens(
   server: LlamaEndpoint,
   body: Record<string, unknown>,
   signal: AbortSignal,
+  timeoutMs = COUNT_TIMEOUT_MS,
 ): Promise<number> {
-  const templated = (await callJson(server, "/apply-template", { body: wellFormedJson(body), signal })) as {
+  const templated = (await callJson(server, "/apply-template", {
+    body: wellFormedJson(body),
+    signal,
+    timeoutMs,
+  })) as {
     prompt?: unknown;
   } | null;
   if (typeof templated?.prompt !== "string")
@@ -23,6 +36,7 @@ export async function templatedPromptTokens(
   const tokenized = (await callJson(server, "/tokenize", {
     body: wellFormedJson({ content: templated.prompt, add_special: true }),
     signal,
+    timeoutMs,
   })) as { tokens?: unknown } | null;
   if (!Array.isArray(tokenized?.tokens))
     throw new LlmError("bad_response", "llama-server's /tokenize has no tokens");
