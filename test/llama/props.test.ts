@@ -5,6 +5,7 @@ import { isSleeping, parseProps, readProps } from "../../src/llama/props.ts";
 import { Launch } from "../../src/runtime/launch.ts";
 import { RECORDINGS } from "../contract/recordings.ts";
 import { readTranscript } from "../contract/transcript.ts";
+import { endlessAnswer } from "./endless-answer.ts";
 import { TAPE_KEY, tape } from "./tape.ts";
 
 // GET /props as recorded (04: tools template, 4 slots; 91h: a thinking template, 1 slot) and
@@ -111,32 +112,11 @@ describe("a /props of another shape", () => {
 describe("an answer that never ends", () => {
   test("is refused at its limit as bad_response, not read into memory until the deadline", async () => {
     const MiB = new Uint8Array(1024 * 1024).fill(0x20);
-    let sent = 0;
-    const server = Bun.serve({
-      hostname: "127.0.0.1",
-      port: 0,
-      fetch: () =>
-        new Response(
-          new ReadableStream({
-            pull(c) {
-              sent++;
-              c.enqueue(MiB);
-            },
-          }),
-          { headers: { "content-type": "application/json" } },
-        ),
-    });
-    try {
-      const err = await readProps(
-        { baseUrl: `http://127.0.0.1:${server.port}`, apiKey: TAPE_KEY },
-        { timeoutMs: 60_000 },
-      ).catch((e) => e);
-      expect(err).toBeInstanceOf(LlmError);
-      expect((err as LlmError).kind).toBe("bad_response");
-      expect((err as LlmError).message).toContain(`over ${ANSWER_BYTES.most} bytes`);
-      expect(sent * MiB.length).toBeLessThan(ANSWER_BYTES.most * 2);
-    } finally {
-      server.stop(true);
-    }
+    using server = endlessAnswer(() => MiB);
+    const err = await readProps(server, { timeoutMs: 60_000 }).catch((e) => e);
+    expect(err).toBeInstanceOf(LlmError);
+    expect((err as LlmError).kind).toBe("bad_response");
+    expect((err as LlmError).message).toContain(`over ${ANSWER_BYTES.most} bytes`);
+    expect(server.pieces() * MiB.length).toBeLessThan(ANSWER_BYTES.most * 2);
   });
 });
