@@ -31,7 +31,18 @@ export const ChatTemplateCapsSchema = z.object({
 
 export const PropsSchema = z
   .object({
-    default_generation_settings: orNull(z.object({ n_ctx: orNull(z.number().positive()) })),
+    /** llama.cpp's n_ctx is a uint32_t: a fraction or more is no server's, and budgets scale from it. */
+    default_generation_settings: orNull(
+      z.object({
+        n_ctx: orNull(
+          z
+            .number()
+            .int()
+            .positive()
+            .max(2 ** 32 - 1),
+        ),
+      }),
+    ),
     total_slots: orNull(z.number().int().positive()),
     /** Idle sleep (`--sleep-idle-seconds`, 86): the one field that changes while it sleeps. */
     is_sleeping: orNull(z.boolean()),

@@ -92,6 +92,15 @@ describe("a /props of another shape", () => {
     expect(() => parseProps("props")).toThrow(LlmError);
   });
 
+  // llama.cpp's n_ctx is a uint32_t: a fraction or 1e300 is a lie, and the turn took it as its
+  // slot (every history "fits", the reply's and the empty events' bounds scale from it); null
+  // falls back to the configured context (agent/turn/turn.ts).
+  test("an n_ctx no llama-server can have (a fraction, past 2^32) is null, not the slot's context", () => {
+    for (const n_ctx of [2048.5, 1e300, 2 ** 32])
+      expect(parseProps({ default_generation_settings: { n_ctx } }).n_ctx).toBeNull();
+    expect(parseProps({ default_generation_settings: { n_ctx: 2 ** 32 - 1 } }).n_ctx).toBe(2 ** 32 - 1);
+  });
+
   test("an error status or no answer: readProps throws, isSleeping and a Launch's contextSize do not", async () => {
     using t = tape({
       status: 401,
