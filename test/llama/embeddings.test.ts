@@ -194,6 +194,22 @@ describe("embed against the recorded answers", () => {
     }
   });
 
+  // Buffer.from(…, "base64") skips what is not base64: a text in the vector's place ("not a
+  // vector", 12 characters) decoded to 8 bytes of garbage, two floats stored as the input's meaning.
+  test("an embedding that is text but not base64 is bad_response, not decoded into numbers", async () => {
+    for (const embedding of ["not a vector", "AACAPwAAAAA=!!!!", "AACA PwAAAAA="]) {
+      using t = tape({ status: 200, headers: {}, body: JSON.stringify({ data: [{ index: 0, embedding }] }) });
+      expect(await failure(embed(t, ["a"]))).toMatchObject({ kind: "bad_response" });
+    }
+    // The recorded shape still decodes (112b): [1, 0].
+    using ok = tape({
+      status: 200,
+      headers: {},
+      body: JSON.stringify({ data: [{ index: 0, embedding: "AACAPwAAAAA=" }] }),
+    });
+    expect((await embed(ok, ["a"])).embeddings).toEqual([[1, 0]]);
+  });
+
   test("vectors of another width in a later batch, or a token count no result can carry, are not passed on", async () => {
     const answer = (vectors: number[][], tokens: unknown) => ({
       status: 200,
