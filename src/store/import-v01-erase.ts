@@ -1,4 +1,4 @@
-import { closeSync, existsSync, lstatSync, readdirSync, readSync, rmSync } from "node:fs";
+import { closeSync, constants, existsSync, lstatSync, openSync, readdirSync, readSync } from "node:fs";
 import { join } from "node:path";
 import type { ChatMessage } from "../protocol/chat-message.ts";
 import { CoreError } from "../protocol/errors.ts";
@@ -17,6 +17,8 @@ import {
   TurnsSchema,
 } from "./import-v01.ts";
 import { startsWithInput } from "./import-v01-memory.ts";
+import { zeroOpenSync } from "./scrub-file.ts";
+import { removeZeroedSync } from "./scrub-tree.ts";
 
 /** The user's 0.1 folders kept aside after an import (in `imported-0.1/users`, `users-<time>`). */
 function keptTrees(dataDir: string, userId: string): string[] {
@@ -85,7 +87,7 @@ export function eraseImported(
 /** `imported`: a tree kept aside, every readable file of it in the database (the marker is written). */
 function eraseTree(tree: string, sessionId: string | undefined, imported: boolean): void {
   if (sessionId === undefined) {
-    rmSync(tree, { recursive: true, force: true });
+    removeZeroedSync(tree);
     return;
   }
   // The memory files first: one that cannot be rewritten stops the erase before the session's folder goes.
@@ -99,7 +101,7 @@ function eraseTree(tree: string, sessionId: string | undefined, imported: boolea
     }
   }
   const session = sessionFolder(tree, sessionId);
-  if (session !== undefined) rmSync(session, { recursive: true, force: true });
+  if (session !== undefined) removeZeroedSync(session);
 }
 
 /**
@@ -179,8 +181,8 @@ function eraseTail(tree: string, e: TailErase): void {
   // history or the checkpoint, never imported, holding the replaced turns.
   if (seq < messages.length || cpReplaced)
     for (const e of readdirSync(session, { withFileTypes: true }))
-      if (WRITE_TEMP.test(e.name) && !e.isDirectory()) rmSync(join(session, e.name), { force: true });
-  if (cpReplaced) rmSync(cPath, { force: true });
+      if (WRITE_TEMP.test(e.name) && !e.isDirectory()) removeZeroedSync(join(session, e.name));
+  if (cpReplaced) removeZeroedSync(cPath);
   if (seq < messages.length)
     rewrite(hPath, { version: 1, messages: messages.slice(0, seq) }, e.imported, "edit");
 }
@@ -250,11 +252,37 @@ function dropSessionTurns(path: string, sessionId: string, imported: boolean): v
  * to be sent again. In a tree kept aside everything it holds was read and imported: it goes whole.
  */
 function rewrite(path: string, value: unknown, imported: boolean, what: "delete" | "edit"): void {
+  // Opened before the rename: the old file's blocks keep the erased turns once the new one is in place.
+  const old = openOld(path);
   try {
-    writeFileAtomic(path, JSON.stringify(value));
+    try {
+      writeFileAtomic(path, JSON.stringify(value));
+    } catch (err) {
+      if (!imported) throw notRewritten(path, err, what);
+      removeZeroedSync(path);
+      return;
+    }
+    if (old !== undefined) zeroReplaced(old, path);
+  } finally {
+    if (old !== undefined) closeSync(old);
+  }
+}
+
+/** The file about to be replaced, open for its zeroing; none when it is a link, not a file, or unopenable. */
+function openOld(path: string): number | undefined {
+  try {
+    return openSync(path, constants.O_RDWR | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
+  } catch {
+    return undefined;
+  }
+}
+
+/** Best effort, as SQLite's `secure_delete` is: the new file is in place whatever this does. */
+function zeroReplaced(fd: number, path: string): void {
+  try {
+    zeroOpenSync(fd);
   } catch (err) {
-    if (!imported) throw notRewritten(path, err, what);
-    rmSync(path, { force: true });
+    logger.warn(`the replaced 0.1 file ${path} could not be zeroed: ${(err as Error).message}`);
   }
 }
 
@@ -273,12 +301,12 @@ function notRewritten(path: string, err: unknown, what: "delete" | "edit"): Core
  * outlive its delete.
  */
 function removeUnimported(path: string): void {
-  rmSync(path, { force: true });
+  removeZeroedSync(path);
   logger.warn(`a 0.1 memory file that could not be read was removed whole to erase a session: ${path}`);
 }
 
 function dropStaleTemp(path: string, needle: string): void {
-  if (mentions(path, needle)) rmSync(path, { force: true });
+  if (mentions(path, needle)) removeZeroedSync(path);
 }
 
 /** Bytes read at a time when a file is looked through for a name. */

@@ -35,15 +35,23 @@ export function zeroFileSync(path: string): void {
   refuseLink(path);
   const fd = openSync(path, constants.O_RDWR | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
   try {
-    const stats = fstatSync(fd);
-    if (!stats.isFile()) return;
-    const zeros = Buffer.alloc(Math.min(stats.size, PIECE_BYTES));
-    for (let at = 0; at < stats.size; )
-      at += tookSome(writeSync(fd, zeros, 0, Math.min(zeros.length, stats.size - at), at));
-    fsyncSync(fd);
+    zeroOpenSync(fd);
   } finally {
     closeSync(fd);
   }
+}
+
+/**
+ * `zeroFileSync` through a descriptor opened before: a file replaced by a rename (the old one's
+ * blocks keep what the new one left out) is zeroed after, its old name gone, no other file touched.
+ */
+export function zeroOpenSync(fd: number): void {
+  const stats = fstatSync(fd);
+  if (!stats.isFile()) return;
+  const zeros = Buffer.alloc(Math.min(stats.size, PIECE_BYTES));
+  for (let at = 0; at < stats.size; )
+    at += tookSome(writeSync(fd, zeros, 0, Math.min(zeros.length, stats.size - at), at));
+  fsyncSync(fd);
 }
 
 /** `zeroFileSync` with its writes and sync off the event loop: a file of any size holds no ping. */

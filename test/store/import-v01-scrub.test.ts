@@ -1,0 +1,80 @@
+import { expect, test } from "bun:test";
+import * as fs from "node:fs";
+import { join } from "node:path";
+import { eraseImported, eraseImportedTail } from "../../src/store/import-v01-erase.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+// The 0.1 layout's files an erase removes or rewrites hold the erased words: unlinked alone (or
+// replaced by a rename), their blocks keep them (docs/agent.md, The store). A hard link made
+// beforehand reads the file's blocks after the core's name is gone, so it shows what the disk kept
+// (as test/store/scrub-file.test.ts does).
+const SECRET = "my secret diagnosis, erased by the user";
+
+function layout(dir: string) {
+  const user = join(dir, "users", "ann");
+  const session = join(user, "sessions", "trip");
+  fs.mkdirSync(session, { recursive: true });
+  fs.mkdirSync(join(user, "memory"));
+  const history = {
+    version: 1,
+    messages: [
+      { role: "user", content: "hello" },
+      { role: "assistant", content: "hi" },
+      { role: "user", content: SECRET },
+      { role: "assistant", content: `about ${SECRET}` },
+    ],
+  };
+  fs.writeFileSync(join(session, "history.json"), JSON.stringify(history));
+  const turns = {
+    version: 1,
+    turns: [
+      { id: "1", session_id: "trip", text: `${SECRET}\nanswer`, at: "2025-01-01" },
+      { id: "2", session_id: "other", text: "kept\nanswer", at: "2025-01-01" },
+    ],
+  };
+  fs.writeFileSync(join(user, "memory", "turns.json"), JSON.stringify(turns));
+  return { user, session, history: join(session, "history.json"), turns: join(user, "memory", "turns.json") };
+}
+
+/** A second name for each file, made before the erase: what the disk keeps of it after. */
+function seconds(dir: string, ...paths: string[]): string[] {
+  const aside = join(dir, "aside");
+  fs.mkdirSync(aside, { recursive: true });
+  return paths.map((p, i) => {
+    const second = join(aside, `${i}`);
+    fs.linkSync(p, second);
+    return second;
+  });
+}
+
+const holdsSecret = (path: string) => fs.readFileSync(path, "latin1").includes(SECRET);
+
+test("a users.delete's 0.1 files are zeroed before the folder goes", () => {
+  using dir = tmpdir();
+  const l = layout(dir.path);
+  const kept = seconds(dir.path, l.history, l.turns);
+  eraseImported(dir.path, "ann");
+  expect(fs.existsSync(l.user)).toBe(false);
+  expect(kept.filter(holdsSecret)).toEqual([]);
+});
+
+test("a sessions.delete's session folder is zeroed, and the memory file it rewrote is zeroed after", () => {
+  using dir = tmpdir();
+  const l = layout(dir.path);
+  const kept = seconds(dir.path, l.history, l.turns);
+  eraseImported(dir.path, "ann", "trip");
+  expect(fs.existsSync(l.session)).toBe(false);
+  expect(fs.readFileSync(l.turns, "utf8")).toContain("kept");
+  expect(kept.filter(holdsSecret)).toEqual([]);
+});
+
+test("an edit's rewritten history keeps no erased turn in the old file's blocks", () => {
+  using dir = tmpdir();
+  const l = layout(dir.path);
+  const [oldHistory] = seconds(dir.path, l.history);
+  const held = (_m: unknown, upTo: number) => upTo;
+  eraseImportedTail(dir.path, "ann", "trip", { seq: 2, base: 0, held }, true);
+  expect(fs.readFileSync(l.history, "utf8")).not.toContain(SECRET);
+  expect(fs.readFileSync(l.history, "utf8")).toContain("hello");
+  expect(holdsSecret(oldHistory as string)).toBe(false);
+});
