@@ -87,10 +87,10 @@ export const documentsDelete = defineMethod({
   run: async (p, _ctx, services) => {
     const source = `document:${p.document_id}`;
     if (!(await services.store().deleteDocument(p.user_id, p.document_id))) {
-      kvErased(services.forgetKvSource(p.user_id, source));
+      await kvErased(services.forgetKvSource(p.user_id, source), services);
       throw documentNotFound(p.document_id);
     }
-    kvErased(services.forgetKvSource(p.user_id, source));
+    await kvErased(services.forgetKvSource(p.user_id, source), services);
     return { deleted: true as const };
   },
 });

@@ -74,7 +74,7 @@ export const sessionsDelete = defineMethod({
     // it (the host knew it before the reset), and a delete sent again after one that could not
     // remove its saved KV state tries that again. The answer stays session_not_found.
     const { deleted, copies } = await store.deleteSession(p.user_id, p.session_id);
-    kvErased(services.forgetKv(p.user_id, p.session_id));
+    await kvErased(services.forgetKv(p.user_id, p.session_id), services);
     if (!live && !deleted) throw sessionNotFound(p.session_id, copies);
     return { deleted: true as const, set_aside_copies: copies };
   },
@@ -148,7 +148,7 @@ export const usersDelete = defineMethod({
   result: () => UsersDeleteResultSchema,
   run: async (p, _ctx, services) => {
     const { deleted_sessions, copies } = await (await importedStore(services)).deleteUser(p.user_id);
-    kvErased(services.forgetKv(p.user_id));
+    await kvErased(services.forgetKv(p.user_id), services);
     return { deleted_sessions, set_aside_copies: copies };
   },
 });

@@ -73,6 +73,14 @@ export class KvErase {
     });
   }
 
+  /**
+   * The files the erases removed, zeroed (drop-file.ts `Zeroes`): a delete answers once its
+   * files' blocks no longer hold the words (docs/agent.md, The store), and shutdown waits too.
+   */
+  async zeroed(): Promise<void> {
+    await Promise.all([this.deps.budgeted()?.zeroes.done(), this.unbudgeted?.zeroes.done()]);
+  }
+
   /** The one model's reuse's erase; false when none is made. */
   private one(erase: (r: PromptReuse) => void): boolean {
     const reuse = this.deps.reuse();

@@ -68,7 +68,10 @@ export class CoreServices implements Services {
   private prepared = false;
   private readonly refusal = new RefusalMemo();
 
-  constructor(private readonly options: ServicesOptions) {}
+  constructor(private readonly options: ServicesOptions) {
+    // Added first, stopped after the prompt reuses' last saves and removals (kv-erase.ts `zeroed`).
+    this.shutdown.add("KV state zeroing", null, () => this.kvErase.zeroed());
+  }
 
   loadedConfig(): LoadedConfig {
     if (!this.loaded) {
@@ -339,6 +342,11 @@ export class CoreServices implements Services {
 
   forgetKv(userId: string, sessionId?: string): string[] {
     return this.kvErase.forget(userId, sessionId);
+  }
+
+  /** The files the KV erases removed, zeroed on the disk (kv-erase.ts `zeroed`). */
+  kvZeroed(): Promise<void> {
+    return this.kvErase.zeroed();
   }
 
   /** What memory notes quote erased, from the saved KV state of `userId` (every user's: undefined). */

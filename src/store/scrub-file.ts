@@ -61,6 +61,11 @@ export async function zeroFile(path: string): Promise<void> {
     path,
     constants.O_RDWR | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0),
   );
+  await zeroOpen(fd);
+}
+
+/** `zeroOpenSync` off the event loop; the descriptor is closed whatever happens. */
+export async function zeroOpen(fd: number): Promise<void> {
   try {
     const stats = await fstatAsync(fd);
     if (!stats.isFile()) return;

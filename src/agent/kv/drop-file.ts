@@ -1,5 +1,6 @@
-import { lstatSync, unlinkSync } from "node:fs";
+import { closeSync, constants, lstatSync, openSync, unlinkSync } from "node:fs";
 import { isAlive } from "../../runtime/proc-info.ts";
+import { zeroOpen } from "../../store/scrub-file.ts";
 import { logger } from "../../util/logger.ts";
 
 // The KV state folder's removals (kv-disk.ts), which never throw into a turn or a save.
@@ -10,20 +11,77 @@ export const alive = (pid: number) => pid === process.pid || isAlive(pid);
 /**
  * Removes a file of ours, never throwing: a directory (or anything else) in its place is left
  * where it is, and said once; a folder that is not one (ENOTDIR) has nothing to remove. False
- * when the file is still there.
+ * when the file is still there. With `zeroes`, the file (a session's tokens, or its prompt
+ * record's notes) is opened first and zeroed through that descriptor once its name is gone,
+ * off the event loop (a state file can be hundreds of MB): unlinked alone, its blocks keep the
+ * words (docs/agent.md, The store).
  */
-export function dropFile(path: string): boolean {
+export function dropFile(path: string, zeroes?: Zeroes): boolean {
+  let fd: number | undefined;
   try {
     if (lstatSync(path).isDirectory()) {
       logger.warn(`${path} is a directory where a KV state file belongs: left as it is`);
       return true;
     }
+    if (zeroes) fd = openToZero(path);
     unlinkSync(path);
   } catch (err) {
+    if (fd !== undefined) closeSync(fd);
     const code = (err as { code?: string }).code;
     if (code === "ENOENT" || code === "ENOTDIR") return true;
     logger.warn(`${path} could not be removed: ${(err as Error).message}`);
     return false;
   }
+  if (fd !== undefined) zeroes?.zero(fd, path);
   return true;
+}
+
+/** Never through a link, never waiting on a FIFO; none when it cannot be opened for writing (it is removed all the same). */
+function openToZero(path: string): number | undefined {
+  try {
+    return openSync(path, constants.O_RDWR | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The zeroing of the files a folder's removals took, off the event loop. A temporary file
+ * llama-server may still be writing (`writing`: a save of this core under way) is zeroed only
+ * once that save is over (`settled`): zeroed before, what the server wrote after it would stay
+ * in the file's blocks.
+ */
+export class Zeroes {
+  private readonly pending = new Set<Promise<void>>();
+  private readonly writing = new Map<string, number[]>();
+
+  /** A save of this core writes `path` from now until `settled(path)`. */
+  begin(path: string): void {
+    if (!this.writing.has(path)) this.writing.set(path, []);
+  }
+
+  /** The save writing `path` is over: a removal's descriptor parked meanwhile is zeroed now. */
+  settled(path: string): void {
+    const parked = this.writing.get(path) ?? [];
+    this.writing.delete(path);
+    for (const fd of parked) this.track(fd, path);
+  }
+
+  zero(fd: number, path: string): void {
+    const parked = this.writing.get(path);
+    if (parked) parked.push(fd);
+    else this.track(fd, path);
+  }
+
+  /** Every zeroing under way now finished (a delete's answer waits on it). */
+  async done(): Promise<void> {
+    await Promise.all([...this.pending]);
+  }
+
+  private track(fd: number, path: string): void {
+    const work = zeroOpen(fd)
+      .catch((err) => logger.warn(`${path} was removed but could not be zeroed: ${(err as Error).message}`))
+      .finally(() => this.pending.delete(work));
+    this.pending.add(work);
+  }
 }

@@ -5,7 +5,7 @@ import { stageFileAtomic, syncFolderAsync } from "../../store/atomic.ts";
 import { logger } from "../../util/logger.ts";
 import { ensurePrivateDir, PRIVATE_FILE_MODE } from "../../util/private-fs.ts";
 import { readSmallFile } from "../../util/read-file.ts";
-import { alive, dropFile } from "./drop-file.ts";
+import { alive, dropFile, Zeroes } from "./drop-file.ts";
 import { type KvEntry, SidecarSchema } from "./kv-entry.ts";
 
 export type { KvEntry };
@@ -52,6 +52,8 @@ export interface KvUse {
 }
 
 export class KvDisk {
+  /** Each removed file zeroed off the loop (drop-file.ts); an erase's answer waits for `done()`. */
+  readonly zeroes = new Zeroes();
   private use: KvUse | undefined;
   /** Files a removal failed on (EACCES, EBUSY…) while an erase runs (`unremovedBy`). */
   private failing: Set<string> | undefined;
@@ -150,8 +152,8 @@ export class KvDisk {
       // The sidecar now describes a state that is not there, and the old file goes with it: never
       // restored without a sidecar, it would also be one `removeUser` (which reads sidecars) misses.
       if (described) {
-        dropFile(this.sidecarOf(name));
-        dropFile(this.binOf(name));
+        dropFile(this.sidecarOf(name), this.zeroes);
+        dropFile(this.binOf(name), this.zeroes);
       }
       this.use = undefined;
       return false;
@@ -242,7 +244,7 @@ export class KvDisk {
   }
 
   private drop(path: string): void {
-    if (!dropFile(path)) this.failing?.add(path);
+    if (!dropFile(path, this.zeroes)) this.failing?.add(path);
   }
 
   /** What the saved states take now (`status`), counted once and kept up to date by this core. */
@@ -281,8 +283,8 @@ export class KvDisk {
     // A state without a readable sidecar is never restored and whose it is cannot be told: each
     // erase takes it, quietly (one that stays may be any session's, not this erase's to fail).
     for (const name of this.orphans(described)) {
-      if (names.has(name) || !dropFile(this.binOf(name))) continue;
-      dropFile(this.sidecarOf(name));
+      if (names.has(name) || !dropFile(this.binOf(name), this.zeroes)) continue;
+      dropFile(this.sidecarOf(name), this.zeroes);
     }
     for (const f of this.listing()) {
       const m = OWN_TEMP.exec(f);
@@ -298,7 +300,8 @@ export class KvDisk {
       if (!m && !UNNAMED_TEMP.test(f)) continue;
       const path = join(this.dir, f);
       try {
-        if (!m || !alive(Number(m[2])) || this.now() - statSync(path).mtimeMs > STALE_TEMP_MS) dropFile(path);
+        if (!m || !alive(Number(m[2])) || this.now() - statSync(path).mtimeMs > STALE_TEMP_MS)
+          dropFile(path, this.zeroes);
       } catch {}
     }
   }

@@ -1,3 +1,4 @@
+import { join } from "node:path";
 import { type SlotSaved, saveSlot } from "../../llama/slots.ts";
 import type { LaunchView } from "../../runtime/launch.ts";
 import { logger } from "../../util/logger.ts";
@@ -43,6 +44,8 @@ export async function saveSlotState(s: SlotSave): Promise<void> {
   const { launch, slot, holder, disk } = s;
   const key = keyOf(holder);
   const temp = disk.tempName(disk.nameOf(key.userId, key.sessionId));
+  // llama-server writes it until its answer: a removal meanwhile is zeroed only after (drop-file.ts).
+  disk.zeroes.begin(join(disk.dir, temp));
   const t0 = performance.now();
   const job = s.underWay.begin(holder);
   let saved: SlotSaved;
@@ -53,6 +56,8 @@ export async function saveSlotState(s: SlotSave): Promise<void> {
     disk.discard(temp);
     launch.slots.saveFailed(slot, holder);
     return s.failed(err, `saving session ${key.sessionId}'s KV state from slot ${slot}`);
+  } finally {
+    disk.zeroes.settled(join(disk.dir, temp));
   }
   // Erased while it was being saved (sessions.delete, here or by another core): nothing of it stays.
   const wanted = () => !job.erased && s.wanted();

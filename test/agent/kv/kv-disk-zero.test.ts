@@ -1,0 +1,106 @@
+import { describe, expect, test } from "bun:test";
+import * as fs from "node:fs";
+import { join } from "node:path";
+import { KvDisk } from "../../../src/agent/kv/kv-disk.ts";
+import { entryOf } from "../../../src/agent/kv/kv-entry.ts";
+import { emptyRecord } from "../../../src/agent/kv/prompt-record.ts";
+import { kvErased } from "../../../src/methods/kv-erased.ts";
+import { tmpdir } from "../../fixtures/tmpdir.ts";
+
+// A saved KV state is the conversation's tokens: a file an erase only unlinks keeps them in the
+// disk's blocks (docs/agent.md, The store). A second name (a hard link) made beforehand still
+// reads the file's blocks after the core's name is gone, so it shows what the disk kept (as
+// test/store/scrub-file.test.ts does).
+const FP = "f".repeat(32);
+const TOKENS = "tokens of my secret diagnosis\n".repeat(4_000);
+const bytes = Buffer.byteLength(TOKENS);
+
+async function saved(disk: KvDisk, user: string, session: string): Promise<string> {
+  const name = disk.nameOf(user, session);
+  const temp = disk.tempName(name);
+  fs.writeFileSync(join(disk.dir, temp), TOKENS);
+  const entry = entryOf(
+    { userId: user, sessionId: session },
+    FP,
+    { n_saved: 10, n_written: bytes },
+    emptyRecord(),
+    [],
+    1,
+  );
+  expect(await disk.commit(temp, entry)).toBe(true);
+  return join(disk.dir, `${name}.bin`);
+}
+
+/** A second name for `path`, outside the names the folder counts. */
+function second(dir: string, path: string): string {
+  fs.mkdirSync(join(dir, "aside"), { recursive: true });
+  const other = join(dir, "aside", `${fs.readdirSync(join(dir, "aside")).length}`);
+  fs.linkSync(path, other);
+  return other;
+}
+
+const zeroed = (path: string) => {
+  const b = fs.readFileSync(path);
+  return { size: b.length, allZero: b.every((x) => x === 0) };
+};
+
+describe("an erase's KV state files are zeroed on the disk", () => {
+  test("sessions.delete: the session's state file", async () => {
+    using dir = tmpdir();
+    const disk = new KvDisk(dir.path, 10_000_000);
+    const kept = second(dir.path, await saved(disk, "u", "s"));
+    const other = second(dir.path, await saved(disk, "u", "t"));
+    expect(disk.unremovedBy(() => disk.removeSession("u", "s"))).toEqual([]);
+    await disk.zeroes.done();
+    expect(zeroed(kept)).toEqual({ size: bytes, allZero: true });
+    expect(fs.readFileSync(other, "utf8")).toBe(TOKENS);
+  });
+
+  test("users.delete: every state file of the user", async () => {
+    using dir = tmpdir();
+    const disk = new KvDisk(dir.path, 10_000_000);
+    const kept = [
+      second(dir.path, await saved(disk, "u", "s")),
+      second(dir.path, await saved(disk, "u", "t")),
+    ];
+    disk.removeUser("u");
+    await disk.zeroes.done();
+    expect(kept.map(zeroed)).toEqual([
+      { size: bytes, allZero: true },
+      { size: bytes, allZero: true },
+    ]);
+  });
+
+  // llama-server writes a save's temporary file until it answers (save-slot.ts): zeroed at the
+  // erase, what it wrote after would stay in the blocks; it is zeroed once the save is over.
+  test("a save's temporary file still being written is zeroed once the save is over", async () => {
+    using dir = tmpdir();
+    const disk = new KvDisk(dir.path, 10_000_000);
+    const temp = join(dir.path, disk.tempName(disk.nameOf("u", "s")));
+    disk.zeroes.begin(temp);
+    fs.writeFileSync(temp, TOKENS);
+    const kept = second(dir.path, temp);
+    disk.removeSession("u", "s");
+    expect(fs.existsSync(temp)).toBe(false);
+    fs.appendFileSync(kept, TOKENS); // the server writing on into the file it holds open
+    disk.zeroes.settled(temp);
+    await disk.zeroes.done();
+    expect(zeroed(kept)).toEqual({ size: 2 * bytes, allZero: true });
+  });
+
+  test("the delete answers only once the zeroing is done", async () => {
+    let finish = () => {};
+    const zeroing = new Promise<void>((resolve) => {
+      finish = resolve;
+    });
+    let answered = false;
+    const answer = kvErased([], { kvZeroed: () => zeroing }).then(() => {
+      answered = true;
+    });
+    await Promise.resolve();
+    expect(answered).toBe(false);
+    finish();
+    await answer;
+    expect(answered).toBe(true);
+  });
+});
