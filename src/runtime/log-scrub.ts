@@ -1,5 +1,7 @@
-import { existsSync, lstatSync, readdirSync, renameSync, rmSync } from "node:fs";
+import { closeSync, existsSync, lstatSync, readdirSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import { openToZero, zeroOpen, zeroOpenSync } from "../store/scrub-file.ts";
+import { logger } from "../util/logger.ts";
 import { writePrivateFile } from "../util/private-fs.ts";
 import { FileTooLarge, readSmallFile } from "../util/read-file.ts";
 import { LogRedactor, NOT_LOGGED } from "./log-redact.ts";
@@ -18,11 +20,14 @@ const PART = ".redacting";
  * A core from before the redactor (log-redact.ts) wrote llama-server's lines as they came, so
  * its files may quote a reply the user has since erased: put them through it once, in place
  * (a new file renamed over the old). A file that cannot be read or written keeps the folder
- * unmarked, and the next start tries again.
+ * unmarked, and the next start tries again. The old file, and one too large to read, are zeroed
+ * on the disk (docs/agent.md, The store: renamed over or unlinked alone, their blocks keep the
+ * quoted replies); a file too large to read off the event loop: the promise is that zeroing.
  */
-export function redactEarlierLogs(dir: string): void {
+export function redactEarlierLogs(dir: string): Promise<void> {
   const mark = join(dir, REDACTED_MARK);
-  if (existsSync(mark)) return;
+  if (existsSync(mark)) return Promise.resolve();
+  const zeroing: Promise<void>[] = [];
   let done = true;
   for (const name of readdirSync(dir)) {
     if (!name.startsWith("llama-server")) continue;
@@ -32,12 +37,13 @@ export function redactEarlierLogs(dir: string): void {
         rmSync(join(dir, name));
         continue;
       }
-      redactFile(join(dir, name));
+      redactFile(join(dir, name), zeroing);
     } catch {
       done = false;
     }
   }
-  if (!done) return;
+  const zeroed = Promise.all(zeroing).then(() => {});
+  if (!done) return zeroed;
   writePrivateFile(mark, "");
   for (const earlier of EARLIER_MARKS) {
     try {
@@ -46,16 +52,25 @@ export function redactEarlierLogs(dir: string): void {
       // Something else by that name: clutter, not a reason to say the logs were not redacted.
     }
   }
+  return zeroed;
 }
 
-function redactFile(path: string): void {
+function redactFile(path: string, zeroing: Promise<void>[]): void {
   if (!lstatSync(path).isFile()) return;
   let text: string;
   try {
     text = readSmallFile(path, MAX_SCRUB_BYTES);
   } catch (err) {
     if (!(err instanceof FileTooLarge)) throw err;
-    rmSync(path);
+    // Any size: its name goes now, its blocks are zeroed through the descriptor off the loop.
+    const fd = openToZero(path);
+    try {
+      rmSync(path);
+    } catch (e) {
+      if (fd !== undefined) closeSync(fd);
+      throw e;
+    }
+    if (fd !== undefined) zeroing.push(zeroOpen(fd).catch((e) => notZeroed(path, e)));
     return;
   }
   let redactor = new LogRedactor();
@@ -72,12 +87,21 @@ function redactFile(path: string): void {
   const redacted = kept.join("\n");
   if (redacted === text) return;
   const next = `${path}${PART}`;
+  // Opened before the rename: up to MAX_SCRUB_BYTES, zeroed here as it was read here.
+  const old = openToZero(path);
   try {
     writePrivateFile(next, redacted);
     renameSync(next, path);
+    if (old !== undefined) zeroOpenSync(old);
   } catch (err) {
     // A full disk: its part would hold the room the disk lacks until the next start.
     rmSync(next, { force: true });
     throw err;
+  } finally {
+    if (old !== undefined) closeSync(old);
   }
+}
+
+function notZeroed(path: string, err: unknown): void {
+  logger.warn(`the earlier log ${path} was removed but could not be zeroed: ${(err as Error).message}`);
 }

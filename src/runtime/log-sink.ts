@@ -49,7 +49,7 @@ export class RotatingLog {
     ensurePrivateDir(dir);
     prunePathLogs(dir, name);
     try {
-      redactEarlierLogs(dir);
+      void redactEarlierLogs(dir); // the zeroing of a file too large to read runs on by itself
     } catch (err) {
       logger.warn(
         `could not put the earlier llama-server logs in ${dir} through the redactor: ${(err as Error).message}`,

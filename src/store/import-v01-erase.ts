@@ -1,4 +1,4 @@
-import { closeSync, constants, existsSync, lstatSync, openSync, readdirSync, readSync } from "node:fs";
+import { closeSync, existsSync, lstatSync, readdirSync, readSync } from "node:fs";
 import { join } from "node:path";
 import type { ChatMessage } from "../protocol/chat-message.ts";
 import { CoreError } from "../protocol/errors.ts";
@@ -17,7 +17,7 @@ import {
   TurnsSchema,
 } from "./import-v01.ts";
 import { startsWithInput } from "./import-v01-memory.ts";
-import { zeroOpenSync } from "./scrub-file.ts";
+import { openToZero, zeroOpenSync } from "./scrub-file.ts";
 import { removeZeroedSync } from "./scrub-tree.ts";
 
 /** The user's 0.1 folders kept aside after an import (in `imported-0.1/users`, `users-<time>`). */
@@ -253,7 +253,7 @@ function dropSessionTurns(path: string, sessionId: string, imported: boolean): v
  */
 function rewrite(path: string, value: unknown, imported: boolean, what: "delete" | "edit"): void {
   // Opened before the rename: the old file's blocks keep the erased turns once the new one is in place.
-  const old = openOld(path);
+  const old = openToZero(path);
   try {
     try {
       writeFileAtomic(path, JSON.stringify(value));
@@ -265,15 +265,6 @@ function rewrite(path: string, value: unknown, imported: boolean, what: "delete"
     if (old !== undefined) zeroReplaced(old, path);
   } finally {
     if (old !== undefined) closeSync(old);
-  }
-}
-
-/** The file about to be replaced, open for its zeroing; none when it is a link, not a file, or unopenable. */
-function openOld(path: string): number | undefined {
-  try {
-    return openSync(path, constants.O_RDWR | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
-  } catch {
-    return undefined;
   }
 }
 

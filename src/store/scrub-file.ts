@@ -42,6 +42,18 @@ export function zeroFileSync(path: string): void {
 }
 
 /**
+ * A file about to be unlinked or replaced by a rename, opened to be zeroed through after (never
+ * through a link, never waiting on a FIFO); none when it cannot be opened for writing.
+ */
+export function openToZero(path: string): number | undefined {
+  try {
+    return openSync(path, constants.O_RDWR | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * `zeroFileSync` through a descriptor opened before: a file replaced by a rename (the old one's
  * blocks keep what the new one left out) is zeroed after, its old name gone, no other file touched.
  */

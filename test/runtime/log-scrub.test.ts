@@ -1,11 +1,13 @@
 import { describe, expect, test } from "bun:test";
 import {
   existsSync,
+  linkSync,
   mkdirSync,
   readdirSync,
   readFileSync,
   statSync,
   symlinkSync,
+  truncateSync,
   writeFileSync,
 } from "node:fs";
 import { join } from "node:path";
@@ -91,5 +93,32 @@ describe("redactEarlierLogs, on a quote cut for length", () => {
       `task id = 3, error: got exception: [json.exception.parse_error.101] parse error: invalid string; last read: ${NOT_LOGGED}`,
     );
     expect(text).toContain("listening on http://127.0.0.1:41739");
+  });
+});
+
+// Renamed over or unlinked alone, an earlier log's blocks keep the reply it quoted (docs/agent.md,
+// The store). A second name (a hard link) made beforehand reads the file's blocks after.
+describe("redactEarlierLogs, on the disk", () => {
+  test("the file a redacted one replaced is zeroed", async () => {
+    await using dir = tmpdir();
+    const log = join(dir.path, "llama-server.log");
+    writeFileSync(log, OLD, { mode: 0o600 });
+    linkSync(log, join(dir.path, "second"));
+    await redactEarlierLogs(dir.path);
+    expect(readFileSync(log, "utf8")).not.toContain("ZQX-4417");
+    const kept = readFileSync(join(dir.path, "second"));
+    expect(kept.length).toBe(Buffer.byteLength(OLD));
+    expect(kept.every((b) => b === 0)).toBe(true);
+  });
+
+  test("one too large to read is zeroed before its blocks are freed", async () => {
+    await using dir = tmpdir();
+    const log = join(dir.path, "llama-server.log.1");
+    writeFileSync(log, OLD, { mode: 0o600 });
+    truncateSync(log, 65 * 1024 * 1024);
+    linkSync(log, join(dir.path, "second"));
+    await redactEarlierLogs(dir.path);
+    expect(existsSync(log)).toBe(false);
+    expect(readFileSync(join(dir.path, "second")).includes("ZQX-4417")).toBe(false);
   });
 });

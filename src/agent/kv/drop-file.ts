@@ -1,6 +1,6 @@
-import { closeSync, constants, lstatSync, openSync, unlinkSync } from "node:fs";
+import { closeSync, lstatSync, unlinkSync } from "node:fs";
 import { isAlive } from "../../runtime/proc-info.ts";
-import { zeroOpen } from "../../store/scrub-file.ts";
+import { openToZero, zeroOpen } from "../../store/scrub-file.ts";
 import { logger } from "../../util/logger.ts";
 
 // The KV state folder's removals (kv-disk.ts), which never throw into a turn or a save.
@@ -34,15 +34,6 @@ export function dropFile(path: string, zeroes?: Zeroes): boolean {
   }
   if (fd !== undefined) zeroes?.zero(fd, path);
   return true;
-}
-
-/** Never through a link, never waiting on a FIFO; none when it cannot be opened for writing (it is removed all the same). */
-function openToZero(path: string): number | undefined {
-  try {
-    return openSync(path, constants.O_RDWR | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
-  } catch {
-    return undefined;
-  }
 }
 
 /**
