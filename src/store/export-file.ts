@@ -1,5 +1,15 @@
 import { randomBytes } from "node:crypto";
-import { close, constants, fsync, lstatSync, realpathSync, renameSync, statSync, write } from "node:fs";
+import {
+  close,
+  constants,
+  fstatSync,
+  fsync,
+  lstatSync,
+  realpathSync,
+  renameSync,
+  statSync,
+  write,
+} from "node:fs";
 import * as nodePath from "node:path";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { promisify } from "node:util";
@@ -9,7 +19,7 @@ import { openPrivateFile } from "../util/private-fs.ts";
 import { syncFolderAsync } from "./atomic.ts";
 import { fsProblemText } from "./data-dir-problem.ts";
 import { noteExportTemp, rmQuietly } from "./export-temps.ts";
-import { zeroFile } from "./scrub-file.ts";
+import { type FileIdentity, zeroFile } from "./scrub-file.ts";
 
 const writeAsync = promisify(write);
 const fsyncAsync = promisify(fsync);
@@ -60,7 +70,7 @@ export async function exportToFile(
   let bytes = 0;
   let noted: (() => void) | undefined;
   let tmp: string | undefined;
-  let opened = false;
+  let written: FileIdentity | undefined;
   // Checked, written and renamed into the folder as the OS resolves it, the same folder each time.
   let folder = dirname(path);
   try {
@@ -68,7 +78,7 @@ export async function exportToFile(
     tmp = join(folder, tempName(basename(path)));
     noted = noteExportTemp(dataDir, tmp, start);
     fd = openPrivateFile(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL);
-    opened = true;
+    written = fstatSync(fd);
     for await (const piece of pieces) {
       const buf = Buffer.from(piece);
       for (let at = 0; at < buf.length; ) at += (await writeAsync(fd, buf, at)).bytesWritten;
@@ -84,8 +94,9 @@ export async function exportToFile(
   } catch (err) {
     if (fd !== undefined) await closeAsync(fd).catch(() => {});
     // The conversation's words it holds (a session erased meanwhile: `confirm`) zeroed on the
-    // disk before it goes; its own failure (ENAMETOOLONG…) must not take the place of the export's.
-    if (opened && tmp !== undefined) await zeroFile(tmp).catch(() => {});
+    // disk before it goes, only if it is still the file written (not another put at its name since);
+    // its own failure (ENAMETOOLONG…) must not take the place of the export's.
+    if (written && tmp !== undefined) await zeroFile(tmp, written).catch(() => {});
     if (tmp !== undefined) rmQuietly(tmp);
     noted?.();
     if (err instanceof CoreError) throw err;

@@ -66,21 +66,31 @@ export function zeroOpenSync(fd: number): void {
   fsyncSync(fd);
 }
 
-/** `zeroFileSync` with its writes and sync off the event loop: a file of any size holds no ping. */
-export async function zeroFile(path: string): Promise<void> {
+/** A file as the file system knows it: the one found at a name is zeroed only if it is this one. */
+export interface FileIdentity {
+  dev: number;
+  ino: number;
+}
+
+/**
+ * `zeroFileSync` with its writes and sync off the event loop: a file of any size holds no ping.
+ * `only`: the file that was written, found again by its name once closed; another put at that
+ * name meanwhile (a second name of someone's own file) is left as it is.
+ */
+export async function zeroFile(path: string, only?: FileIdentity): Promise<void> {
   refuseLink(path);
   const fd = await openAsync(
     path,
     constants.O_RDWR | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0),
   );
-  await zeroOpen(fd);
+  await zeroOpen(fd, only);
 }
 
-/** `zeroOpenSync` off the event loop; the descriptor is closed whatever happens. */
-export async function zeroOpen(fd: number): Promise<void> {
+/** `zeroOpenSync` off the event loop (`only` as zeroFile's); the descriptor is closed whatever happens. */
+export async function zeroOpen(fd: number, only?: FileIdentity): Promise<void> {
   try {
     const stats = await fstatAsync(fd);
-    if (!stats.isFile()) return;
+    if (!stats.isFile() || (only && (stats.dev !== only.dev || stats.ino !== only.ino))) return;
     const zeros = Buffer.alloc(Math.min(stats.size, PIECE_BYTES));
     for (let at = 0; at < stats.size; ) {
       const { bytesWritten } = await writeAsync(fd, zeros, 0, Math.min(zeros.length, stats.size - at), at);

@@ -87,6 +87,32 @@ describe("an export's temp file", () => {
     expect(zeroed(second as string)).toEqual({ size: Buffer.byteLength(WORDS), allZero: true });
   });
 
+  // The temp file is zeroed by its name once closed: a file put at that name meanwhile (here a
+  // second name of the user's own file) is not the export's, and its words are not the core's to zero.
+  test.skipIf(process.platform === "win32")(
+    "a file put at the temp's name meanwhile is left as it was",
+    async () => {
+      using dir = tmpdir();
+      const target = join(dir.path, "export.md");
+      const victim = join(dir.path, "notes.txt");
+      fs.writeFileSync(victim, WORDS);
+      async function* pieces() {
+        yield "the export's own words";
+      }
+      const confirm = () => {
+        const tmp = join(
+          dir.path,
+          fs.readdirSync(dir.path).find((n) => n.startsWith(".export.md.")) as string,
+        );
+        fs.renameSync(tmp, join(dir.path, "moved"));
+        fs.linkSync(victim, tmp);
+        throw new Error("the session was erased meanwhile");
+      };
+      await expect(exportToFile(target, pieces(), join(dir.path, "data"), confirm)).rejects.toThrow();
+      expect(fs.readFileSync(victim, "utf8") === WORDS).toBe(true);
+    },
+  );
+
   test("one a killed core left is zeroed by the next start's sweep before it goes", async () => {
     using dir = tmpdir();
     const dataDir = join(dir.path, "data");
