@@ -67,13 +67,19 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
 }
 
 /**
- * What was thrown, as text. String() itself throws on a null-prototype object: raised while
- * reporting, it escaped as the very uncaught exception (or unhandled rejection) guarded() stops.
+ * What was thrown, as text, and never a throw itself. String() throws on a null-prototype object,
+ * and instanceof, String() and Object.prototype.toString all throw on a revoked Proxy; an Error's
+ * `message` may be anything: raised while reporting, each escaped as the very uncaught exception
+ * (or unhandled rejection) guarded() stops, or out of a call that stayed pending.
  */
 export function thrownText(err: unknown): string {
   try {
-    return err instanceof Error ? err.message : String(err);
-  } catch {
+    if (err instanceof Error && typeof err.message === "string") return err.message;
+    return String(err instanceof Error ? err.message : err);
+  } catch {}
+  try {
     return Object.prototype.toString.call(err);
+  } catch {
+    return "a value with no text form";
   }
 }

@@ -259,6 +259,34 @@ describe("options, a signal or params that throw something with no text form", (
   });
 });
 
+describe("options that throw something no fallback can describe", () => {
+  test("fail the call's promise all the same, never throw out of the call", async () => {
+    // A revoked Proxy throws from instanceof, String() and Object.prototype.toString alike; an
+    // Error whose message is a null-prototype object throws once put into the error's text.
+    const { client, child } = await start();
+    const revoked = Proxy.revocable({}, {});
+    revoked.revoke();
+    const badMessage = new Error("x");
+    (badMessage as { message: unknown }).message = Object.create(null);
+    for (const thrown of [revoked.proxy, badMessage]) {
+      const options = new Proxy(
+        {},
+        {
+          get: () => {
+            throw thrown;
+          },
+        },
+      );
+      for (const call of [
+        () => client.chat({ input: "hi" }, options as never).result,
+        () => client.request("echo", {}, options as never),
+      ])
+        await refusedNotThrown(call);
+    }
+    expect(child.requests).toEqual([]);
+  });
+});
+
 /** `call` returns a promise (it throws nothing) that rejects with invalid_request; its error. */
 async function refusedNotThrown(call: () => Promise<unknown>) {
   let p: Promise<unknown> | undefined;
