@@ -6,11 +6,12 @@ import { llamaPrograms, reapLeftover } from "./pid-file.ts";
 import { processStartedAt, procIdentity } from "./proc-info.ts";
 
 /**
-/**
  * For serve-stdio: stop what dead cores with this data directory left running (llama-server,
  * MCP servers), without waiting for a chat. The stdio loop begins it once the config loads and
  * its stop path awaits it (beginning it if start-up had not yet), so a core told to exit at once
- * still finishes it; it is bounded (one grace period plus a kill, for all leftovers at once).
+ * still finishes it. The processes' part is bounded (one grace period plus a kill, for all
+ * leftovers at once); the export temp files' is not: each is zeroed and synced before it goes
+ * (store/export-temps.ts), as long as its size takes on its disk.
  * Never throws. Kept apart from provider.ts so an idle core does not load the supervisor and
  * the planner for it.
  */
