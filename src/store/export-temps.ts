@@ -54,8 +54,14 @@ export function noteExportTemp(dataDir: string, tmp: string, start?: string | nu
     return () => {};
   }
   const made = note;
+  // Never a throw: it runs after the rename (the export done) and in the export's clean-up, where a
+  // throw took the place of the export's answer with a raw error. One left goes at the next start.
   return () => {
-    rmSync(made, { force: true });
+    try {
+      rmSync(made, { force: true });
+    } catch (err) {
+      logger.warn(`an export's note ${made} could not be removed: ${(err as Error).message}`);
+    }
     live.delete(made);
   };
 }

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, readFileSync, utimesSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { exportToFile } from "../../src/store/export-file.ts";
 import { sweepExportTemps } from "../../src/store/export-temps.ts";
@@ -41,6 +41,25 @@ describe("exportToFile's note under data_dir", () => {
       expect(readdirSync(join(dataDir, "run", "exports"))).toEqual([]);
     },
   );
+});
+
+// Its note's removal is the export's last step, after the rename: one that throws (a folder of
+// its name here; on Windows a scanner holding the file) threw out of the export as a raw error,
+// the file written in place, and again from the clean-up, so the host saw no export and no code.
+describe("an export whose note cannot be removed", () => {
+  test("is done all the same: its file in place and its size answered", async () => {
+    await using dir = tmpdir();
+    const dataDir = join(dir.path, "data");
+    const notes = join(dataDir, "run", "exports");
+    const target = join(dir.path, "export.md");
+    const confirm = () => {
+      const [note] = readdirSync(notes);
+      rmSync(join(notes, note as string));
+      mkdirSync(join(notes, note as string, "inside"), { recursive: true });
+    };
+    expect(await exportToFile(target, pieces(), dataDir, confirm)).toBe(11);
+    expect(readFileSync(target, "utf8")).toBe("hello world");
+  });
 });
 
 describe("the start-up sweep of unfinished exports", () => {
