@@ -120,7 +120,7 @@ export interface LaunchView extends LlamaEndpoint {
    * (`connectAhead`); undefined: ask anew.
    */
   takeFilesAhead?(): Promise<string | undefined | "late"> | undefined;
-  /** Its /props, read once (undefined while it cannot be read, or has no n_ctx). */
+  /** Its /props, read once (undefined while it cannot be read; read anew while it has no n_ctx). */
   props(signal: AbortSignal): Promise<LlamaProps | undefined>;
   /** Its context per slot (the props' n_ctx). */
   contextSize(signal: AbortSignal): Promise<number | undefined>;
@@ -275,7 +275,9 @@ export class Launch implements LaunchView {
 
   /**
    * Asked once per launch (a round trip off every later chat's time to first token): what it
-   * says never changes while it runs. Not kept while it has no n_ctx (asked again next time).
+   * says never changes while it runs. Not kept while it has no n_ctx (asked again next time), but
+   * given all the same: its markers and modalities stand without it (turn.ts breaks the markers,
+   * refuses images to a text model).
    */
   async props(signal: AbortSignal): Promise<LlamaProps | undefined> {
     if (this.known !== undefined) return this.known;
@@ -302,8 +304,7 @@ export class Launch implements LaunchView {
       return undefined;
     }
     if (props.thinking !== null) this.thinks = props.thinking;
-    if (props.n_ctx === null) return undefined;
-    this.known = props;
+    if (props.n_ctx !== null) this.known = props;
     return props;
   }
 

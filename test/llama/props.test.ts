@@ -101,6 +101,25 @@ describe("a /props of another shape", () => {
     expect(parseProps({ default_generation_settings: { n_ctx: 2 ** 32 - 1 } }).n_ctx).toBe(2 ** 32 - 1);
   });
 
+  // The recorded 04 with its n_ctx a fraction: the parse keeps every other field, but the Launch
+  // gave the turn no /props at all, so the template's markers went unbroken (a document could
+  // spell a turn of its own: docs/agent.md "Special-token text") and a text model took images.
+  test("a Launch whose /props has no usable n_ctx still gives its other fields, asked again next time", async () => {
+    const recorded = body("04-props.txt");
+    const settings = recorded.default_generation_settings as Record<string, unknown>;
+    const odd = { ...recorded, default_generation_settings: { ...settings, n_ctx: 2048.5 } };
+    using t = tape({ status: 200, headers: {}, body: JSON.stringify(odd) });
+    const launch = new Launch({ baseUrl: t.baseUrl, apiKey: t.apiKey, slots: 1 });
+    const signal = new AbortController().signal;
+    const props = await launch.props(signal);
+    expect(props?.n_ctx).toBeNull();
+    expect(props?.modalities?.vision).toBe(false);
+    expect(props?.markers).toEqual(parseProps(recorded).markers);
+    expect(props?.markers.length).toBeGreaterThan(0);
+    expect(await launch.contextSize(signal)).toBeUndefined();
+    expect(t.asked.length).toBe(2);
+  });
+
   test("an error status or no answer: readProps throws, isSleeping and a Launch's contextSize do not", async () => {
     using t = tape({
       status: 401,
