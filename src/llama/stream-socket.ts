@@ -231,6 +231,7 @@ class Answer implements BodyReader {
       if ((nl < 0 ? b.length : nl) - i > ANSWER_LIMITS.lineBytes) {
         this.cutOff(
           `llama-server sent a malformed chunked body (a line over ${ANSWER_LIMITS.lineBytes} bytes)`,
+          text,
         );
         return;
       }
@@ -242,7 +243,7 @@ class Answer implements BodyReader {
       else {
         this.left = chunkSize(b, i, nl);
         if (this.left < 0) {
-          this.cutOff("llama-server sent a malformed chunked body");
+          this.cutOff("llama-server sent a malformed chunked body", text);
           return;
         }
         if (this.left === 0) this.ended = true;
@@ -266,11 +267,16 @@ class Answer implements BodyReader {
   /**
    * The answer cut off or garbled past its head: `connection_lost`, unless the head was an error
    * status, which says what happened however little of its body came (as errors.ts `errorText`
-   * reads a fetched one): an overflow's 400 cut short is not a lost server to restart.
+   * reads a fetched one): an overflow's 400 cut short is not a lost server to restart. `read`: the
+   * body this read held before it turned malformed, gathered with the rest (bounded as there).
    */
-  cutOff(message: string): void {
-    if (this.status === 0 || (this.status >= 200 && this.status < 300)) this.fail(lost(message));
-    else this.fail(statusError(this.status, this.reason, this.queue.join("")));
+  cutOff(message: string, read = ""): void {
+    if (this.status === 0 || (this.status >= 200 && this.status < 300)) {
+      this.fail(lost(message));
+      return;
+    }
+    this.deliver(read);
+    this.fail(statusError(this.status, this.reason, this.queue.join("")));
   }
 
   /** Ends the answer with `err`, unless it already ended. */

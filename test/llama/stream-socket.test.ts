@@ -119,6 +119,18 @@ describe("postStream", () => {
     expect((unavailable as LlmError).status).toBe(503);
   });
 
+  // An error body whole in the read that then turns malformed was dropped with that read: the
+  // overflow's 400 (its type as in transcripts/22b) became a bare bad_response, not context_overflow.
+  test("an error status's body read before its framing turns malformed still names the error", async () => {
+    const msg =
+      '{"error":{"code":400,"message":"the request exceeds the available context size","type":"exceed_context_size_error"}}';
+    const head =
+      "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+    const s = await scripted([`${head}${msg.length.toString(16)}\r\n${msg}\r\nzz\r\n`]);
+    const err = await postStream({ baseUrl: s.baseUrl, apiKey: "k" }, "/p", "{}", never).catch((e) => e);
+    expect((err as LlmError).kind).toBe("context_overflow");
+  });
+
   test("size lines in upper and lower case hex are read; one with no hex digits is a malformed body", async () => {
     const pieces = ["data: one\n\n", `data: ${"x".repeat(250)}\n\n`];
     const framed = pieces.map((p, i) => {
