@@ -1,5 +1,6 @@
 import type { z } from "zod";
 import { firstStringPath } from "../util/string-path.ts";
+import { cutText } from "../util/text-cut.ts";
 import { CoreError } from "./errors.ts";
 
 /**
@@ -11,7 +12,8 @@ import { CoreError } from "./errors.ts";
 export function checkedParams(schema: z.ZodType, params: object): unknown {
   const parsed = schema.safeParse(params);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0];
+    const first = parsed.error.issues[0];
+    const issue = first ? unknownKey(first) : undefined;
     const named = issue ? unionBranchIssue(issue) : undefined;
     throw new CoreError("invalid_request", describeIssue(named ?? issue), {
       field: (named ?? issue)?.path.join(".") || null,
@@ -34,6 +36,19 @@ export function loneSurrogatePath(value: unknown): (string | number)[] | null {
   return firstStringPath(value, (text) => !text.isWellFormed(), { keys: true });
 }
 
+/**
+ * A key a strict object does not know, named as a field of its own (`params.userId`), not the
+ * object holding it: zod puts its issue at the object's path and lists the keys.
+ */
+function unknownKey(issue: Issue): Issue {
+  const key = issue.code === "unrecognized_keys" ? issue.keys?.[0] : undefined;
+  if (key === undefined) return issue;
+  // The host's key, cut and escaped as JSON escapes it: the message stays one line of text.
+  const shown = JSON.stringify(cutText(key, SHOWN_KEY_CHARS)).slice(1, -1);
+  return { ...issue, path: [...issue.path, shown], message: "not a parameter of this method" };
+}
+const SHOWN_KEY_CHARS = 80;
+
 /** What zod says of a union without a message of the schema's own (those are kept). */
 const ZOD_UNION_MESSAGE = "Invalid input";
 
@@ -44,6 +59,7 @@ interface Issue {
   message: string;
   expected?: string;
   errors?: Issue[][];
+  keys?: string[];
 }
 
 function describeIssue(issue: Issue | undefined): string {

@@ -16,6 +16,12 @@ import { UsageSchema } from "./usage.ts";
  */
 
 const UserId = SafeIdSchema.default("default_user");
+/**
+ * A method's params, a key it does not know refused (`invalid_request` naming it): the user is a
+ * default, so a misspelled `user_id` (`userId`, as JavaScript spells it), stripped, read the
+ * default user's conversations for another user, and users.delete erased them for good.
+ */
+const params = <S extends z.ZodRawShape>(shape: S) => z.object(shape).strict();
 /** A page size: 1 to `max`, so neither 0 nor a billion rows is a valid ask. */
 const limit = (fallback: number, max: number) =>
   z.number().int().min(1, `must be 1-${max}`).max(max, `must be 1-${max}`).default(fallback);
@@ -51,7 +57,7 @@ export const StoredMessageSchema = z.object({
   sources: z.array(SourceSchema).optional(),
 });
 
-export const SessionsListParamsSchema = z.object({
+export const SessionsListParamsSchema = params({
   user_id: UserId,
   limit: limit(50, 500),
   /** `next` of the previous page. */
@@ -63,7 +69,7 @@ export const SessionsListResultSchema = z.object({
   next: z.string().nullable(),
 });
 
-export const SessionsGetParamsSchema = z.object({
+export const SessionsGetParamsSchema = params({
   user_id: UserId,
   session_id: SafeIdSchema,
   limit: limit(200, 1000),
@@ -83,7 +89,7 @@ export const SessionsGetResultSchema = z.object({
 
 /** A character that shows: neither white space nor an invisible format character. */
 const VISIBLE = /[^\s\p{Cf}]/u;
-export const SessionsRenameParamsSchema = z.object({
+export const SessionsRenameParamsSchema = params({
   user_id: UserId,
   session_id: SafeIdSchema,
   /**
@@ -104,7 +110,7 @@ export const SessionsRenameParamsSchema = z.object({
 });
 export const SessionsRenameResultSchema = z.object({ session: SessionSummarySchema });
 
-export const SessionsDeleteParamsSchema = z.object({ user_id: UserId, session_id: SafeIdSchema });
+export const SessionsDeleteParamsSchema = params({ user_id: UserId, session_id: SafeIdSchema });
 /** What an erase did with each database set aside after damage (`local-ai.db.corrupt-<time>`). */
 export const SetAsideCopySchema = z.discriminatedUnion("outcome", [
   /** Passed its integrity check: the rows erased from it as from the live database. */
@@ -121,7 +127,7 @@ export const SessionsDeleteResultSchema = z.object({
   set_aside_copies: z.array(SetAsideCopySchema),
 });
 
-export const SessionsSearchParamsSchema = z.object({
+export const SessionsSearchParamsSchema = params({
   user_id: UserId,
   query: z.string().min(1).max(1000),
   limit: limit(20, 100),
@@ -135,7 +141,7 @@ export const SearchHitSchema = z.object({
 });
 export const SessionsSearchResultSchema = z.object({ hits: z.array(SearchHitSchema) });
 
-export const SessionsExportParamsSchema = z.object({
+export const SessionsExportParamsSchema = params({
   user_id: UserId,
   session_id: SafeIdSchema,
   format: z.enum(["markdown", "json"]),
@@ -165,7 +171,7 @@ export const SessionsExportResultSchema = z.object({
   bytes: z.number().int().nonnegative().optional(),
 });
 
-export const SessionsAttachmentParamsSchema = z.object({
+export const SessionsAttachmentParamsSchema = params({
   user_id: UserId,
   /** An id from a message's `attachments` in `sessions.get`. */
   id: z.number().int().positive(),
@@ -178,7 +184,7 @@ export const SessionsAttachmentResultSchema = z.object({
   data: z.string(),
 });
 
-export const UsersDeleteParamsSchema = z.object({ user_id: UserId });
+export const UsersDeleteParamsSchema = params({ user_id: UserId });
 export const UsersDeleteResultSchema = z.object({
   /** How many sessions were erased (0 for a user with none: not an error). */
   deleted_sessions: z.number().int().nonnegative(),

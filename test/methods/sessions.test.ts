@@ -107,8 +107,13 @@ describe("sessions.* and users.delete over the protocol", () => {
     // Spaces of any kind and emoji sequences (a zero-width joiner) are text: past validation here.
     const spaced = await call(h, "sp", "sessions.rename", { session_id: "s", title: "a\u00a0b 👩‍👩‍👧" });
     expect(spaced.data).toMatchObject({ reason: "session_not_found" });
-    for (const method of ["sessions.get", "sessions.rename", "sessions.delete", "sessions.export"]) {
-      const r = await call(h, `nf-${method}`, method, { session_id: "nope", title: "t", format: "json" });
+    for (const [method, more] of [
+      ["sessions.get", {}],
+      ["sessions.rename", { title: "t" }],
+      ["sessions.delete", {}],
+      ["sessions.export", { format: "json" }],
+    ] as const) {
+      const r = await call(h, `nf-${method}`, method, { session_id: "nope", ...more });
       expect(r).toMatchObject({
         type: "error",
         code: "invalid_request",
