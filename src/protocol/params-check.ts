@@ -45,7 +45,7 @@ function unknownKey(issue: Issue): Issue {
   if (key === undefined) return issue;
   // The host's key, cut and escaped as JSON escapes it: the message stays one line of text.
   const shown = JSON.stringify(cutText(key, SHOWN_KEY_CHARS)).slice(1, -1);
-  return { ...issue, path: [...issue.path, shown], message: "not a parameter of this method" };
+  return { ...issue, path: [...issue.path, shown], message: "unknown key" };
 }
 const SHOWN_KEY_CHARS = 80;
 

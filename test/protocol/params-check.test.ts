@@ -97,3 +97,12 @@ describe("through the stdio loop", () => {
     await h.exit;
   });
 });
+
+test("a key a strict object does not know is named at its own path, not the object holding it", () => {
+  const schema = z.object({ images: z.array(z.object({ data: z.string() }).strict()) }).strict();
+  const nested = coreErrorOf(() => checkedParams(schema, { images: [{ data: "x", dta: "y" }] }));
+  expect(nested).toMatchObject({ code: "invalid_request", data: { field: "images.0.dta" } });
+  expect(nested.message).toBe("params.images.0.dta: unknown key");
+  const top = coreErrorOf(() => checkedParams(schema, { images: [], userId: "bob" }));
+  expect(top).toMatchObject({ data: { field: "userId" }, message: "params.userId: unknown key" });
+});
