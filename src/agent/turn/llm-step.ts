@@ -84,9 +84,10 @@ export async function llmStep(ctx: TurnContext, setup: StepSetup, step: number):
     const messages = breakMarkers([system, ...kept, ...own], setup.markers ?? []);
     const refs = refsOf(messages);
     let textTokens: Promise<number | undefined> | undefined;
+    // Not one of the request's failures: an image another core's delete erased ends it as that delete.
+    await session.images.load(refs);
     try {
       await setup.format?.beforeRequest(deps.signal);
-      await session.images.load(refs);
       const body = { ...request(ctx, setup), messages: session.images.wire(messages) };
       const reply = await watchedCompletion(setup.lease, body, {
         signal: deps.signal,
