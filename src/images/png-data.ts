@@ -68,14 +68,27 @@ export async function pngImageData(b: Uint8Array): Promise<Buffer> {
 
 /**
  * Why the data may not be sent: it inflates past `bound` bytes (`overrun`), or zlib stopped
- * before its end (its reason, as zlib says it); undefined when neither.
+ * before its end (its reason, as zlib says it); undefined when neither. A `signal` aborted stops
+ * the inflating (seconds for a large 16-bit image), throwing its reason: a cancelled chat's
+ * answer waited for all of it.
  */
-export async function pngDataProblem(bytes: Uint8Array, bound: number): Promise<string | undefined> {
+export async function pngDataProblem(
+  bytes: Uint8Array,
+  bound: number,
+  signal?: AbortSignal,
+): Promise<string | undefined> {
   const data = await pngImageData(bytes);
-  const { promise, resolve } = Promise.withResolvers<string | undefined>();
+  signal?.throwIfAborted();
+  const { promise, resolve, reject } = Promise.withResolvers<string | undefined>();
   const inflate = createInflate();
   let out = 0;
+  const aborted = () => {
+    reject(signal?.reason);
+    inflate.destroy();
+  };
+  signal?.addEventListener("abort", aborted, { once: true });
   const finish = (problem: string | undefined) => {
+    signal?.removeEventListener("abort", aborted);
     resolve(problem);
     inflate.destroy();
   };

@@ -107,7 +107,7 @@ async function prepareOne(index: number, input: ImageInput, limits: ImageLimits)
       `${header.width}×${header.height} pixels (${pixels}), over app.max_image_pixels (${limits.maxPixels})`,
     );
   }
-  const problem = await dataProblem(bytes, header);
+  const problem = await dataProblem(bytes, header, limits.signal);
   if (problem !== undefined) throw imageRefused(index, "damaged", problem);
   return {
     format: header.format,
@@ -126,6 +126,7 @@ async function prepareOne(index: number, input: ImageInput, limits: ImageLimits)
 async function dataProblem(
   bytes: Uint8Array,
   header: { format: ImageFormat; width: number; height: number },
+  signal?: AbortSignal,
 ): Promise<string | undefined> {
   const size = `${header.width}×${header.height}`;
   if (header.format === "jpeg")
@@ -137,7 +138,7 @@ async function dataProblem(
       ? `a GIF whose first frame's data decodes past its ${size} pixels many times over (a decompression bomb: llama-server's decoder walks every pixel it names)`
       : undefined;
   if (header.format !== "png") return undefined;
-  const problem = await pngDataProblem(bytes, pngDataBound(bytes, header.width, header.height));
+  const problem = await pngDataProblem(bytes, pngDataBound(bytes, header.width, header.height), signal);
   if (problem === "overrun")
     return `a PNG whose image data inflates past the ${size} pixels its header declares (a decompression bomb)`;
   if (problem !== undefined)
