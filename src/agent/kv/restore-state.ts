@@ -1,3 +1,4 @@
+import { join } from "node:path";
 import { LlmError, SlotError } from "../../llama/errors.ts";
 import { restoreSlot } from "../../llama/slots.ts";
 import { deathGraceMs, deathReason } from "../../runtime/death-reason.ts";
@@ -29,6 +30,11 @@ export async function restoreSlotState(r: SlotRestore): Promise<boolean> {
   const session = entry.session_id;
   const name = disk.nameOf(entry.user_id, session);
   const t0 = performance.now();
+  // llama-server reads the file until its answer: a removal meanwhile (a save of another session
+  // evicting it, an erase) is zeroed after, not under the read, which would load zeros into the
+  // slot past the file's checks (drop-file.ts `Zeroes`).
+  const bin = join(disk.dir, `${name}.bin`);
+  disk.zeroes.begin(bin);
   try {
     const timeout = AbortSignal.timeout(SLOT_FILE_TIMEOUT_MS);
     const restored = await restoreSlot(launch, slot, `${name}.bin`, AbortSignal.any([signal, timeout]));
@@ -48,5 +54,7 @@ export async function restoreSlotState(r: SlotRestore): Promise<boolean> {
       await deathReason(launch.died, signal, deathGraceMs(launch));
     signal.throwIfAborted();
     return false;
+  } finally {
+    disk.zeroes.settled(bin);
   }
 }

@@ -1,10 +1,12 @@
 import { describe, expect, test } from "bun:test";
 import * as fs from "node:fs";
 import { join } from "node:path";
-import { KvDisk } from "../../../src/agent/kv/kv-disk.ts";
+import { KvDisk, type KvEntry } from "../../../src/agent/kv/kv-disk.ts";
 import { entryOf } from "../../../src/agent/kv/kv-entry.ts";
 import { emptyRecord } from "../../../src/agent/kv/prompt-record.ts";
+import { restoreSlotState } from "../../../src/agent/kv/restore-state.ts";
 import { kvErased } from "../../../src/methods/kv-erased.ts";
+import { Launch } from "../../../src/runtime/launch.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
 // A saved KV state is the conversation's tokens: a file an erase only unlinks keeps them in the
@@ -102,5 +104,62 @@ describe("an erase's KV state files are zeroed on the disk", () => {
     finish();
     await answer;
     expect(answered).toBe(true);
+  });
+});
+
+// llama-server reads a state file until it answers its restore: another session's save evicting
+// it (or an erase) meanwhile zeroed it under the read, and the slot could take zeros past the
+// file's checks, its tokens intact: another chat sharing their prefix reused them. The removal
+// is zeroed once the restore is over (restore-state.ts).
+describe("a state file a restore is reading", () => {
+  test("is zeroed only once llama-server has answered the restore", async () => {
+    using dir = tmpdir();
+    const disk = new KvDisk(dir.path, 10_000_000);
+    const kept = second(dir.path, await saved(disk, "u", "s"));
+    let answer = () => {};
+    let asked = () => {};
+    const restoreAsked = new Promise<void>((resolve) => {
+      asked = resolve;
+    });
+    const server = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch: () =>
+        new Promise<Response>((resolve) => {
+          asked();
+          answer = () =>
+            resolve(
+              Response.json({
+                id_slot: 0,
+                filename: "x.bin",
+                n_restored: 10,
+                n_read: bytes,
+                timings: { restore_ms: 1 },
+              }),
+            );
+        }),
+    });
+    try {
+      const launch = new Launch({ baseUrl: `http://127.0.0.1:${server.port}`, apiKey: "k", slots: 1 });
+      const entry = disk.entry("u", "s");
+      const restoring = restoreSlotState({
+        launch,
+        slot: 0,
+        entry: entry as KvEntry,
+        disk,
+        signal: new AbortController().signal,
+        failed: () => {},
+      });
+      await restoreAsked;
+      disk.removeSession("u", "s");
+      await disk.zeroes.done();
+      expect(fs.readFileSync(kept, "utf8")).toBe(TOKENS);
+      answer();
+      expect(await restoring).toBe(true);
+      await disk.zeroes.done();
+      expect(zeroed(kept)).toEqual({ size: bytes, allZero: true });
+    } finally {
+      server.stop(true);
+    }
   });
 });

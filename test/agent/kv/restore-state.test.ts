@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, test } from "bun:test";
+import { Zeroes } from "../../../src/agent/kv/drop-file.ts";
 import type { KvDisk, KvEntry } from "../../../src/agent/kv/kv-disk.ts";
 import { restoreSlotState } from "../../../src/agent/kv/restore-state.ts";
 import { DEATH_GRACE_MS, deathGraceMs } from "../../../src/runtime/death-reason.ts";
@@ -27,7 +28,13 @@ function dyingServer(): string {
 }
 
 const entry = { user_id: "u", session_id: "s" } as KvEntry;
-const disk = { nameOf: () => "u-s", touch: () => {}, remove: () => {} } as unknown as KvDisk;
+const disk = {
+  dir: "/nowhere",
+  nameOf: () => "u-s",
+  touch: () => {},
+  remove: () => {},
+  zeroes: new Zeroes(),
+} as unknown as KvDisk;
 
 async function restoreOn(rpcWorkers: string[], deathAfterMs: number) {
   const died = new AbortController();
