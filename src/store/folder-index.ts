@@ -235,7 +235,7 @@ export class FolderIndex {
     const ask = this.options.drives ?? drives;
     if (!(await ask.answers(root))) throw new Error(whyLate(ask, root));
     const most = this.options.maxFiles ?? MAX_FOLDER_FILES;
-    const exclude = [...(this.options.exclude ?? []), ...(await foldersWithin(root, this.folders))];
+    const exclude = [...(this.options.exclude ?? []), ...(await foldersWithin(root, this.folders, ask))];
     const { files, dirs, full, skipped } = await listTextFiles(root, exclude, most, ask);
     if (this.stopped) return false;
     if (full) this.tooMany(root, most);

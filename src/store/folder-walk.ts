@@ -48,7 +48,9 @@ export async function listTextFiles(
   };
   const dirs: string[] = [];
   let full = false;
-  const excluded = await excludedBy(root, exclude);
+  // Before the realpaths below: on a share gone offline they held the walk (doctor's too) for good.
+  await driveAnswered(drive, root, root);
+  const excluded = await excludedBy(root, exclude, drive);
   const walk = async (dir: string): Promise<void> => {
     let entries: Entry[];
     await driveAnswered(drive, onDisk(root, dir), dir);
@@ -139,9 +141,13 @@ export function worthAWalk(name: string | Buffer | null): boolean {
  * paths made real from the folder's (it follows no link below it); without case on the systems
  * whose file names usually have none.
  */
-async function excludedBy(root: string, exclude: readonly string[]): Promise<(path: string) => boolean> {
-  const rootReal = await real(root);
-  const out = (await Promise.all(exclude.map(real))).map(key);
+async function excludedBy(
+  root: string,
+  exclude: readonly string[],
+  drive: DriveAnswers,
+): Promise<(path: string) => boolean> {
+  const rootReal = await real(root, drive);
+  const out = (await Promise.all(exclude.map((p) => real(p, drive)))).map(key);
   return (path) => {
     // A name that is not UTF-8 as it reads (U+FFFD for its bytes): under an excluded folder still.
     const p = key(join(rootReal, readable(relative(root, path))));
@@ -155,14 +161,24 @@ async function excludedBy(root: string, exclude: readonly string[]): Promise<(pa
  * file had passages under each and one record (`memory_files` is keyed by path), the last
  * folder's: removed, its passages under the other folder stayed in the database for good.
  */
-export async function foldersWithin(root: string, folders: readonly string[]): Promise<string[]> {
-  const rootReal = key(await real(root));
+export async function foldersWithin(
+  root: string,
+  folders: readonly string[],
+  drive: DriveAnswers = drives,
+): Promise<string[]> {
+  const rootReal = key(await real(root, drive));
   const under = rootReal.endsWith(sep) ? rootReal : rootReal + sep;
-  const reals = await Promise.all(folders.map(real));
+  const reals = await Promise.all(folders.map((p) => real(p, drive)));
   return folders.filter((_, i) => key(reals[i] as string).startsWith(under));
 }
 
-const real = (p: string) => realpath(p).catch(() => resolve(p));
+/**
+ * `p`'s real path, or `p` resolved when it has none or its drive does not answer (asked first): a
+ * realpath on a share gone offline never ends, and another memory folder's held this folder's walk
+ * for good, every walk queued behind it. Compared as written, a folder inside it by a link is missed.
+ */
+const real = async (p: string, drive: DriveAnswers) =>
+  (await drive.answers(p)) ? realpath(p).catch(() => resolve(p)) : resolve(p);
 /** Paths without case on the systems whose file names usually have none. */
 const key = (p: string) =>
   process.platform === "win32" || process.platform === "darwin" ? p.toLowerCase() : p;
