@@ -32,3 +32,20 @@ test("a start the pool closed while its drives were asked spawns nothing", async
     "the pool closed",
   );
 });
+
+// Windows names a command's path with backslashes (C:\tools\server.exe, .\server.exe): only a "/"
+// was taken for a path, so such a command on a share gone offline was never asked of its drive,
+// and the spawn's synchronous lookup held the whole core as before.
+test("on Windows, a command named by a path with backslashes is asked of its drive too", async () => {
+  const asked: (string | Buffer)[] = [];
+  const launch = { command: "Z:\\tools\\server.exe", args: [], env: {} };
+  await expect(spawnWhenAnswered(launch, undefined, deadDrive(asked), "win32")).rejects.toThrow(
+    "its command Z:\\tools\\server.exe: its drive did not answer",
+  );
+  expect(asked).toEqual(["Z:\\tools\\server.exe"]);
+  const relative = { command: ".\\server.exe", args: [], env: {}, cwd: "Z:\\work" };
+  const answering = deadDrive([], ["Z:\\work"]);
+  await expect(spawnWhenAnswered(relative, undefined, answering, "win32")).rejects.toThrow(
+    "its command Z:\\work\\server.exe: its drive did not answer",
+  );
+});

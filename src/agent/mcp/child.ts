@@ -1,5 +1,5 @@
 import { closeSync, existsSync, statSync, writeSync } from "node:fs";
-import { isAbsolute, resolve } from "node:path";
+import { isAbsolute, posix, resolve, win32 } from "node:path";
 import { MAX_DESCENDANTS, type ProcEntry, signalSame } from "../../platform/process-tree.ts";
 import { joinCoreJob } from "../../platform/windows/job.ts";
 import { spawnArgv } from "../../platform/windows-command.ts";
@@ -74,9 +74,12 @@ export async function spawnWhenAnswered(
   launch: ServerLaunch,
   signal?: AbortSignal,
   drive: DriveAnswers = drives,
+  platform: NodeJS.Platform = process.platform,
 ): Promise<McpChild> {
-  const command = launch.command.includes("/")
-    ? resolve(launch.cwd ?? process.cwd(), launch.command)
+  // Windows names a path with backslashes too (C:\tools\server.exe): taken for a name, never asked.
+  const paths = platform === "win32" ? win32 : posix;
+  const command = (platform === "win32" ? /[\\/]/ : /\//).test(launch.command)
+    ? paths.resolve(launch.cwd ?? process.cwd(), launch.command)
     : undefined;
   for (const [what, path] of [
     ["cwd", launch.cwd],
