@@ -111,6 +111,8 @@ export class FolderIndex {
   private readonly told = new Set<string>();
   /** Folders whose passages without a record were looked for (`unrecorded`): once a process. */
   private readonly swept = new Set<string>();
+  /** Why each folder's last walk failed, logged once until its walk succeeds or the reason changes. */
+  private readonly failed = new Map<string, string>();
   private readonly read: FolderReader;
   private readonly batchFiles: number;
   private readonly batchBytes: number;
@@ -205,12 +207,17 @@ export class FolderIndex {
     for (const root of roots) {
       try {
         added = (await this.indexFolder(root)) || added;
+        this.failed.delete(root);
       } catch (err) {
         if (!this.stopped) {
           const retryMs = this.options.retryMs ?? RETRY_MS;
-          logger.warn(
-            `memory folder ${root} could not be indexed: ${(err as Error).message}; tried again in ${Math.round(retryMs / 1000)} s`,
-          );
+          const why = (err as Error).message;
+          // Said again only when it changes: a share offline for a day was 1,440 lines a folder.
+          if (this.failed.get(root) !== why)
+            logger.warn(
+              `memory folder ${root} could not be indexed: ${why}; tried again in ${Math.round(retryMs / 1000)} s`,
+            );
+          this.failed.set(root, why);
           setTimeout(() => void this.refresh([root]), retryMs).unref?.();
         }
       }

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { Store } from "../../src/store/store.ts";
 import { DriveAnswers } from "../../src/util/drive-answers.ts";
 import { logger } from "../../src/util/logger.ts";
+import { deadDrive } from "../fixtures/dead-drive.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 /**
@@ -108,6 +109,33 @@ test("a file whose drive stops answering before its read fails the walk, the rea
     expect(asked).toEqual([join(folder, "a.md")]);
     expect(lines.filter((l) => l.includes(folder))).toEqual([
       `memory folder ${folder} could not be indexed: ${join(folder, "a.md")}: its drive did not answer within 0 s (a network drive offline?); tried again in 3600 s`,
+    ]);
+  } finally {
+    warn.mockRestore();
+    store.close();
+  }
+});
+
+// A folder whose drive stays offline fails each walk, tried again a minute later: each failure was
+// logged, the same line every minute for as long as the share was gone (1,440 a day a folder),
+// burying what else the log said. It is said once, and again only when the reason changes.
+test("a folder whose walk fails the same way again is logged once, not at each try", async () => {
+  using dir = tmpdir();
+  const folder = join(dir.path, "notes");
+  mkdirSync(folder);
+  const lines: string[] = [];
+  const warn = spyOn(logger, "warn").mockImplementation((line: string) => void lines.push(line));
+  const store = Store.open(join(dir.path, "data"), {
+    folders: [folder],
+    folderIndex: { watch: false, drives: deadDrive([]), retryMs: 3_600_000 },
+  });
+  try {
+    await store.folderIndex.start();
+    // The tries the retry timer makes, made here.
+    await store.folderIndex.refresh([folder]);
+    await store.folderIndex.refresh([folder]);
+    expect(lines.filter((l) => l.includes(folder))).toEqual([
+      `memory folder ${folder} could not be indexed: its drive did not answer within 0 s (a network drive offline?); tried again in 3600 s`,
     ]);
   } finally {
     warn.mockRestore();
