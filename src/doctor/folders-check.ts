@@ -1,5 +1,6 @@
 import type { Config } from "../config/schema.ts";
 import { listTextFiles, MAX_FOLDER_FILES } from "../store/folder-walk.ts";
+import { type DriveAnswers, drives } from "../util/drive-answers.ts";
 import type { Check } from "./checks.ts";
 
 /**
@@ -13,23 +14,28 @@ export async function memoryFoldersCheck(
   config: Config,
   configFile: string | null,
   maxFiles = MAX_FOLDER_FILES,
+  drive: DriveAnswers = drives,
 ): Promise<Check[]> {
   const folders = config.memory.folders;
   if (folders.length === 0) return [];
   const exclude = [config.app.data_dir, ...(configFile ? [configFile] : [])];
+  const failed = new Map<string, string>();
   const walked = await Promise.all(
     folders.map(async (path) => {
-      // A drive that stops answering fails the walk (store/folder-walk.ts): the folder cannot be read.
-      const { files, dirs, full, skipped } = await listTextFiles(path, exclude, maxFiles).catch(() => ({
-        files: [],
-        dirs: [] as string[],
-        full: false,
-        skipped: [],
-      }));
+      // A drive that stops answering fails the walk (store/folder-walk.ts), as running out of open
+      // files does: the folder cannot be read, and why is said (it may well exist).
+      const { files, dirs, full, skipped } = await listTextFiles(path, exclude, maxFiles, drive).catch(
+        (err: Error) => {
+          failed.set(path, err.message);
+          return { files: [], dirs: [] as string[], full: false, skipped: [] };
+        },
+      );
       return { path, files: files.length, full, readable: dirs.includes(path), skipped: skipped.length };
     }),
   );
-  const unreadable = walked.filter((f) => !f.readable).map((f) => f.path);
+  const unreadable = walked
+    .filter((f) => !f.readable)
+    .map((f) => (failed.has(f.path) ? `${f.path} (${failed.get(f.path)})` : f.path));
   const full = walked.filter((f) => f.full).map((f) => f.path);
   const data = { folders: walked, max_files: maxFiles };
   const problems = [
@@ -54,7 +60,9 @@ export async function memoryFoldersCheck(
   }
   const fixes = [
     ...(unreadable.length > 0
-      ? ["check that the folder exists and can be read, or remove it from memory.folders"]
+      ? [
+          "check that the folder exists and can be read (a network share: that it is online), or remove it from memory.folders",
+        ]
       : []),
     ...(full.length > 0
       ? ["name its subfolders in memory.folders instead: each has the cap of its own"]

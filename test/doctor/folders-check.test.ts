@@ -6,6 +6,7 @@ import { memoryFoldersCheck } from "../../src/doctor/folders-check.ts";
 import { defaultPlanDeps } from "../../src/models/local-plan-deps.ts";
 import { runWithTimeout } from "../../src/plan/probe.ts";
 import { CoreServices } from "../../src/server/services.ts";
+import { deadDrive } from "../fixtures/dead-drive.ts";
 import { cpuOnlyMachine } from "../fixtures/hardware.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
@@ -80,4 +81,17 @@ describe("doctor's memory_folders", () => {
     const ids = r.checks.map((c) => c.id);
     expect(ids.indexOf("memory_folders")).toBe(ids.indexOf("store") + 1);
   });
+});
+
+// A folder whose walk failed (its drive did not answer, the core out of open files) was told as
+// "cannot be read" with the fix to check that it exists: the walk's reason was dropped, and a
+// host was sent to look for a folder that is there, on a share offline.
+test("a folder whose walk fails is told with why", async () => {
+  using dir = tmpdir();
+  const share = notes(dir.path, "share", 1);
+  const loaded = config(dir.path, [share]).loadedConfig();
+  const [check] = await memoryFoldersCheck(loaded.config, loaded.file, 3, deadDrive([]));
+  expect(check?.message).toBe(
+    `memory folders: cannot be read: ${share} (${share}: its drive did not answer within 0 s (a network drive offline?))`,
+  );
 });
