@@ -122,7 +122,7 @@ export async function listRepoFiles(
       if (read.over)
         throw new Error(`the hub's file listing is larger than ${MAX_LISTING_BYTES / 1024 / 1024} MiB`);
       budget -= read.bytes.byteLength;
-      files.push(...parseTreeListing(JSON.parse(new TextDecoder().decode(read.bytes))));
+      files.push(...parseTreeListing(listingJson(read.bytes)));
       // Resolved against the page that gave it (a relative link is a link too); one that is no
       // URL at all is the hub's error, as a page that is not JSON.
       url = nextLink(res.headers.get("link"), url);
@@ -131,6 +131,18 @@ export async function listRepoFiles(
     }
   }
   return files;
+}
+
+/**
+ * A page as JSON. JSON.parse's own error quotes the first word it cannot read (`Unexpected
+ * identifier "hf_…"`): a mirror echoing the request's token in a page had it in the error.
+ */
+function listingJson(bytes: Uint8Array): unknown {
+  try {
+    return JSON.parse(new TextDecoder().decode(bytes));
+  } catch {
+    throw new Error("the hub's file listing is not JSON");
+  }
 }
 
 export type HubProblem =

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { HubBadAnswer, HubClient, HubError } from "../../src/models/hub-client.ts";
-import { hubFetch } from "../../src/models/hub-listing.ts";
+import { hubFetch, listRepoFiles } from "../../src/models/hub-listing.ts";
 import { fromHub } from "../../src/models/pull-errors.ts";
 import type { CoreError } from "../../src/protocol/errors.ts";
 
@@ -175,6 +175,19 @@ describe("the hub's own words", () => {
     const err = await hubFetch(access, url, { repo: "org/m", file: "m.gguf" }).catch((e: Error) => e);
     expect(err).toMatchObject({ code: "model_missing", data: { problem: "hub_error", status: 500 } });
     expect((err as Error).message).toContain("proxy refused");
+    expect((err as Error).message).not.toContain(TOKEN.slice(0, 8));
+  });
+
+  test("a remote fit's listing that is not JSON is not quoted: JSON.parse's error names the token it met", async () => {
+    // A mirror echoing the request's credentials in a 200 page: JSC's parse error quotes the
+    // first identifier it cannot read (`Unexpected identifier "hf_…"`), and that message was the
+    // model_missing error's.
+    const url = `${HUB}/api/models/org/m/tree/main?recursive=true`;
+    const { fake } = recordingFetch({ [url]: () => new Response(`${TOKEN} accepted`, { status: 200 }) });
+    const access = { endpoint: HUB, token: TOKEN, fetch: fake, offline: false, timeoutMs: 10_000 };
+    const err = await listRepoFiles(access, "org/m", "main").catch((e: Error) => e);
+    expect(err).toMatchObject({ code: "model_missing", data: { problem: "hub_error" } });
+    expect((err as Error).message).toContain("not JSON");
     expect((err as Error).message).not.toContain(TOKEN.slice(0, 8));
   });
 });
