@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { createReadStream, existsSync, mkdirSync, statSync } from "node:fs";
 import { dirname, relative } from "node:path";
-import { cancelledError } from "../protocol/errors.ts";
+import { cancelledError, isCoreError } from "../protocol/errors.ts";
 import type { DownloadProgress } from "../protocol/pull.ts";
 import { abortable } from "../util/abortable.ts";
 import { openRegularFile } from "../util/read-file.ts";
@@ -152,7 +152,13 @@ export async function pullModel(req: PullRequest, deps: PullDeps, hooks: PullHoo
     try {
       const sha256 = await obtainBlob(hub, t, reporter, deps, { ...hooks, note });
       const pointer = snapshotPath(cacheDir, req.repo, commit, t.file);
-      if ((await cacheWrite(() => linkSnapshot(t.blob, pointer, deps), t, pointer)) === "copy")
+      if (
+        (await cacheWrite(
+          () => linkSnapshot(t.blob, pointer, { ...deps, signal: hooks.signal }),
+          t,
+          pointer,
+        )) === "copy"
+      )
         note(`${t.file}: this folder does not allow links, so the snapshot holds a copy of the blob`);
       reporter.update(t.size);
       reporter.finish();
@@ -228,6 +234,7 @@ async function cacheWrite<T>(
   try {
     return await write();
   } catch (err) {
+    if (isCoreError(err)) throw err;
     throw writeFailure(err, { repo: where.repo, file: where.file }, path);
   }
 }

@@ -1,16 +1,20 @@
 import { randomBytes } from "node:crypto";
 import {
+  createReadStream,
+  createWriteStream,
   linkSync,
   lstatSync,
   mkdirSync,
+  openSync,
   renameSync,
   rmSync,
   statSync,
   symlinkSync,
   writeFileSync,
 } from "node:fs";
-import { copyFile } from "node:fs/promises";
 import { dirname, join, relative } from "node:path";
+import { pipeline } from "node:stream/promises";
+import { cancelledError } from "../protocol/errors.ts";
 
 /**
  * The cache's names for a downloaded blob, written so that a reader never sees a half-made
@@ -23,6 +27,8 @@ export type MakeSymlink = (target: string, path: string) => void;
 export interface LinkMakers {
   symlink?: MakeSymlink | undefined;
   hardlink?: MakeSymlink | undefined;
+  /** The pull's cancel: it ends a copy (gigabytes) at once, leaving no entry. */
+  signal?: AbortSignal | undefined;
 }
 
 const defaultSymlink: MakeSymlink = (target, path) => symlinkSync(target, path);
@@ -69,13 +75,26 @@ export async function linkSnapshot(
     return how;
   }
   try {
-    await copyFile(blob, temp);
+    await copyBlob(blob, temp, links.signal);
     renameSync(temp, pointer);
     return "copy";
   } catch (err) {
     rmSync(temp, { force: true });
+    if (links.signal?.aborted)
+      throw cancelledError("the pull was cancelled while its snapshot's copy was made");
     throw err;
   }
+}
+
+/**
+ * The blob copied to `temp` as a stream a cancel ends: copyFile cannot be stopped, so a cancel
+ * waited for all of a model copied to a USB drive, and the pull then went on as if not cancelled.
+ */
+async function copyBlob(blob: string, temp: string, signal: AbortSignal | undefined): Promise<void> {
+  const from = createReadStream(blob, { highWaterMark: 1024 * 1024 });
+  // Created here, not by the stream's own later open: one landing after a cancel's cleanup left the temp behind.
+  const to = createWriteStream(temp, { fd: openSync(temp, "wx") });
+  await pipeline(from, to, ...(signal ? [{ signal }] : []));
 }
 
 /**

@@ -340,6 +340,30 @@ describe("pull into the Hugging Face cache", () => {
     expect(r.result!.warnings.join()).toContain("does not allow links");
   });
 
+  test("a cancel while the blob is copied into the snapshot ends the copy: no entry, no temp left", async () => {
+    // A folder that takes no links (FAT, exFAT: a USB drive) gets a copy of gigabytes; a cancel
+    // then waited for all of it, and the pull went on to the ref as if not cancelled.
+    const { cache, hub, deps } = await setup();
+    const ac = new AbortController();
+    const cancelThenRefuse = () => {
+      ac.abort(new Error("cancelled by the host"));
+      noLinks();
+    };
+    const r = await pull(
+      { repo: "org/model-GGUF", quant: "Q8_0" },
+      { ...deps, symlink: noLinks, hardlink: cancelThenRefuse },
+      ac.signal,
+    );
+    expect(r.error?.code).toBe("cancelled");
+    const snapshot = dirname(snapshotPath(cache, "org/model-GGUF", hub.commitOf("org/model-GGUF"), "x"));
+    expect(existsSync(snapshot) ? readdirSync(snapshot) : []).toEqual([]);
+    expect(existsSync(refPath(cache, "org/model-GGUF", "main"))).toBe(false);
+    // The verified blob stays: the next pull only links it.
+    expect(
+      existsSync(blobPath(cache, "org/model-GGUF", hub.sha256Of("org/model-GGUF", "model-Q8_0.gguf"))),
+    ).toBe(true);
+  });
+
   test("where symbolic links fail the snapshot is a hard link: the model takes its size once", async () => {
     const { cache, deps } = await setup();
     const r = await pull({ repo: "org/model-GGUF", quant: "Q8_0" }, { ...deps, symlink: noLinks });
