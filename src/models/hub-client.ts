@@ -88,7 +88,11 @@ const API_TIMEOUT_MS = 30_000;
 /** The most JSON one call, or all of a listing's pages together, may bring (a real listing is far less). */
 const MAX_JSON_BYTES = 64 * 1024 * 1024;
 const MAX_PAGES = 1000;
-
+const MAX_REDIRECTS = 10;
+/** Listed entries checked in one turn of the loop: 10^5 files were a second of checks in one, ping and cancel waiting. */
+const CHECKED_A_SLICE = 5000;
+const nextTurn = (signal?: AbortSignal) =>
+  new Promise((r) => setImmediate(r)).then(() => signal?.throwIfAborted());
 /** What the resolve step said about the file, from the hub's headers before the redirect. */
 export interface Linked {
   commit: string | null;
@@ -101,8 +105,6 @@ export interface OpenedFile {
   response: Response;
   linked: Linked;
 }
-
-const MAX_REDIRECTS = 10;
 
 export class HubClient {
   private readonly fetch: typeof fetch;
@@ -144,7 +146,8 @@ export class HubClient {
         budget -= read.bytes;
         const items = read.value;
         if (!Array.isArray(items)) throw new HubBadAnswer(at, "the hub's file listing is not a list");
-        for (const item of items) {
+        for (const [i, item] of items.entries()) {
+          if (i > 0 && i % CHECKED_A_SLICE === 0) await nextTurn(signal);
           const file = toHubFile(item, at);
           if (file) files.push(file);
         }
@@ -192,10 +195,9 @@ export class HubClient {
       if (!res.ok) throw this.elsewhere(await hubError(res, url, this.options.token));
       return { response: res, linked };
     }
-    const last = `the last answer was HTTP ${redirected}`;
     throw new HubBadAnswer(
       url,
-      `the hub redirected more than ${MAX_REDIRECTS} times (${last})`,
+      `the hub redirected more than ${MAX_REDIRECTS} times (the last answer was HTTP ${redirected})`,
       undefined,
       redirected,
     );

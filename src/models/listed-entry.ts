@@ -108,22 +108,23 @@ export interface RawListedFile {
  * its git blob id (the blob's name); the remote fit check reads only the path and the sha256.
  */
 export function refusedEntry(e: RawListedFile, forDownload: boolean): string | null {
-  const named = `names ${JSON.stringify(e.path)}`;
+  // Quoted only for a refusal: a listing of 10^5 good entries paid for as many JSON.stringify.
+  const named = () => `names ${JSON.stringify(e.path)}`;
   const unsafe = unsafePathReason(e.path);
-  if (unsafe) return `${named}, which ${unsafe}: a listed path must stay inside the repo`;
+  if (unsafe) return `${named()}, which ${unsafe}: a listed path must stay inside the repo`;
   if (e.size === undefined ? forDownload : !isByteCount(e.size))
-    return `${named}, whose size ${JSON.stringify(e.size ?? null)} is not a byte count`;
+    return `${named()}, whose size ${JSON.stringify(e.size ?? null)} is not a byte count`;
   if (e.lfs !== undefined) {
     const lfs = (e.lfs ?? {}) as { oid?: unknown; size?: unknown };
     if (typeof lfs.oid !== "string" || !isSha256(lfs.oid))
-      return `${named} with lfs.oid ${JSON.stringify(lfs.oid ?? null)}, which is not a sha256 (64 hex characters)`;
+      return `${named()} with lfs.oid ${JSON.stringify(lfs.oid ?? null)}, which is not a sha256 (64 hex characters)`;
     if (!isByteCount(lfs.size))
-      return `${named}, whose lfs.size ${JSON.stringify(lfs.size ?? null)} is not a byte count`;
+      return `${named()}, whose lfs.size ${JSON.stringify(lfs.size ?? null)} is not a byte count`;
     return null;
   }
   if (!forDownload) return null;
-  if (e.oid === undefined) return `${named}, which has no oid`;
+  if (e.oid === undefined) return `${named()}, which has no oid`;
   if (typeof e.oid !== "string" || !isGitOid(e.oid))
-    return `${named} with oid ${JSON.stringify(e.oid)}, which is not a git blob id (40 hex characters)`;
+    return `${named()} with oid ${JSON.stringify(e.oid)}, which is not a git blob id (40 hex characters)`;
   return null;
 }

@@ -191,3 +191,31 @@ describe("the hub's own words", () => {
     expect((err as Error).message).not.toContain(TOKEN.slice(0, 8));
   });
 });
+
+describe("a listing of many files", () => {
+  test("is checked in slices, so ping and cancel are answered meanwhile", async () => {
+    // A repo of 100,000 files (or a hostile mirror's 64 MiB page): each entry is checked before
+    // a path is made of it, about a second of checks in one turn of the loop.
+    const url = `${HUB}/api/models/org/m/tree/${COMMIT}?recursive=true`;
+    const page = Array.from({ length: 60_000 }, (_, i) => ({
+      type: "file",
+      oid: "b".repeat(40),
+      size: 1,
+      path: `f/${i}.txt`,
+    }));
+    const { fake } = recordingFetch({ [url]: () => Response.json(page) });
+    const hub = new HubClient({ endpoint: HUB, fetch: fake });
+    let turns = 0;
+    let counting = true;
+    const turn = () => {
+      turns++;
+      if (counting) setImmediate(turn);
+    };
+    setImmediate(turn);
+    const files = await hub.listFiles("org/m", COMMIT);
+    counting = false;
+    expect(files).toHaveLength(60_000);
+    // A turn of the loop at least between each two slices of 5,000 entries.
+    expect(turns).toBeGreaterThanOrEqual(11);
+  });
+});
