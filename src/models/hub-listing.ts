@@ -92,6 +92,7 @@ export function resolveUrl(endpoint: string, repo: string, revision: string, fil
 }
 
 const MAX_PAGES = 100;
+const CHECKED_A_SLICE = 5000;
 
 /** The most all of a listing's pages together may bring: far more than a real repo's listing. */
 const MAX_LISTING_BYTES = 64 * 1024 * 1024;
@@ -122,11 +123,18 @@ export async function listRepoFiles(
       if (read.over)
         throw new Error(`the hub's file listing is larger than ${MAX_LISTING_BYTES / 1024 / 1024} MiB`);
       budget -= read.bytes.byteLength;
-      files.push(...parseTreeListing(listingJson(read.bytes)));
+      const page = listingJson(read.bytes);
+      if (!Array.isArray(page)) throw new Error("the hub's file listing is not a list of files");
+      // Checked in slices, the loop given back between: 10^5 entries were ~0.3 s of one turn.
+      for (let i = 0; i < page.length; i += CHECKED_A_SLICE) {
+        if (i > 0) await new Promise((r) => setImmediate(r)).then(() => signal?.throwIfAborted());
+        files.push(...parseTreeListing(page.slice(i, i + CHECKED_A_SLICE)));
+      }
       // Resolved against the page that gave it (a relative link is a link too); one that is no
       // URL at all is the hub's error, as a page that is not JSON.
       url = nextLink(res.headers.get("link"), url);
     } catch (err) {
+      if (signal?.aborted) throw err;
       throw hubError("hub_error", `${repo}: ${(err as Error).message}`, { repo });
     }
   }

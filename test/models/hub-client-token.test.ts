@@ -192,6 +192,22 @@ describe("the hub's own words", () => {
   });
 });
 
+/** `work`'s value, and the turns the event loop took while it ran. */
+async function turnsDuring<T>(work: () => Promise<T>): Promise<{ value: T; turns: number }> {
+  let turns = 0;
+  let counting = true;
+  const turn = () => {
+    turns++;
+    if (counting) setImmediate(turn);
+  };
+  setImmediate(turn);
+  try {
+    return { value: await work(), turns };
+  } finally {
+    counting = false;
+  }
+}
+
 describe("a listing of many files", () => {
   test("is checked in slices, so ping and cancel are answered meanwhile", async () => {
     // A repo of 100,000 files (or a hostile mirror's 64 MiB page): each entry is checked before
@@ -205,17 +221,19 @@ describe("a listing of many files", () => {
     }));
     const { fake } = recordingFetch({ [url]: () => Response.json(page) });
     const hub = new HubClient({ endpoint: HUB, fetch: fake });
-    let turns = 0;
-    let counting = true;
-    const turn = () => {
-      turns++;
-      if (counting) setImmediate(turn);
-    };
-    setImmediate(turn);
-    const files = await hub.listFiles("org/m", COMMIT);
-    counting = false;
+    const { value: files, turns } = await turnsDuring(() => hub.listFiles("org/m", COMMIT));
     expect(files).toHaveLength(60_000);
     // A turn of the loop at least between each two slices of 5,000 entries.
+    expect(turns).toBeGreaterThanOrEqual(11);
+  });
+
+  test("read by the remote fit check is checked in slices too", async () => {
+    const url = `${HUB}/api/models/org/m/tree/main?recursive=true`;
+    const page = Array.from({ length: 60_000 }, (_, i) => ({ type: "file", size: 1, path: `f/${i}.txt` }));
+    const { fake } = recordingFetch({ [url]: () => Response.json(page) });
+    const access = { endpoint: HUB, token: null, fetch: fake, offline: false, timeoutMs: 10_000 };
+    const { value: files, turns } = await turnsDuring(() => listRepoFiles(access, "org/m", "main"));
+    expect(files).toHaveLength(60_000);
     expect(turns).toBeGreaterThanOrEqual(11);
   });
 });
