@@ -91,9 +91,9 @@ export async function linkSnapshot(
  * waited for all of a model copied to a USB drive, and the pull then went on as if not cancelled.
  */
 async function copyBlob(blob: string, temp: string, signal: AbortSignal | undefined): Promise<void> {
-  const from = createReadStream(blob, { highWaterMark: 1024 * 1024 });
   // Created here, not by the stream's own later open: one landing after a cancel's cleanup left the temp behind.
   const to = createWriteStream(temp, { fd: openSync(temp, "wx") });
+  const from = createReadStream(blob, { highWaterMark: 1024 * 1024 });
   await pipeline(from, to, ...(signal ? [{ signal }] : []));
 }
 
