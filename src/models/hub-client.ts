@@ -1,4 +1,5 @@
 import { readCapped } from "../util/capped-body.ts";
+import { causeText } from "../util/cause-text.ts";
 import { withoutToken } from "./hub-token.ts";
 import { refusedEntry } from "./listed-entry.ts";
 
@@ -91,8 +92,7 @@ const MAX_PAGES = 1000;
 const MAX_REDIRECTS = 10;
 /** Listed entries checked in one turn of the loop: 10^5 files were a second of checks in one, ping and cancel waiting. */
 const CHECKED_A_SLICE = 5000;
-const nextTurn = (signal?: AbortSignal) =>
-  new Promise((r) => setImmediate(r)).then(() => signal?.throwIfAborted());
+const nextTurn = (s?: AbortSignal) => new Promise((r) => setImmediate(r)).then(() => s?.throwIfAborted());
 /** What the resolve step said about the file, from the hub's headers before the redirect. */
 export interface Linked {
   commit: string | null;
@@ -285,7 +285,7 @@ export class HubClient {
       return await this.fetch(url, { headers: all, redirect: "manual", ...(signal ? { signal } : {}) });
     } catch (err) {
       if (signal?.aborted) throw signal.reason ?? err;
-      throw new HubUnreachable(url, causeText(err));
+      throw new HubUnreachable(url, causeText(err, 200));
     }
   }
 }
@@ -335,15 +335,22 @@ function redirectTarget(res: Response, url: string): string {
   }
 }
 
-/** The `rel="next"` URL of a Link header, resolved against the page's URL. */
+/**
+ * The `rel="next"` URL of a Link header, resolved against the page's URL. One that is no URL
+ * (`<http://[>`) is the hub's bad answer: new URL's TypeError reached the pull as internal_error.
+ */
 export function nextLink(header: string | null, base: string): string | null {
   if (!header) return null;
   for (const part of header.split(",")) {
     const m = /<([^>]+)>\s*;.*\brel="?next"?/.exec(part);
-    if (m) return new URL(m[1]!, base).toString();
+    if (m) return URL.parse(m[1]!, base)?.toString() ?? badNext(base);
   }
   return null;
 }
+
+const badNext = (url: string): never => {
+  throw new HubBadAnswer(url, "the hub's file listing links its next page to a malformed URL");
+};
 
 /** The body as JSON, refused past `max` bytes (what `what` names is too large), and how many bytes it had. */
 async function readJson(
@@ -389,12 +396,4 @@ async function hubError(res: Response, url: string, token: string | undefined): 
     (message && withoutToken(message, token).trim().slice(0, 300)) || null,
     url,
   );
-}
-
-function causeText(err: unknown): string {
-  const e = err as { code?: unknown; message?: unknown };
-  if (typeof e?.code === "string" && e.code) return e.code;
-  return String(e?.message ?? err)
-    .split("\n")[0]!
-    .slice(0, 200);
 }

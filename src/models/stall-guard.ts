@@ -1,4 +1,5 @@
 import { CoreError, isCoreError } from "../protocol/errors.ts";
+import { causeText } from "../util/cause-text.ts";
 import { HubBadAnswer, HubError, HubUnreachable } from "./hub-client.ts";
 import { type PullWhere, pullError } from "./pull-errors.ts";
 
@@ -70,16 +71,8 @@ export class StallGuard {
     return pullError(
       where,
       "connection_lost",
-      `the connection broke after ${done} of ${total} bytes (${connectionCause(err)})${keep}`,
+      `the connection broke after ${done} of ${total} bytes (${causeText(err, 120)})${keep}`,
       { bytes_done: done, total },
     );
   }
-}
-
-function connectionCause(err: unknown): string {
-  const e = err as { code?: unknown; message?: unknown };
-  if (typeof e?.code === "string" && e.code) return e.code;
-  return String(e?.message ?? err)
-    .split("\n")[0]!
-    .slice(0, 120);
 }

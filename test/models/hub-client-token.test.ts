@@ -94,6 +94,18 @@ describe("a redirect to a malformed URL", () => {
     await expect(hub.open("org/old", COMMIT, "m.gguf", 0)).rejects.toBeInstanceOf(HubBadAnswer);
   });
 
+  test("a listing's next page that is no URL is the hub's bad answer too, not a TypeError", async () => {
+    // `Link: <http://[>; rel="next"`: new URL threw, and the pull answered internal_error "Invalid URL".
+    const first = `${HUB}/api/models/org/m/tree/${COMMIT}?recursive=true`;
+    const { fake } = recordingFetch({
+      [first]: () => Response.json([], { headers: { link: '<http://[>; rel="next"' } }),
+    });
+    const hub = new HubClient({ endpoint: HUB, fetch: fake });
+    const err = await hub.listFiles("org/m", COMMIT).catch((e: Error) => e);
+    expect(err).toBeInstanceOf(HubBadAnswer);
+    expect((fromHub(err, { repo: "org/m" }) as CoreError).data).toMatchObject({ cause: "hub_error" });
+  });
+
   test("the remote fit's read says the hub redirected badly (model_missing hub_error), not an internal error", async () => {
     const url = `${HUB}/org/m/resolve/main/m.gguf`;
     const { fake } = recordingFetch({
