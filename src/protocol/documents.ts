@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { SafeIdSchema } from "./safe-id.ts";
+import { UserIdSchema as UserId, userParams } from "./user-params.ts";
 
 /**
  * The documents' wire pieces (docs/agent.md "Documents"): the format and `index_progress`, and
@@ -25,26 +26,22 @@ export const IndexProgressSchema = z.object({
 });
 export type IndexProgress = z.infer<typeof IndexProgressSchema>;
 
-const UserId = SafeIdSchema.default("default_user");
-
 /**
  * `documents.add` (docs/protocol.md "Documents"): exactly one of `path` (a file the core reads)
  * and `text`; with `session_id` (an existing session of the user) the document is that
  * session's attachment, without it part of the user's library.
  */
-export const DocumentsAddParamsSchema = z
-  .object({
-    user_id: UserId,
-    session_id: SafeIdSchema.optional(),
-    path: z.string().min(1).max(4096).optional(),
-    text: z.string().min(1).optional(),
-    /** Shown in lists and citations; omitted: the file's name, or the text's first words. */
-    name: z.string().min(1).max(500).optional(),
-  })
-  .superRefine((p, ctx) => {
-    if ((p.path === undefined) === (p.text === undefined))
-      ctx.addIssue({ code: "custom", path: ["path"], message: "give exactly one of path and text" });
-  });
+export const DocumentsAddParamsSchema = userParams({
+  user_id: UserId,
+  session_id: SafeIdSchema.optional(),
+  path: z.string().min(1).max(4096).optional(),
+  text: z.string().min(1).optional(),
+  /** Shown in lists and citations; omitted: the file's name, or the text's first words. */
+  name: z.string().min(1).max(500).optional(),
+}).superRefine((p, ctx) => {
+  if ((p.path === undefined) === (p.text === undefined))
+    ctx.addIssue({ code: "custom", path: ["path"], message: "give exactly one of path and text" });
+});
 export type DocumentsAddParams = z.output<typeof DocumentsAddParamsSchema>;
 
 export const DocumentsAddResultSchema = z.object({
@@ -74,7 +71,7 @@ export const DocumentSummarySchema = z.object({
  * `limit`, all of them, as the SPEC's `documents.list` answers (bounded by bytes only, with `next`
  * past them); with it, a page at a time, as `sessions.list`.
  */
-export const DocumentsListParamsSchema = z.object({
+export const DocumentsListParamsSchema = userParams({
   user_id: UserId,
   session_id: SafeIdSchema.optional(),
   limit: z.number().int().min(1, "must be 1-500").max(500, "must be 1-500").optional(),
@@ -91,5 +88,5 @@ export const DocumentsListResultSchema = z.object({
   next: z.string().nullable(),
 });
 
-export const DocumentsDeleteParamsSchema = z.object({ user_id: UserId, document_id: SafeIdSchema });
+export const DocumentsDeleteParamsSchema = userParams({ user_id: UserId, document_id: SafeIdSchema });
 export const DocumentsDeleteResultSchema = z.object({ deleted: z.literal(true) });

@@ -6,6 +6,7 @@ import { AttachmentRefSchema, ToolCallSchema } from "./chat-message.ts";
 import { SafeIdSchema } from "./safe-id.ts";
 import { SourceSchema } from "./sources.ts";
 import { UsageSchema } from "./usage.ts";
+import { userParams as params, UserIdSchema as UserId } from "./user-params.ts";
 
 /**
  * The host's view of its conversations (docs/protocol.md#conversations-sessions-and-usersdelete):
@@ -15,13 +16,6 @@ import { UsageSchema } from "./usage.ts";
  * `data.reason` `session_not_found`.
  */
 
-const UserId = SafeIdSchema.default("default_user");
-/**
- * A method's params, a key it does not know refused (`invalid_request` naming it): the user is a
- * default, so a misspelled `user_id` (`userId`, as JavaScript spells it), stripped, read the
- * default user's conversations for another user, and users.delete erased them for good.
- */
-const params = <S extends z.ZodRawShape>(shape: S) => z.object(shape).strict();
 /** A page size: 1 to `max`, so neither 0 nor a billion rows is a valid ask. */
 const limit = (fallback: number, max: number) =>
   z.number().int().min(1, `must be 1-${max}`).max(max, `must be 1-${max}`).default(fallback);
