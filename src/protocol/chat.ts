@@ -7,11 +7,16 @@ import { SafeIdSchema } from "./safe-id.ts";
 import { SourceSchema } from "./sources.ts";
 import { ThinkSchema } from "./think.ts";
 import { UsageSchema } from "./usage.ts";
+import { UserIdSchema, userParams } from "./user-params.ts";
 import { WarmupProgressFields } from "./warmup-progress.ts";
 
 /** `chat` (docs/protocol.md#chat, docs/agent.md): its params, its result and its events. */
-export const ChatParamsSchema = z.object({
-  user_id: SafeIdSchema.default("default_user"),
+/**
+ * Strict at the top (a `userId` typo wrote into the default user's session and recalled the
+ * default user's memory into the reply); `response_format`'s JSON Schema stays open.
+ */
+export const ChatParamsSchema = userParams({
+  user_id: UserIdSchema,
   /** Omitted: a new random 8-character id from a-z0-9. */
   session_id: SafeIdSchema.optional(),
   /** Omitted: the first agent in the config. */

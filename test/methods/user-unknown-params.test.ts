@@ -34,3 +34,28 @@ test("a key a documents method does not know is refused, never read as the defau
   const list = await call(h, "l", "documents.list", {});
   expect(list.result.documents.map((d: { name: string }) => d.name)).toEqual(["pins"]);
 });
+
+// A chat's `userId` typo was stripped: the turn was written into the default user's session of
+// that id, and memory recalled the default user's notes into another user's reply.
+test("a key chat does not know is refused before anything is recalled, sent or stored", async () => {
+  await using h = new ChatHarness({ agents: [{ name: "plain" }], memory: { enabled: true } });
+  h.llama.script({ content: ["Noted."] });
+  await h.chat("a", { input: "my bank pin is 4921", session_id: "private" });
+  const asked = h.llama.requests.length;
+  h.llama.script({ content: ["Your pin is 4921."] });
+  for (const [i, [params, key]] of (
+    [
+      [{ input: "what is my pin?", session_id: "private", userId: "bob" }, "userId"],
+      [{ input: "what is my pin?", userID: "bob" }, "userID"],
+    ] as const
+  ).entries()) {
+    const r = await call(h, `k${i}`, "chat", params);
+    expectRefused("chat", r, key);
+    expect(h.events(`k${i}`)).toEqual([]);
+  }
+  // Nothing was sent to the model, and the default user's session is as it was.
+  expect(h.llama.requests.length).toBe(asked);
+  expect(h.history("private").map((m) => m.content)).toEqual(["my bank pin is 4921", "Noted."]);
+  const list = await call(h, "l", "sessions.list", {});
+  expect(list.result.sessions).toHaveLength(1);
+});
