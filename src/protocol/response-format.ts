@@ -24,10 +24,14 @@ const JsonSchemaObject = z.record(z.string(), z.unknown()).superRefine((schema, 
   if (problem) ctx.addIssue({ code: "custom", message: problem });
 });
 
+/**
+ * Strict wrappers (the JSON Schema inside stays open): llama-server's own API reads `schema` beside
+ * `json_object`, so a stripped key let such an answer through unconstrained by what the host asked.
+ */
 export const ResponseFormatSchema = z.discriminatedUnion(
   "type",
   [
-    z.object({
+    z.strictObject({
       type: z.literal("json_schema"),
       /** The JSON Schema the answer must match. */
       schema: JsonSchemaObject,
@@ -35,7 +39,7 @@ export const ResponseFormatSchema = z.discriminatedUnion(
       name: z.string().min(1).max(64).optional(),
     }),
     /** Any JSON object. */
-    z.object({ type: z.literal("json_object") }),
+    z.strictObject({ type: z.literal("json_object") }),
   ],
   {
     error: (issue) =>
