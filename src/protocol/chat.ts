@@ -10,10 +10,11 @@ import { UsageSchema } from "./usage.ts";
 import { UserIdSchema, userParams } from "./user-params.ts";
 import { WarmupProgressFields } from "./warmup-progress.ts";
 
-/** `chat` (docs/protocol.md#chat, docs/agent.md): its params, its result and its events. */
 /**
- * Strict at the top (a `userId` typo wrote into the default user's session and recalled the
- * default user's memory into the reply); `response_format`'s JSON Schema stays open.
+ * `chat` (docs/protocol.md#chat, docs/agent.md): its params, its result and its events. The
+ * params are strict at the top (user-params.ts: a `userId` typo wrote into the default user's
+ * session and recalled the default user's memory into the reply); `response_format`'s JSON
+ * Schema stays open.
  */
 export const ChatParamsSchema = userParams({
   user_id: UserIdSchema,
