@@ -48,7 +48,7 @@ const EmbedInputSchema = z.union([z.string(), z.array(z.string())]).superRefine(
     });
 });
 
-export const EmbedParamsSchema = z.object({
+export const EmbedParamsSchema = z.strictObject({
   /** Omitted: memory.embedding_model, else the first `models` entry of kind embedding. */
   model: ModelRefSchema.optional(),
   input: EmbedInputSchema,

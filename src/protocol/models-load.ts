@@ -6,7 +6,7 @@ import { WarmupProgressFields } from "./warmup-progress.ts";
  * `models.load` (docs/protocol.md#modelsload): starts a model's llama-server ahead of its first
  * chat, streaming `warmup_progress` (with `waiting_for_memory` while other models hold the room).
  */
-export const ModelsLoadParamsSchema = z.object({
+export const ModelsLoadParamsSchema = z.strictObject({
   /** A configured name, or a GGUF's path or `hf:` reference that the `models` listing shows. */
   model: ModelRefSchema,
   /** Keep it loaded: never unloaded to make room for another model. */

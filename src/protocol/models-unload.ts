@@ -6,7 +6,7 @@ import { ModelRefSchema } from "./model-state.ts";
  * (`invalid_request`, `data.reason: "model_busy"`) while a chat runs on it or waits for it,
  * unless `force`: those chats then end `cancelled`.
  */
-export const ModelsUnloadParamsSchema = z.object({
+export const ModelsUnloadParamsSchema = z.strictObject({
   model: ModelRefSchema,
   force: z.boolean().default(false),
 });

@@ -3,10 +3,11 @@ import { KV_CACHE_TYPE_NAMES } from "./kv-cache-types.ts";
 import { RPC_WORKER_FAILURES } from "./rpc-workers.ts";
 
 /**
- * `plan`: its params, and its result, the plan report. A param not listed is dropped, as the
- * other methods with params drop theirs (docs/protocol.md "Methods").
+ * `plan`: its params, and its result, the plan report. A param not listed is refused, as the
+ * other methods that choose what is done refuse theirs (docs/protocol.md "Errors"): a misspelled
+ * `model` planned the configured model without a word.
  */
-export const PlanParamsSchema = z.object({
+export const PlanParamsSchema = z.strictObject({
   /**
    * Judge this model instead of model.path: a GGUF path (relative to the config's folder) or
    * `hf:org/name[:QUANT|:file.gguf]`, read from the hub's header when not in the cache.

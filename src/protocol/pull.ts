@@ -4,7 +4,7 @@ import { QuantSchema, RepoFileSchema, RepoIdSchema, RevisionSchema } from "./mod
 
 /** `pull` (docs/models.md): a GGUF from the hub into the shared cache. */
 export const PullParamsSchema = z
-  .object({
+  .strictObject({
     /** `org/name` on the hub. */
     repo: RepoIdSchema,
     /** A quantization (Q4_K_M), matched case-insensitively against the repo's GGUF names. */

@@ -59,3 +59,22 @@ test("a key chat does not know is refused before anything is recalled, sent or s
   const list = await call(h, "l", "sessions.list", {});
   expect(list.result.sessions).toHaveLength(1);
 });
+
+// A misspelled setting was stripped, and the method did what the host did not ask without a word:
+// `pull` a revision the host pinned fetched `main`, `embed` a model embedded with the default,
+// `models.load` a pin left the model unpinned, `models.unload` a force refused, `plan` a model
+// planned the configured one.
+test("a key a method that chooses what is done does not know is refused, not dropped", async () => {
+  await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+  for (const [i, [method, params, key]] of (
+    [
+      ["pull", { repo: "org/name", quant: "Q4_K_M", rev: "0123abc" }, "rev"],
+      ["embed", { input: "hello", modle: "small" }, "modle"],
+      ["models.load", { model: "default", pinned: true }, "pinned"],
+      ["models.unload", { model: "default", forced: true }, "forced"],
+      ["plan", { modelPath: "/models/other.gguf" }, "modelPath"],
+    ] as const
+  ).entries()) {
+    expectRefused(method, await call(h, `s${i}`, method, params), key);
+  }
+});
