@@ -48,9 +48,21 @@ function slotSavePath(arg: string): boolean {
 }
 
 /**
+ * Whether `arg` changes how llama-server answers the core itself (`_` as `-`, any `=` value): the
+ * core speaks plain HTTP to it on loopback and polls `/health` (docs/supervisor.md).
+ * `--api-prefix` moves every route under it (server-http.cpp, `path_prefix + path`): /health
+ * answered 404 until the start-up timeout ran out and the start failed as too slow, a config
+ * doctor called valid. `--ssl-key-file`/`--ssl-cert-file` make it speak TLS, which the core
+ * reads as a port that never answers (or, built without SSL, it exits at start).
+ */
+function unreachableFlag(arg: string): boolean {
+  return /^--(api[-_]prefix|ssl[-_]key[-_]file|ssl[-_]cert[-_]file)(=|$)/s.test(arg);
+}
+
+/**
  * `llama.extra_args` and a `models` entry's: strings passed to llama-server after the planned
  * flags, a flag and its credential as two entries (the value never quoted by the refusal), no
- * `--slot-save-path` (the core's own).
+ * `--slot-save-path` (the core's own), nothing that moves or encrypts what the core talks to.
  */
 export const ExtraArgsSchema = z
   .array(
@@ -63,6 +75,10 @@ export const ExtraArgsSchema = z
       .refine(
         (arg) => !slotSavePath(arg),
         "--slot-save-path is the core's: conversations' KV state is kept under app.data_dir (kv), where llama.kv_disk_bytes bounds it and the erase methods reach it",
+      )
+      .refine(
+        (arg) => !unreachableFlag(arg),
+        "--api-prefix, --ssl-key-file and --ssl-cert-file are the core's to leave out: the core talks to llama-server in plain HTTP at its own routes (/health, /v1/chat/completions) on 127.0.0.1",
       ),
   )
   .default([]);
