@@ -100,7 +100,9 @@ export function loadConfig(
 export function parseConfigText(text: string, file: string): LoadedConfig {
   const lineCounter = new LineCounter();
   // Repeated keys are found below, in one pass (yaml-keys.ts): the library's check is square.
-  const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: false });
+  // logLevel "error": its warnings went to process.emitWarning, a stray stderr line quoting the
+  // file (a key that is a mapping) past logging.level; errors are read from doc.errors.
+  const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: false, logLevel: "error" });
   const duplicate = doc.errors.length === 0 ? duplicateKeyOffset(doc.contents) : null;
   const yamlError =
     doc.errors[0] ??

@@ -268,3 +268,23 @@ test("a schema error of 200,000 issues lists the first 20: every request answers
   // 39 MB before, past the 32 MiB line the client reads.
   expect(JSON.stringify(err.data).length).toBeLessThan(64 * 1024);
 });
+
+describe("a key that is itself a mapping or a list", () => {
+  // The yaml library emits a process warning for it (Node's `(node:PID) Warning: … (Use
+  // --trace-warnings …)`) quoting the key: a stray line on the core's stderr, outside the
+  // logger and whatever logging.level says, even `silent`. The unknown-key warning names it.
+  test("is an unknown key with its line, and no process warning is emitted", () => {
+    const emitted: unknown[] = [];
+    const original = process.emitWarning;
+    process.emitWarning = ((warning: unknown) => {
+      emitted.push(warning);
+    }) as typeof process.emitWarning;
+    try {
+      const { warnings } = parseConfigText("app:\n  ? {token: sk-live-1}\n  : 1\n", "/c/config.yaml");
+      expect(warnings).toEqual(["/c/config.yaml:2: unknown key 'app.{ token: sk-live-1 }' is ignored"]);
+    } finally {
+      process.emitWarning = original;
+    }
+    expect(emitted).toEqual([]);
+  });
+});
