@@ -300,8 +300,13 @@ export const StdioSchema = z
     queue_size: positiveInt.default(1024),
     /** How long shutdown or stdin EOF waits for queued output. */
     drain_timeout_ms: millis.default(2000),
-    /** Longest accepted request line; longer ones are answered invalid_request and discarded. */
-    max_line_bytes: positiveInt.default(8 * 1024 * 1024),
+    /**
+     * Longest accepted request line; longer ones are answered invalid_request and discarded. At
+     * least a KiB: `8` (meant as MiB) refused every request, ping and cancel included.
+     */
+    max_line_bytes: positiveInt
+      .min(1024, "at least 1024 bytes (below it even ping, cancel and initialize are refused)")
+      .default(8 * 1024 * 1024),
   })
   .prefault({});
 
