@@ -179,12 +179,15 @@ function toPlainData(doc: ReturnType<typeof parseDocument>, lineCounter: LineCou
   const problem = aliasProblem(doc.contents);
   if (problem) {
     const line = lineOf(lineCounter, problem.offset);
-    // It quotes the alias or anchor's name, which may be as long as the file.
-    throw new CoreError("config_invalid", `${file}:${line}: ${shown(problem.message)}`, {
-      file,
-      line,
-      key: null,
-    });
+    // A value that begins with `*` is read as an alias: where a value may be a secret (a
+    // password in an MCP server's env), its "name" is not quoted.
+    const key =
+      problem.unanchored && mayBeSecret(problem.unanchored.path) ? shownPath(problem.unanchored.path) : null;
+    const message =
+      key === null
+        ? shown(problem.message) // it quotes the alias or anchor's name, which may be as long as the file
+        : `${key}: a value that begins with * is read as an alias, and no anchor of its name is before it: put the value in quotes`;
+    throw new CoreError("config_invalid", `${file}:${line}: ${message}`, { file, line, key });
   }
   try {
     return doc.toJS({ maxAliasCount: MAX_ALIAS_NODES }) ?? {};

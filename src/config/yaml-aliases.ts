@@ -18,6 +18,11 @@ export interface AliasProblem {
   /** Offset of the offending alias in the text. */
   offset: number;
   message: string;
+  /**
+   * An alias with no anchor: its name (which may be a value that begins with `*`, a password)
+   * and the keys down to it, for the loader to decide whether to quote it.
+   */
+  unanchored?: { name: string; path: string[] };
 }
 
 /** The parts of a yaml node this check reads (a document's contents is one). */
@@ -40,6 +45,8 @@ export function aliasProblem(contents: unknown): AliasProblem | null {
   let copied = 0;
   let anchored = 0;
   let problem: AliasProblem | null = null;
+  /** The keys (a list's index as digits) down to the node being walked. */
+  const path: string[] = [];
 
   const size = (node: unknown): number => {
     if (problem || node === null || node === undefined) return 0;
@@ -47,7 +54,11 @@ export function aliasProblem(contents: unknown): AliasProblem | null {
       const target = anchors.get(node.source);
       const offset = (node as YamlNode).range?.[0] ?? 0;
       if (target === undefined) {
-        problem = { offset, message: `alias *${node.source} has no anchor &${node.source} before it` };
+        problem = {
+          offset,
+          message: `alias *${node.source} has no anchor &${node.source} before it`,
+          unanchored: { name: node.source, path: [...path] },
+        };
         return 0;
       }
       const n = sizes.get(target);
@@ -74,9 +85,18 @@ export function aliasProblem(contents: unknown): AliasProblem | null {
       }
     }
     let n = 1;
-    if (isPair(node)) n = size(node.key) + size(node.value);
-    else if (isCollection(node)) for (const item of node.items) n += size(item);
-    else if (!isScalar(node)) n = 0;
+    if (isPair(node)) {
+      n = size(node.key);
+      path.push(isScalar(node.key) ? String(node.key.value) : "?");
+      n += size(node.value);
+      path.pop();
+    } else if (isCollection(node)) {
+      node.items.forEach((item, i) => {
+        if (!isPair(item)) path.push(String(i));
+        n += size(item);
+        if (!isPair(item)) path.pop();
+      });
+    } else if (!isScalar(node)) n = 0;
     sizes.set(node, n);
     return n;
   };

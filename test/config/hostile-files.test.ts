@@ -66,6 +66,30 @@ describe("YAML that fails while converting (issue 10 item 11)", () => {
     expect(err.message).not.toContain("\n");
   });
 
+  // YAML reads a password that begins with `*` as an alias: the refusal quoted it, in the
+  // message every request answers, in doctor's report and the host's logs.
+  test.each([
+    [
+      "an MCP server's env",
+      "mcp_servers:\n  - name: gh\n    command: npx\n    env:\n      PASSWORD: *Xq9sEcret\n",
+      5,
+    ],
+    [
+      "an MCP server's args",
+      "mcp_servers:\n  - name: gh\n    command: npx\n    args: [--password, *Xq9sEcret]\n",
+      4,
+    ],
+    ["llama.extra_args", "llama:\n  extra_args:\n    - --api-key\n    - *Xq9sEcret\n", 4],
+  ])("an alias with no anchor in %s is refused by its line and key, its name not quoted", (_, text, line) => {
+    const err = coreErrorOf(() => parseConfigText(text, "/c/config.yaml"));
+    expect(err).toMatchObject({
+      code: "config_invalid",
+      data: { line, key: expect.stringMatching(/\.(PASSWORD|1)$/) },
+    });
+    expect(err.message).toContain("quote");
+    expect(JSON.stringify({ m: err.message, d: err.data })).not.toContain("Xq9sEcret");
+  });
+
   test("an alias bomb is config_invalid with a line, quickly", () => {
     const t0 = performance.now();
     const err = coreErrorOf(() => parseConfigText(ALIAS_BOMB, "/c/config.yaml"));
