@@ -16,7 +16,7 @@ import { shownEntry } from "./rpc-endpoint.ts";
 import { type Config, ConfigSchema, type LoadedConfig } from "./schema.ts";
 import { unknownKeys } from "./unknown-keys.ts";
 import { aliasProblem, MAX_ALIAS_NODES } from "./yaml-aliases.ts";
-import { duplicateKeyOffset, KeyIndex } from "./yaml-keys.ts";
+import { duplicateKeyOffset, KeyIndex, pathAt } from "./yaml-keys.ts";
 
 export const DEFAULT_CONFIG_FILE = "config.yaml";
 
@@ -125,6 +125,7 @@ export function parseConfigText(text: string, file: string): LoadedConfig {
       key: null,
     });
   }
+  refuseUnknownTag(doc, lineCounter, file);
   const raw = toPlainData(doc, lineCounter, file);
   if (!isMap(doc.contents) && doc.contents !== null) {
     throw new CoreError(
@@ -168,6 +169,29 @@ export function parseConfigText(text: string, file: string): LoadedConfig {
     warnings.push(`${file}: ${unknown.length - MAX_KEY_WARNINGS} more unknown keys are ignored`);
   const dir = dirname(file);
   return { config: resolvePaths(parsed.data, dir), file, dir, warnings };
+}
+
+/**
+ * A tag the yaml library does not know (`PASSWORD: !x9…`, a value that begins with `!`) is only
+ * its warning, and the value is read without it: a password became "" without a word. Refused
+ * by key and line; the tag is not quoted, since it may be that value.
+ */
+function refuseUnknownTag(
+  doc: ReturnType<typeof parseDocument>,
+  lineCounter: LineCounter,
+  file: string,
+): void {
+  const tag = doc.warnings.find((w) => w.code === "TAG_RESOLVE_FAILED");
+  if (!tag) return;
+  const line = lineOf(lineCounter, tag.pos[0]) ?? null;
+  const key = shownPath(pathAt(doc.contents, tag.pos[0])) || null;
+  const said =
+    "a value that begins with ! is read as a YAML tag, and this config knows none: put the value in quotes";
+  throw new CoreError("config_invalid", `${file}:${line}: ${key ? `${key}: ` : ""}${said}`, {
+    file,
+    line,
+    key,
+  });
 }
 
 /**

@@ -69,3 +69,30 @@ export class KeyIndex {
     return node;
   }
 }
+
+/** Where a node's text ends (its value's, before any comment); -1 for none. */
+const endOf = (node: unknown): number => (node as Ranged | null)?.range?.[1] ?? -1;
+
+/**
+ * The key path (a list's index as digits) down to the node the text at `offset` belongs to: at
+ * each level the first key or item whose text ends at or after it. For a warning the library
+ * gives by position alone (an unknown tag, which precedes its node).
+ */
+export function pathAt(contents: unknown, offset: number): string[] {
+  const path: string[] = [];
+  let node = contents;
+  for (;;) {
+    if (isMap(node)) {
+      const pair = node.items.find((p) => Math.max(endOf(p.key), endOf(p.value)) >= offset);
+      if (!pair) return path;
+      path.push(isScalar(pair.key) ? String(pair.key.value) : "?");
+      if (endOf(pair.key) >= offset) return path;
+      node = pair.value;
+    } else if (isSeq(node)) {
+      const i = node.items.findIndex((item) => endOf(item) >= offset);
+      if (i < 0) return path;
+      path.push(String(i));
+      node = node.items[i];
+    } else return path;
+  }
+}

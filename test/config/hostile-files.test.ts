@@ -312,3 +312,29 @@ describe("a key that is itself a mapping or a list", () => {
     expect(emitted).toEqual([]);
   });
 });
+
+describe("a value that begins with ! (a YAML tag this config does not know)", () => {
+  // The yaml library only warns of an unknown tag and reads the value without it: a password
+  // `!x9…` became an empty string, passed to the MCP server (or `--api-key ""` to
+  // llama-server) without a word; `max_steps: !x 5` was refused as `got string "5"`.
+  test.each([
+    [
+      "mcp_servers.0.env.PASSWORD",
+      "mcp_servers:\n  - name: a\n    command: b\n    env:\n      PASSWORD: !x9Secret\n",
+      5,
+    ],
+    ["llama.extra_args.1", "llama:\n  extra_args: [--api-key, !x9Secret]\n", 2],
+    ["app.max_steps", "app:\n  max_steps: !x9Secret 5\n", 2],
+  ])("%s is config_invalid by its key and line, the tag not quoted", (key, text, line) => {
+    const err = coreErrorOf(() => parseConfigText(text, "/c/config.yaml"));
+    expect(err).toMatchObject({ code: "config_invalid", data: { key, line } });
+    expect(err.message).toStartWith(`/c/config.yaml:${line}: ${key}: `);
+    expect(err.message).toContain("quotes");
+    expect(JSON.stringify({ m: err.message, d: err.data })).not.toContain("x9Secret");
+  });
+
+  test("the tags YAML defines still read as before", () => {
+    const text = 'app:\n  max_steps: !!int "5"\n  data_dir: !!str d\n';
+    expect(parseConfigText(text, "/c/config.yaml").config.app.max_steps).toBe(5);
+  });
+});
