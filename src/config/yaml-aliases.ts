@@ -56,7 +56,7 @@ export function aliasProblem(contents: unknown): AliasProblem | null {
       if (target === undefined) {
         problem = {
           offset,
-          message: `alias *${node.source} has no anchor &${node.source} before it`,
+          message: `alias *${node.source} has no anchor &${node.source} before it (a value that begins with * goes in quotes)`,
           unanchored: { name: node.source, path: [...path] },
         };
         return 0;

@@ -66,6 +66,15 @@ describe("YAML that fails while converting (issue 10 item 11)", () => {
     expect(err.message).not.toContain("\n");
   });
 
+  // `system_prompt: *concise* answers` is Markdown to the writer, an alias to YAML.
+  test("an alias with no anchor says a value that begins with * goes in quotes", () => {
+    const text = "agents:\n  - name: a\n    system_prompt: *concise*\n";
+    const err = coreErrorOf(() => parseConfigText(text, "/c/config.yaml"));
+    expect(err).toMatchObject({ code: "config_invalid", data: { line: 3 } });
+    expect(err.message).toContain("*concise*");
+    expect(err.message).toContain("in quotes");
+  });
+
   // YAML reads a password that begins with `*` as an alias: the refusal quoted it, in the
   // message every request answers, in doctor's report and the host's logs.
   test.each([
