@@ -40,11 +40,12 @@ export function dropFile(path: string, zeroes?: Zeroes): boolean {
  * The zeroing of the files a folder's removals took, off the event loop. A temporary file
  * llama-server may still be writing (`writing`: a save of this core under way) is zeroed only
  * once that save is over (`settled`): zeroed before, what the server wrote after it would stay
- * in the file's blocks.
+ * in the file's blocks. A parked one counts as under way from its removal (`done` waits for it):
+ * its name is gone, so once the core quits nothing reaches its blocks again.
  */
 export class Zeroes {
   private readonly pending = new Set<Promise<void>>();
-  private readonly writing = new Map<string, number[]>();
+  private readonly writing = new Map<string, Array<() => void>>();
 
   /** A save of this core writes `path` from now until `settled(path)`. */
   begin(path: string): void {
@@ -55,22 +56,22 @@ export class Zeroes {
   settled(path: string): void {
     const parked = this.writing.get(path) ?? [];
     this.writing.delete(path);
-    for (const fd of parked) this.track(fd, path);
+    for (const go of parked) go();
   }
 
   zero(fd: number, path: string): void {
     const parked = this.writing.get(path);
-    if (parked) parked.push(fd);
-    else this.track(fd, path);
+    this.track(parked ? new Promise<void>((go) => parked.push(go)) : Promise.resolve(), fd, path);
   }
 
-  /** Every zeroing under way now finished (a delete's answer waits on it). */
+  /** Every zeroing under way now finished, parked ones included (a delete's answer waits on it). */
   async done(): Promise<void> {
     await Promise.all([...this.pending]);
   }
 
-  private track(fd: number, path: string): void {
-    const work = zeroOpen(fd)
+  private track(after: Promise<void>, fd: number, path: string): void {
+    const work = after
+      .then(() => zeroOpen(fd))
       .catch((err) => logger.warn(`${path} was removed but could not be zeroed: ${(err as Error).message}`))
       .finally(() => this.pending.delete(work));
     this.pending.add(work);
