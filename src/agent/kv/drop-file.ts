@@ -25,6 +25,7 @@ export function dropFile(path: string, zeroes?: Zeroes): boolean {
     }
     if (zeroes) fd = openToZero(path);
     unlinkSync(path);
+    if (zeroes && fd === undefined) logger.warn(`${path} was removed but not zeroed: it could not be opened`);
   } catch (err) {
     if (fd !== undefined) closeSync(fd);
     const code = (err as { code?: string }).code;
