@@ -38,22 +38,23 @@ export function dropFile(path: string, zeroes?: Zeroes): boolean {
 }
 
 /**
- * The zeroing of the files a folder's removals took, off the event loop. A temporary file
- * llama-server may still be writing (`writing`: a save of this core under way) is zeroed only
- * once that save is over (`settled`): zeroed before, what the server wrote after it would stay
- * in the file's blocks. A parked one counts as under way from its removal (`done` waits for it):
- * its name is gone, so once the core quits nothing reaches its blocks again.
+ * The zeroing of the files a folder's removals took, off the event loop. A file llama-server may
+ * still be writing or reading (`writing`: a save's temporary file, a restore's state file, of this
+ * core) is zeroed only once that save or restore is over (`settled`): zeroed before, what the
+ * server wrote after would stay in the file's blocks, or a restore would read zeros. A parked
+ * one counts as under way from its removal (`done` waits for it): its name is gone, so once the
+ * core quits nothing reaches its blocks again.
  */
 export class Zeroes {
   private readonly pending = new Set<Promise<void>>();
   private readonly writing = new Map<string, Array<() => void>>();
 
-  /** A save of this core writes `path` from now until `settled(path)`. */
+  /** A save (or restore) of this core writes (or reads) `path` from now until `settled(path)`. */
   begin(path: string): void {
     if (!this.writing.has(path)) this.writing.set(path, []);
   }
 
-  /** The save writing `path` is over: a removal's descriptor parked meanwhile is zeroed now. */
+  /** The save or restore of `path` is over: a removal's descriptor parked meanwhile is zeroed now. */
   settled(path: string): void {
     const parked = this.writing.get(path) ?? [];
     this.writing.delete(path);
