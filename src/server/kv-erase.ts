@@ -9,6 +9,8 @@ export interface KvEraseDeps {
   dir(): string;
   /** The budgeted folder prompt reuse saves into; null with saving off. */
   budgeted(): KvDisk | null;
+  /** The budgeted folder if made already (undefined: never asked, so no removal of it to zero). */
+  made(): KvDisk | null | undefined;
   /** The one model's prompt reuse, once made. */
   reuse(): PromptReuse | undefined;
   /** Several models' prompt reuses: an erase over each, false when none was made (undefined: one model). */
@@ -78,7 +80,8 @@ export class KvErase {
    * files' blocks no longer hold the words (docs/agent.md, The store), and shutdown waits too.
    */
   async zeroed(): Promise<void> {
-    await Promise.all([this.deps.budgeted()?.zeroes.done(), this.unbudgeted?.zeroes.done()]);
+    // Never `budgeted()`: at shutdown it would load the config, which may be missing or refused.
+    await Promise.all([this.deps.made()?.zeroes.done(), this.unbudgeted?.zeroes.done()]);
   }
 
   /** The one model's reuse's erase; false when none is made. */

@@ -57,6 +57,7 @@ export class CoreServices implements Services {
   private readonly kvErase = new KvErase({
     dir: () => this.kvDir(),
     budgeted: () => this.disk(),
+    made: () => this.kvDisk,
     reuse: () => this.reuse,
     several: () => this.several,
   });

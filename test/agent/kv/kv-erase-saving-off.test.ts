@@ -86,6 +86,7 @@ test("with saving on, the prompt reuse's erase is the folder's only pass", () =>
   const erase = new KvErase({
     dir: () => "/nowhere",
     budgeted: () => disk,
+    made: () => disk,
     reuse: () => reuse,
     several: () => undefined,
   });
@@ -95,6 +96,7 @@ test("with saving on, the prompt reuse's erase is the folder's only pass", () =>
   const early = new KvErase({
     dir: () => "/nowhere",
     budgeted: () => disk,
+    made: () => disk,
     reuse: () => undefined,
     several: () => undefined,
   });
