@@ -10,6 +10,12 @@ import { coreErrorOf } from "../fixtures/core-error.ts";
 import { cpuOnlyMachine } from "../fixtures/hardware.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
+/**
+ * What tells a refusal before the work from the work itself (never ending, or tens of seconds),
+ * not a speed: one parse of the file took up to 3 s beside a loaded suite on a 2-core machine.
+ */
+const BOUNDED_MS = 10_000;
+
 const LOAD_TS = join(import.meta.dir, "../../src/config/load.ts");
 
 /**
@@ -102,7 +108,8 @@ describe("YAML that fails while converting (issue 10 item 11)", () => {
   test("an alias bomb is config_invalid with a line, quickly", () => {
     const t0 = performance.now();
     const err = coreErrorOf(() => parseConfigText(ALIAS_BOMB, "/c/config.yaml"));
-    expect(performance.now() - t0).toBeLessThan(2000);
+    // Expanded, the bomb never ends: the bound tells that from a parse, not a speed.
+    expect(performance.now() - t0).toBeLessThan(BOUNDED_MS);
     expect(err.code).toBe("config_invalid");
     expect(err.data).toMatchObject({ file: "/c/config.yaml" });
     expect(typeof err.data!.line).toBe("number");
@@ -114,10 +121,11 @@ describe("YAML that fails while converting (issue 10 item 11)", () => {
     const config = (anchors: number, aliases: number) =>
       `x: [${Array.from({ length: anchors }, (_, i) => `&${i.toString(36)} 1`).join(",")}]\n` +
       `y: [${Array.from({ length: aliases }, () => "*0").join(",")}]\n`;
-    // The library walks every anchor before an alias to resolve it: 6 s here, on the event loop.
+    // The library walked every anchor before an alias to resolve it (6 s for 10,000 aliases on an
+    // earlier VM, on the event loop); refused at the 1,001st anchor, it is one parse (0.5-3 s).
     const t0 = performance.now();
     const err = coreErrorOf(() => parseConfigText(config(90_000, 9_990), "/c/config.yaml"));
-    expect(performance.now() - t0).toBeLessThan(2000);
+    expect(performance.now() - t0).toBeLessThan(BOUNDED_MS);
     expect(err).toMatchObject({ code: "config_invalid", data: { line: 1, key: null } });
     expect(err.message).toBe("/c/config.yaml:1: more than 1000 anchors (&rs); a config needs a few");
     expect(parseConfigText(config(1000, 9000), "/c/config.yaml").warnings).toHaveLength(2);
