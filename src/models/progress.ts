@@ -104,6 +104,16 @@ export class ProgressReporter {
     if (this.phase !== "check") this.meter.sample(this.now(), done);
   }
 
+  /**
+   * Keeps the beat going at `done`, following nothing: the snapshot's copy (minutes to a USB
+   * drive) after a blob already in place, where no download or wait had started the beat.
+   */
+  hold(done: number): void {
+    this.source = undefined;
+    this.update(done);
+    if (!this.timer) this.start(this.phase, done);
+  }
+
   /** Emits the final state (unless an event went out just now with the same count) and stops the beat. */
   finish(): void {
     this.stop();

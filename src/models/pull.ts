@@ -152,6 +152,8 @@ export async function pullModel(req: PullRequest, deps: PullDeps, hooks: PullHoo
     try {
       const sha256 = await obtainBlob(hub, t, reporter, deps, { ...hooks, note });
       const pointer = snapshotPath(cacheDir, req.repo, commit, t.file);
+      // A copy (no links here) runs for minutes: the host sees the beat, not a frozen bar.
+      reporter.hold(t.size);
       if (
         (await cacheWrite(
           () => linkSnapshot(t.blob, pointer, { ...deps, signal: hooks.signal }),

@@ -375,6 +375,35 @@ describe("pull into the Hugging Face cache", () => {
     expect(r.result!.warnings).toEqual([]);
   });
 
+  test("a pull again whose blob is in place keeps its progress beat through the snapshot's copy", async () => {
+    // A folder that takes no links (FAT, exFAT: a USB drive) gets a copy, made again on each pull
+    // (a copy is another file). With the blob already there no download started the reporter's
+    // beat, so the copy of gigabytes ran minutes with no download_progress at all: the host's bar
+    // froze, against the 500 ms the docs promise (docs/models.md "Progress").
+    const { deps } = await setup();
+    const req = { repo: "org/model-GGUF", quant: "Q8_0" };
+    const first = await pull(req, { ...deps, symlink: noLinks, hardlink: noLinks });
+    expect(first.result!.warnings.join()).toContain("does not allow links");
+    let eventsBeforeCopy = -1;
+    const events: DownloadProgress[] = [];
+    const again = await pullModel(
+      { revision: "main", ...req },
+      {
+        ...deps,
+        symlink: noLinks,
+        // The last way tried before the copy: what went out by then is all a host saw before it.
+        hardlink: () => {
+          eventsBeforeCopy = events.length;
+          noLinks();
+        },
+      },
+      { signal: new AbortController().signal, progress: (p) => events.push(p) },
+    );
+    expect(again.warnings.join()).toContain("does not allow links");
+    expect(eventsBeforeCopy).toBeGreaterThanOrEqual(1);
+    expect(events[0]).toMatchObject({ file: "model-Q8_0.gguf", bytes_done: MB, total: MB });
+  });
+
   test("a hard-linked snapshot pulled again leaves no second name of the blob beside it", async () => {
     const { cache, deps } = await setup();
     const req = { repo: "org/model-GGUF", quant: "Q8_0" };
