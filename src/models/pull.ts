@@ -53,6 +53,8 @@ export interface PullDeps {
   freeSpace?: FreeSpaceProbe;
   symlink?: MakeSymlink;
   hardlink?: MakeSymlink;
+  /** Tests: the snapshot copy's flush to the drive (snapshot-link.ts). */
+  flushCopy?: (path: string) => Promise<void>;
   /** Tests: the system whose file names a stored file must be (process.platform). */
   platform?: NodeJS.Platform;
   stallMs?: number;

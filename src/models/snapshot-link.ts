@@ -12,6 +12,7 @@ import {
   symlinkSync,
   writeFileSync,
 } from "node:fs";
+import { open } from "node:fs/promises";
 import { dirname, join, relative } from "node:path";
 import { pipeline } from "node:stream/promises";
 import { cancelledError } from "../protocol/errors.ts";
@@ -27,6 +28,8 @@ export type MakeSymlink = (target: string, path: string) => void;
 export interface LinkMakers {
   symlink?: MakeSymlink | undefined;
   hardlink?: MakeSymlink | undefined;
+  /** The copy's flush to the drive (an fsync); tests watch it. */
+  flushCopy?: ((path: string) => Promise<void>) | undefined;
   /** The pull's cancel: it ends a copy (gigabytes) at once, leaving no entry. */
   signal?: AbortSignal | undefined;
 }
@@ -76,6 +79,9 @@ export async function linkSnapshot(
   }
   try {
     await copyBlob(blob, temp, links.signal);
+    await (links.flushCopy ?? flushFile)(temp);
+    // A cancel during the flush (seconds on a USB drive) leaves no entry either.
+    links.signal?.throwIfAborted();
     renameSync(temp, pointer);
     return "copy";
   } catch (err) {
@@ -95,6 +101,22 @@ async function copyBlob(blob: string, temp: string, signal: AbortSignal | undefi
   const to = createWriteStream(temp, { fd: openSync(temp, "wx") });
   const from = createReadStream(blob, { highWaterMark: 1024 * 1024 });
   await pipeline(from, to, ...(signal ? [{ signal }] : []));
+}
+
+/**
+ * The copy's bytes on the drive before its rename names it the model. Copies are made on FAT and
+ * exFAT (no links), often a USB drive: written at disk speed through the page cache, gigabytes
+ * were still unwritten when the pull said done, and a drive unplugged then (or a power cut: FAT
+ * has no journal) left the model's name on a short file. Opened for writing: Windows flushes
+ * only through such a handle.
+ */
+async function flushFile(path: string): Promise<void> {
+  const handle = await open(path, "r+");
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
 }
 
 /**

@@ -375,6 +375,48 @@ describe("pull into the Hugging Face cache", () => {
     expect(r.result!.warnings).toEqual([]);
   });
 
+  test("the snapshot's copy is flushed to the drive before it is named the model", async () => {
+    // A folder that takes no links is a FAT or exFAT drive, often a USB one: the copy went through
+    // the page cache at disk speed and was renamed into place unflushed, gigabytes still dirty when
+    // the pull said done. Unplugged then (or a power cut: FAT has no journal), the model's name
+    // held a short file, and the next pull trusted the entry's place in the snapshot.
+    const { cache, hub, deps } = await setup();
+    const pointer = snapshotPath(cache, "org/model-GGUF", hub.commitOf("org/model-GGUF"), "model-Q8_0.gguf");
+    const flushed: { size: number; named: boolean }[] = [];
+    const r = await pull(
+      { repo: "org/model-GGUF", quant: "Q8_0" },
+      {
+        ...deps,
+        symlink: noLinks,
+        hardlink: noLinks,
+        flushCopy: async (path) => {
+          flushed.push({ size: statSync(path).size, named: existsSync(pointer) });
+        },
+      },
+    );
+    expect(r.error).toBeUndefined();
+    expect(flushed).toEqual([{ size: MB, named: false }]);
+    expect(statSync(pointer).size).toBe(MB);
+  });
+
+  test("a cancel while the copy is flushed leaves no entry either", async () => {
+    const { cache, hub, deps } = await setup();
+    const ac = new AbortController();
+    const r = await pull(
+      { repo: "org/model-GGUF", quant: "Q8_0" },
+      {
+        ...deps,
+        symlink: noLinks,
+        hardlink: noLinks,
+        flushCopy: async () => ac.abort(new Error("cancelled by the host")),
+      },
+      ac.signal,
+    );
+    expect(r.error?.code).toBe("cancelled");
+    const snapshot = dirname(snapshotPath(cache, "org/model-GGUF", hub.commitOf("org/model-GGUF"), "x"));
+    expect(existsSync(snapshot) ? readdirSync(snapshot) : []).toEqual([]);
+  });
+
   test("a pull again whose blob is in place keeps its progress beat through the snapshot's copy", async () => {
     // A folder that takes no links (FAT, exFAT: a USB drive) gets a copy, made again on each pull
     // (a copy is another file). With the blob already there no download started the reporter's
