@@ -135,9 +135,15 @@ function namingBlob(pointer: string, blob: string): "link" | "hardlink" | null {
   }
 }
 
+/**
+ * Refusals that mean "no links here". Bun names Linux's EOPNOTSUPP "ENOTSUP" (a CIFS share's
+ * symbolic links), and Windows' ERROR_INVALID_FUNCTION, CreateHardLinkW's answer on a FAT32 or
+ * exFAT drive, "EISDIR" (as libuv does): neither names a real folder problem for a link's making.
+ */
+const NO_LINKS = new Set(["EPERM", "EOPNOTSUPP", "ENOTSUP", "ENOSYS", "EINVAL", "EISDIR"]);
+
 function linksUnsupported(err: unknown): boolean {
-  const code = (err as NodeJS.ErrnoException).code;
-  return code === "EPERM" || code === "EOPNOTSUPP" || code === "ENOSYS" || code === "EINVAL";
+  return NO_LINKS.has(String((err as NodeJS.ErrnoException).code));
 }
 
 /** `refs/<revision>` holds the commit the revision pointed to (no newline, as huggingface_hub writes it). */

@@ -375,6 +375,26 @@ describe("pull into the Hugging Face cache", () => {
     expect(r.result!.warnings).toEqual([]);
   });
 
+  test("links refused as Bun names the refusals (ENOTSUP, Windows FAT's EISDIR) fall back to a copy", async () => {
+    // Bun names Linux's EOPNOTSUPP (95) "ENOTSUP" (copyFileSync with COPYFILE_FICLONE_FORCE on
+    // ext4 under Bun 1.4.5 throws code ENOTSUP, errno -95): a share refusing symbolic links so
+    // (CIFS) was not taken for one without links. And Windows answers CreateHardLinkW on a FAT32
+    // or exFAT drive with ERROR_INVALID_FUNCTION, which Bun's Win32 error map, like
+    // libuv, names EISDIR: the copy meant for exactly that drive never ran, the pull failed
+    // with cache_unwritable "(EISDIR)".
+    const { deps } = await setup();
+    const refusal = (code: string) => () => {
+      throw Object.assign(new Error(code), { code });
+    };
+    const r = await pull(
+      { repo: "org/model-GGUF", quant: "Q8_0" },
+      { ...deps, symlink: refusal("ENOTSUP"), hardlink: refusal("EISDIR") },
+    );
+    expect(r.error).toBeUndefined();
+    expect(r.result!.warnings.join()).toContain("does not allow links");
+    expect(lstatSync(r.result!.path).isFile()).toBe(true);
+  });
+
   test("the snapshot's copy is flushed to the drive before it is named the model", async () => {
     // A folder that takes no links is a FAT or exFAT drive, often a USB one: the copy went through
     // the page cache at disk speed and was renamed into place unflushed, gigabytes still dirty when
