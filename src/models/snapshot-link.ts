@@ -79,7 +79,7 @@ export async function linkSnapshot(
   }
   try {
     await copyBlob(blob, temp, links.signal);
-    await (links.flushCopy ?? flushFile)(temp);
+    await flushed(links.flushCopy ?? flushFile, temp);
     // A cancel during the flush (seconds on a USB drive) leaves no entry either.
     links.signal?.throwIfAborted();
     renameSync(temp, pointer);
@@ -116,6 +116,19 @@ async function flushFile(path: string): Promise<void> {
     await handle.sync();
   } finally {
     await handle.close();
+  }
+}
+
+/**
+ * A file system with no flush (some FUSE and network ones) refuses fsync so: the copy is as good
+ * as it can be made there. Any other failure (EIO: bytes the drive lost) fails the copy.
+ */
+async function flushed(flush: (path: string) => Promise<void>, path: string): Promise<void> {
+  try {
+    await flush(path);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== "EINVAL" && code !== "ENOTSUP" && code !== "EOPNOTSUPP" && code !== "ENOSYS") throw err;
   }
 }
 

@@ -419,6 +419,37 @@ describe("pull into the Hugging Face cache", () => {
     expect(statSync(pointer).size).toBe(MB);
   });
 
+  test("a drive that cannot flush still gets its copy; one whose flush fails to write fails the pull", async () => {
+    // fsync is refused with EINVAL or ENOTSUP where a file system has no flush (some FUSE and
+    // network ones): nothing better can be done there, and the copy is as good as before. EIO is
+    // the drive saying bytes were lost: that copy must not be named the model.
+    const refusing = (code: string) => async () => {
+      throw Object.assign(new Error(code), { code });
+    };
+    const req = { repo: "org/model-GGUF", quant: "Q8_0" };
+    const { deps } = await setup();
+    const noFlush = await pull(req, {
+      ...deps,
+      symlink: noLinks,
+      hardlink: noLinks,
+      flushCopy: refusing("EINVAL"),
+    });
+    expect(noFlush.error).toBeUndefined();
+    expect(statSync(noFlush.result!.path).size).toBe(MB);
+    const other = await setup();
+    const lost = await pull(req, {
+      ...other.deps,
+      symlink: noLinks,
+      hardlink: noLinks,
+      flushCopy: refusing("EIO"),
+    });
+    expect(lost.error).toMatchObject({ code: "internal_error", data: { cause: "cache_unwritable" } });
+    expect(lost.error?.message).toContain("EIO");
+    expect(
+      readdirSync(dirname(snapshotPath(other.cache, req.repo, other.hub.commitOf(req.repo), "x"))),
+    ).toEqual([]);
+  });
+
   test("a cancel while the copy is flushed leaves no entry either", async () => {
     const { cache, hub, deps } = await setup();
     const ac = new AbortController();
