@@ -62,6 +62,8 @@ export class ProgressReporter {
   private done = 0;
   private phase: ProgressPhase = "download";
   private lastEmit = Number.NEGATIVE_INFINITY;
+  /** What the last event said, so `finish` does not send it again at once. */
+  private sent: { done: number; phase: ProgressPhase | null } = { done: -1, phase: null };
   private readonly meter = new RateMeter();
   private readonly now: () => number;
   private timer: ReturnType<typeof setInterval> | undefined;
@@ -118,6 +120,8 @@ export class ProgressReporter {
   finish(): void {
     this.stop();
     this.source = undefined;
+    const same = this.sent.done === this.done && this.sent.phase === this.phase;
+    if (same && this.now() - this.lastEmit < MIN_GAP_MS) return;
     this.tick(true);
   }
 
@@ -131,6 +135,7 @@ export class ProgressReporter {
     const t = this.now();
     if (!force && t - this.lastEmit < MIN_GAP_MS) return;
     this.lastEmit = t;
+    this.sent = { done: this.done, phase: this.phase };
     // Hashing a partial is not transfer: no rate, no ETA.
     const rate = this.phase === "check" ? 0 : this.meter.rate(t);
     this.o.emit({

@@ -70,3 +70,35 @@ describe("download progress", () => {
     });
   });
 });
+
+describe("the last event", () => {
+  test("is not sent again when an event with the same count went out just now", () => {
+    // A pull again (the blob in place) holds the beat before the snapshot's link, which sends
+    // an event, and finishes at once: two identical events back to back, against the 100 ms
+    // the beat keeps between events (docs/models.md "Progress").
+    let t = 1000;
+    const events: DownloadProgress[] = [];
+    const reporter = () =>
+      new ProgressReporter({
+        file: "m.gguf",
+        part: 1,
+        parts: 1,
+        total: 10,
+        emit: (p) => events.push(p),
+        now: () => t,
+      });
+    const r = reporter();
+    r.hold(10);
+    r.finish();
+    expect(events).toHaveLength(1);
+    // A later finish, or one with a new count, still sends the last state.
+    const later = reporter();
+    later.hold(5);
+    later.update(10);
+    later.finish();
+    expect(events.slice(1).map((e) => e.bytes_done)).toEqual([5, 10]);
+    t += 150;
+    later.finish();
+    expect(events).toHaveLength(4);
+  });
+});
