@@ -4,7 +4,8 @@ import { kindOf } from "../util/read-file.ts";
 import { openFor, writeBody } from "./body-writer.ts";
 import type { HubClient } from "./hub-client.ts";
 import type { ProgressReporter } from "./progress.ts";
-import { fromHub, type PullWhere, pullError } from "./pull-errors.ts";
+import { fromHub, type PullWhere, pullError, writeFailure } from "./pull-errors.ts";
+import { flushed, flushFile } from "./snapshot-link.ts";
 import { StallGuard } from "./stall-guard.ts";
 import { type Digests, startTailHash, type TailHash } from "./tail-hash.ts";
 
@@ -36,6 +37,8 @@ export interface DownloadHooks {
   stallMs?: number | undefined;
   /** Hash on this thread after the download instead of in a worker beside it. */
   inlineHash?: boolean | undefined;
+  /** The verified download's flush to the drive before its rename (an fsync); tests watch it. */
+  flush?: ((path: string) => Promise<void>) | undefined;
 }
 
 export const DEFAULT_STALL_MS = 60_000;
@@ -69,6 +72,11 @@ export async function downloadBlob(hub: HubClient, t: BlobTarget, hooks: Downloa
         { expected: t.expected.value },
       );
     }
+    // On the drive before its name says it is the model: renamed unflushed, a power cut left a
+    // short file under its verified sha256, which every later pull took as in place.
+    await flushed(hooks.flush ?? flushFile, t.incomplete).catch((err) => {
+      throw writeFailure(err, where, t.incomplete);
+    });
     moveIntoPlace(t, where);
     return digests.sha256;
   } catch (err) {

@@ -55,6 +55,8 @@ export interface PullDeps {
   hardlink?: MakeSymlink;
   /** Tests: the snapshot copy's flush to the drive (snapshot-link.ts). */
   flushCopy?: (path: string) => Promise<void>;
+  /** Tests: the verified download's flush to the drive before its rename (download.ts). */
+  flushBlob?: (path: string) => Promise<void>;
   /** Tests: the system whose file names a stored file must be (process.platform). */
   platform?: NodeJS.Platform;
   stallMs?: number;
@@ -359,6 +361,7 @@ async function obtainBlob(
         note: hooks.note,
         stallMs: deps.stallMs,
         inlineHash: deps.inlineHash,
+        flush: deps.flushBlob,
       });
     } finally {
       lock.release();
@@ -368,7 +371,9 @@ async function obtainBlob(
 
 /** The blob is in place: a regular file under its name (anything else there is refused, never read). */
 function blobInPlace(t: BlobTarget): boolean {
-  return cachedFileSize(t.blob, { repo: t.repo, file: t.file }, true) !== null;
+  // Of the listed size: a short one (renamed before its bytes reached the drive, by a core before
+  // the flush, then a power cut) is downloaded again, not linked as the model for good.
+  return cachedFileSize(t.blob, { repo: t.repo, file: t.file }, true) === t.size;
 }
 
 /** A blob already in place: its sha256 is its name for LFS files; a git-kept file is hashed. */

@@ -110,7 +110,7 @@ async function copyBlob(blob: string, temp: string, signal: AbortSignal | undefi
  * has no journal) left the model's name on a short file. Opened for writing: Windows flushes
  * only through such a handle.
  */
-async function flushFile(path: string): Promise<void> {
+export async function flushFile(path: string): Promise<void> {
   const handle = await open(path, "r+");
   try {
     await handle.sync();
@@ -123,7 +123,7 @@ async function flushFile(path: string): Promise<void> {
  * A file system with no flush (some FUSE and network ones) refuses fsync so: the copy is as good
  * as it can be made there. Any other failure (EIO: bytes the drive lost) fails the copy.
  */
-async function flushed(flush: (path: string) => Promise<void>, path: string): Promise<void> {
+export async function flushed(flush: (path: string) => Promise<void>, path: string): Promise<void> {
   try {
     await flush(path);
   } catch (err) {

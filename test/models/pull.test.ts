@@ -9,8 +9,10 @@ import {
   readdirSync,
   readFileSync,
   readlinkSync,
+  realpathSync,
   rmSync,
   statSync,
+  truncateSync,
   writeFileSync,
 } from "node:fs";
 import { tmpdir as osTmpdir } from "node:os";
@@ -62,8 +64,8 @@ afterEach(async () => {
   for (const o of open.splice(0)) await o.close();
 });
 
-async function setup(knobs: Knobs = {}, env: Record<string, string> = {}) {
-  const hub = await startHubStandIn(REPOS, knobs);
+async function setup(knobs: Knobs = {}, env: Record<string, string> = {}, repos = REPOS) {
+  const hub = await startHubStandIn(repos, knobs);
   const dir = tmpdir("local-ai-pull-");
   open.push(hub, { close: async () => dir[Symbol.dispose]() });
   const cache = join(dir.path, "hub");
@@ -395,6 +397,29 @@ describe("pull into the Hugging Face cache", () => {
     expect(lstatSync(r.result!.path).isFile()).toBe(true);
   });
 
+  test("the verified download is flushed to the drive before its blob name; a short blob is fetched again", async () => {
+    // Renamed unflushed, a power cut left a short file under its verified sha256 name, and every
+    // later pull took a blob of that name as in place: the model was broken for good.
+    const { cache, deps } = await setup();
+    const flushed: { size: number; named: boolean }[] = [];
+    const req = { repo: "org/model-GGUF", quant: "Q8_0" };
+    const first = await pull(req, {
+      ...deps,
+      flushBlob: async (path) => {
+        const sha = basename(path).split(".")[0] as string;
+        flushed.push({ size: statSync(path).size, named: existsSync(blobPath(cache, req.repo, sha)) });
+      },
+    });
+    expect(first.error).toBeUndefined();
+    expect(flushed).toEqual([{ size: MB, named: false }]);
+    // What a power cut left of a blob renamed before its bytes reached the drive: a short file.
+    const blob = realpathSync(first.result!.path);
+    truncateSync(blob, MB / 2);
+    const again = await pull(req, deps);
+    expect(again.error).toBeUndefined();
+    expect(statSync(blob).size).toBe(MB);
+  });
+
   test("the snapshot's copy is flushed to the drive before it is named the model", async () => {
     // A folder that takes no links is a FAT or exFAT drive, often a USB one: the copy went through
     // the page cache at disk speed and was renamed into place unflushed, gigabytes still dirty when
@@ -557,11 +582,14 @@ describe("pull into the Hugging Face cache", () => {
   );
 
   test("the copy made where links fail does not hold up the core (ping, cancel, other requests)", async () => {
-    const { cache, deps } = await setup();
-    // A blob in place is taken by its name: 48 MiB there make a copy that takes a while.
-    const blob = blobPath(cache, "org/model-GGUF", sha256(MODEL));
+    // A blob in place (its name and its listed size) is not fetched again: a model of 48 MiB
+    // there makes a copy that takes a while.
+    const big = new Uint8Array(48 * MB).fill(7);
+    const repo = { id: "org/model-GGUF", files: [{ path: "model-Q4_K_M.gguf", content: big }] };
+    const { cache, deps } = await setup({}, {}, [repo]);
+    const blob = blobPath(cache, "org/model-GGUF", sha256(big));
     mkdirSync(join(blob, ".."), { recursive: true });
-    writeFileSync(blob, new Uint8Array(48 * MB).fill(7));
+    writeFileSync(blob, big);
     let ticks = 0;
     let copying = false;
     const beat = setInterval(() => {
