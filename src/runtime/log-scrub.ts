@@ -1,6 +1,6 @@
-import { closeSync, existsSync, lstatSync, readdirSync, renameSync, rmSync } from "node:fs";
+import { closeSync, existsSync, fstatSync, lstatSync, readdirSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { openToZero, zeroOpen, zeroOpenSync } from "../store/scrub-file.ts";
+import { openToZero, zeroOpen } from "../store/scrub-file.ts";
 import { logger } from "../util/logger.ts";
 import { writePrivateFile } from "../util/private-fs.ts";
 import { FileTooLarge, readSmallFile } from "../util/read-file.ts";
@@ -16,18 +16,29 @@ const EARLIER_MARKS = [".redacted"];
 const MAX_SCRUB_BYTES = 64 * 1024 * 1024;
 const PART = ".redacting";
 
+/** A pass under way, per folder: a second start (another model's log) shares it. */
+interface Pass {
+  done: Promise<void>;
+  /** Stops the zeroing of a file still at its name (shutdown). */
+  stop: AbortController;
+}
+const passes = new Map<string, Pass>();
+
 /**
  * A core from before the redactor (log-redact.ts) wrote llama-server's lines as they came, so
  * its files may quote a reply the user has since erased: put them through it once, in place
  * (a new file renamed over the old). A file that cannot be read or written keeps the folder
  * unmarked, and the next start tries again. The old file, and one too large to read, are zeroed
  * on the disk (docs/agent.md, The store: renamed over or unlinked alone, their blocks keep the
- * quoted replies); a file too large to read off the event loop: the promise is that zeroing.
+ * quoted replies), off the event loop; the promise is that zeroing, and the folder is marked only
+ * after it: marked before, a core that exited at once left the blocks unzeroed for good.
  */
 export function redactEarlierLogs(dir: string): Promise<void> {
-  const mark = join(dir, REDACTED_MARK);
-  if (existsSync(mark)) return Promise.resolve();
-  const zeroing: Promise<void>[] = [];
+  const running = passes.get(dir);
+  if (running) return running.done;
+  if (existsSync(join(dir, REDACTED_MARK))) return Promise.resolve();
+  const stop = new AbortController();
+  const zeroing: Promise<boolean>[] = [];
   let done = true;
   for (const name of readdirSync(dir)) {
     if (!name.startsWith("llama-server")) continue;
@@ -37,14 +48,45 @@ export function redactEarlierLogs(dir: string): Promise<void> {
         rmSync(join(dir, name));
         continue;
       }
-      redactFile(join(dir, name), zeroing);
+      redactFile(join(dir, name), zeroing, stop.signal);
     } catch {
       done = false;
     }
   }
-  const zeroed = Promise.all(zeroing).then(() => {});
-  if (!done) return zeroed;
-  writePrivateFile(mark, "");
+  // Nothing to wait for: marked now, as before a start's first line.
+  if (zeroing.length === 0) {
+    if (done) markDone(dir);
+    return Promise.resolve();
+  }
+  const pass: Pass = {
+    stop,
+    done: Promise.all(zeroing).then((all) => {
+      if (done && all.every(Boolean)) markDone(dir);
+      if (passes.get(dir) === pass) passes.delete(dir);
+    }),
+  };
+  passes.set(dir, pass);
+  return pass.done;
+}
+
+/**
+ * The passes under way, waited for (the stop path: services.ts). A file too large to read is
+ * zeroed at its name and unlinked after: its zeroing stops here, the file left for the next
+ * start, so a shutdown waits at most for the replaced files' (each under MAX_SCRUB_BYTES).
+ */
+export async function earlierLogsSettled(): Promise<void> {
+  const running = [...passes.values()];
+  for (const pass of running) pass.stop.abort();
+  await Promise.all(running.map((p) => p.done));
+}
+
+function markDone(dir: string): void {
+  try {
+    writePrivateFile(join(dir, REDACTED_MARK), "");
+  } catch (err) {
+    logger.warn(`could not mark the earlier llama-server logs in ${dir} redacted: ${(err as Error).message}`);
+    return;
+  }
   for (const earlier of EARLIER_MARKS) {
     try {
       rmSync(join(dir, earlier), { force: true });
@@ -52,25 +94,16 @@ export function redactEarlierLogs(dir: string): Promise<void> {
       // Something else by that name: clutter, not a reason to say the logs were not redacted.
     }
   }
-  return zeroed;
 }
 
-function redactFile(path: string, zeroing: Promise<void>[]): void {
+function redactFile(path: string, zeroing: Promise<boolean>[], stop: AbortSignal): void {
   if (!lstatSync(path).isFile()) return;
   let text: string;
   try {
     text = readSmallFile(path, MAX_SCRUB_BYTES);
   } catch (err) {
     if (!(err instanceof FileTooLarge)) throw err;
-    // Any size: its name goes now, its blocks are zeroed through the descriptor off the loop.
-    const fd = openToZero(path);
-    try {
-      rmSync(path);
-    } catch (e) {
-      if (fd !== undefined) closeSync(fd);
-      throw e;
-    }
-    if (fd !== undefined) zeroing.push(zeroOpen(fd).catch((e) => notZeroed(path, e)));
+    zeroing.push(zeroThenRemove(path, stop));
     return;
   }
   let redactor = new LogRedactor();
@@ -87,21 +120,54 @@ function redactFile(path: string, zeroing: Promise<void>[]): void {
   const redacted = kept.join("\n");
   if (redacted === text) return;
   const next = `${path}${PART}`;
-  // Opened before the rename: up to MAX_SCRUB_BYTES, zeroed here as it was read here.
+  // Opened before the rename, zeroed through after it, off the loop (up to MAX_SCRUB_BYTES).
   const old = openToZero(path);
   try {
     writePrivateFile(next, redacted);
     renameSync(next, path);
-    if (old !== undefined) zeroOpenSync(old);
   } catch (err) {
+    if (old !== undefined) closeSync(old);
     // A full disk: its part would hold the room the disk lacks until the next start.
     rmSync(next, { force: true });
     throw err;
-  } finally {
-    if (old !== undefined) closeSync(old);
+  }
+  // Its name is gone: a shutdown waits for this zeroing (earlierLogsSettled), as a next start cannot find it.
+  if (old !== undefined) zeroing.push(zeroOpen(old).then(yes, (e) => notZeroed(path, e)));
+}
+
+/**
+ * A file too large to read, of any size: zeroed at its name, then unlinked. Stopped (a shutdown),
+ * the file stays for the next start, which zeroes it again; false then.
+ */
+async function zeroThenRemove(path: string, stop: AbortSignal): Promise<boolean> {
+  const fd = openToZero(path);
+  // One the core cannot write goes all the same: a kept name keeps the words readable.
+  if (fd === undefined) {
+    rmSync(path, { force: true });
+    return true;
+  }
+  const { dev, ino } = fstatSync(fd);
+  try {
+    await zeroOpen(fd, undefined, stop);
+  } catch (err) {
+    if (stop.aborted) return false;
+    notZeroed(path, err);
+  }
+  try {
+    // Renamed meanwhile (the new log's rotation): whatever now holds the name is not this file.
+    const now = lstatSync(path);
+    if (now.dev === dev && now.ino === ino) rmSync(path);
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return true;
+    logger.warn(`the earlier log ${path} could not be removed: ${(err as Error).message}`);
+    return false;
   }
 }
 
-function notZeroed(path: string, err: unknown): void {
-  logger.warn(`the earlier log ${path} was removed but could not be zeroed: ${(err as Error).message}`);
+const yes = () => true;
+
+function notZeroed(path: string, err: unknown): true {
+  logger.warn(`the earlier log ${path} could not be zeroed: ${(err as Error).message}`);
+  return true;
 }

@@ -49,7 +49,8 @@ export class RotatingLog {
     ensurePrivateDir(dir);
     prunePathLogs(dir, name);
     try {
-      void redactEarlierLogs(dir); // the zeroing of a file too large to read runs on by itself
+      // Its zeroing runs on off the loop; the stop path waits for it (earlierLogsSettled).
+      void redactEarlierLogs(dir);
     } catch (err) {
       logger.warn(
         `could not put the earlier llama-server logs in ${dir} through the redactor: ${(err as Error).message}`,

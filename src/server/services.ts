@@ -8,6 +8,7 @@ import { METHODS } from "../methods/index.ts";
 import type { Services } from "../methods/services.ts";
 import type { PullDeps } from "../models/pull.ts";
 import type { LlamaProvider } from "../runtime/endpoint.ts";
+import { earlierLogsSettled } from "../runtime/log-scrub.ts";
 import type { ModelsApi } from "../runtime/models-api.ts";
 import { ErasureWatch } from "../store/erasures.ts";
 import { KeyedMutex } from "../store/keyed-mutex.ts";
@@ -70,6 +71,8 @@ export class CoreServices implements Services {
   private readonly refusal = new RefusalMemo();
 
   constructor(private readonly options: ServicesOptions) {
+    // Stopped late: llama-server's stop first leaves a large old log's zeroing time (log-scrub.ts).
+    this.shutdown.add("earlier logs' zeroing", null, () => earlierLogsSettled());
     // Added first, stopped after the prompt reuses' last saves and removals (kv-erase.ts `zeroed`).
     this.shutdown.add("KV state zeroing", null, () => this.kvErase.zeroed());
   }

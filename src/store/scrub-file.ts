@@ -86,13 +86,18 @@ export async function zeroFile(path: string, only?: FileIdentity): Promise<void>
   await zeroOpen(fd, only);
 }
 
-/** `zeroOpenSync` off the event loop (`only` as zeroFile's); the descriptor is closed whatever happens. */
-export async function zeroOpen(fd: number, only?: FileIdentity): Promise<void> {
+/**
+ * `zeroOpenSync` off the event loop (`only` as zeroFile's); the descriptor is closed whatever
+ * happens. `stop`: checked before each piece, its reason thrown (a file zeroed at its name, which
+ * a next start zeroes again, need not hold up a shutdown).
+ */
+export async function zeroOpen(fd: number, only?: FileIdentity, stop?: AbortSignal): Promise<void> {
   try {
     const stats = await fstatAsync(fd);
     if (!stats.isFile() || (only && (stats.dev !== only.dev || stats.ino !== only.ino))) return;
     const zeros = Buffer.alloc(Math.min(stats.size, PIECE_BYTES));
     for (let at = 0; at < stats.size; ) {
+      stop?.throwIfAborted();
       const { bytesWritten } = await writeAsync(fd, zeros, 0, Math.min(zeros.length, stats.size - at), at);
       at += tookSome(bytesWritten);
     }

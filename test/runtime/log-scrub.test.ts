@@ -37,6 +37,8 @@ describe("redactEarlierLogs", () => {
     for (const name of ["llama-server.log", "llama-server.log.1", "llama-server-embed.log", "notes.txt"])
       writeFileSync(join(logs, name), OLD, { mode: 0o600 });
     new RotatingLog(logs, 1000, 3).close();
+    // The pass the log began (its replaced files' zeroing) is this one, waited for.
+    await redactEarlierLogs(logs);
     for (const name of ["llama-server.log", "llama-server.log.1", "llama-server-embed.log"]) {
       const text = readFileSync(join(logs, name), "utf8");
       expect(text).not.toContain("ZQX-4417");
@@ -61,7 +63,7 @@ describe("redactEarlierLogs", () => {
       writeFileSync(target, OLD);
       writeFileSync(join(dir.path, "llama-server.log.redacting"), OLD);
       symlinkSync(target, join(dir.path, "llama-server.log"));
-      redactEarlierLogs(dir.path);
+      await redactEarlierLogs(dir.path);
       expect(readFileSync(target, "utf8")).toBe(OLD);
       expect(readdirSync(dir.path).sort()).toEqual([REDACTED_MARK, "llama-server.log", "theirs.log"]);
     },

@@ -1,0 +1,85 @@
+import { describe, expect, test } from "bun:test";
+import { closeSync, existsSync, fstatSync, openSync, readSync, truncateSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { REDACTED_MARK, redactEarlierLogs } from "../../src/runtime/log-scrub.ts";
+import { CoreServices } from "../../src/server/services.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+// The one-time pass over an earlier core's logs (log-scrub.ts) zeroes the files it replaces or
+// removes. Its zeroing ran on by itself: the `.redacted-2` mark was written before it ended and
+// no shutdown waited for it, so a core that exited at once left the quoted replies in the freed
+// blocks for good, the folder marked done; and a replaced file of up to 64 MiB was zeroed and
+// synced on the event loop, a ping waiting. docs/supervisor.md, "No conversation in the log".
+const OLD = [
+  "--- 2026-11-30T08:00:00.000Z start /bin/llama-server -m m.gguf (pid 7)",
+  "0.04.631.360 W common_chat_peg_parse: unparsed peg-native output: Dear Dr Ames,",
+  "my account is ZQX-4417",
+  "",
+].join("\n");
+
+/** The file's blocks read through a descriptor the test holds: they outlive its names. */
+function held(path: string): { read: () => Buffer; [Symbol.dispose]: () => void } {
+  const fd = openSync(path, "r");
+  return {
+    read: () => {
+      const out = Buffer.alloc(fstatSync(fd).size);
+      for (let at = 0; at < out.length; ) at += readSync(fd, out, at, out.length - at, at);
+      return out;
+    },
+    [Symbol.dispose]: () => closeSync(fd),
+  };
+}
+
+const zeroed = (b: Buffer) => b.every((x) => x === 0);
+
+/** An earlier log over the 64 MiB the pass reads: removed unread. */
+function tooLarge(dir: string): string {
+  const log = join(dir, "llama-server.log.1");
+  writeFileSync(log, OLD, { mode: 0o600 });
+  truncateSync(log, 65 * 1024 * 1024);
+  return log;
+}
+
+function expectZeroedAndGone(dir: string, log: string, blocks: { read: () => Buffer }): void {
+  expect(existsSync(log)).toBe(false);
+  expect(zeroed(blocks.read())).toBe(true);
+  expect(existsSync(join(dir, REDACTED_MARK))).toBe(true);
+}
+
+describe("redactEarlierLogs, waited for", () => {
+  test("a file too large to read: the folder is marked done only once it is zeroed and gone", async () => {
+    await using dir = tmpdir();
+    const log = tooLarge(dir.path);
+    using blocks = held(log);
+    const pass = redactEarlierLogs(dir.path);
+    expect(existsSync(join(dir.path, REDACTED_MARK))).toBe(false);
+    await pass;
+    expectZeroedAndGone(dir.path, log, blocks);
+  });
+
+  test("a replaced file is zeroed off the event loop, and the shutdown waits for it", async () => {
+    await using dir = tmpdir();
+    const log = join(dir.path, "llama-server.log");
+    writeFileSync(log, OLD, { mode: 0o600 });
+    using blocks = held(log);
+    void redactEarlierLogs(dir.path);
+    // Written off the loop: nothing of it can have happened before the call returned.
+    expect(blocks.read().toString()).toBe(OLD);
+    await new CoreServices({ configPath: "none.yaml", cwd: dir.path }).stop();
+    expect(zeroed(blocks.read())).toBe(true);
+    expect(existsSync(join(dir.path, REDACTED_MARK))).toBe(true);
+  });
+
+  test("a shutdown stops a large file's zeroing at its name: the next start zeroes it", async () => {
+    await using dir = tmpdir();
+    const log = tooLarge(dir.path);
+    using blocks = held(log);
+    void redactEarlierLogs(dir.path);
+    await new CoreServices({ configPath: "none.yaml", cwd: dir.path }).stop();
+    // Gone only once zeroed; unmarked while its name holds it.
+    if (existsSync(log)) expect(existsSync(join(dir.path, REDACTED_MARK))).toBe(false);
+    else expect(zeroed(blocks.read())).toBe(true);
+    await redactEarlierLogs(dir.path);
+    expectZeroedAndGone(dir.path, log, blocks);
+  });
+});
