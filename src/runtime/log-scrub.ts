@@ -148,7 +148,7 @@ async function zeroThenRemove(path: string, stop: AbortSignal): Promise<boolean>
   }
   const { dev, ino } = fstatSync(fd);
   try {
-    await zeroOpen(fd, undefined, stop);
+    await zeroOpen(fd, { stop, names: 1 });
   } catch (err) {
     if (stop.aborted) return false;
     notZeroed(path, err);

@@ -20,6 +20,16 @@ const writeAsync = promisify(write);
 const fsyncAsync = promisify(fsync);
 const closeAsync = promisify(close);
 
+/**
+ * A file with a name besides the one the core removes: someone's own (a `cp -al` backup of
+ * data_dir shares its blocks), left as it is (docs/agent.md, The store).
+ */
+export class OtherName extends Error {
+  constructor() {
+    super("it has another name (a hard link), whose copy is the user's own: left as it is");
+  }
+}
+
 /** The zeros written at a time: a big file is overwritten a piece a write, the loop free between. */
 const PIECE_BYTES = 1 << 20;
 
@@ -35,7 +45,7 @@ export function zeroFileSync(path: string): void {
   refuseLink(path);
   const fd = openSync(path, constants.O_RDWR | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
   try {
-    zeroOpenSync(fd);
+    zeroOpenSync(fd, 1);
   } finally {
     closeSync(fd);
   }
@@ -56,10 +66,12 @@ export function openToZero(path: string): number | undefined {
 /**
  * `zeroFileSync` through a descriptor opened before: a file replaced by a rename (the old one's
  * blocks keep what the new one left out) is zeroed after, its old name gone, no other file touched.
+ * `names`: the names it may still have, the caller's (none once unlinked or renamed over).
  */
-export function zeroOpenSync(fd: number): void {
+export function zeroOpenSync(fd: number, names = 0): void {
   const stats = fstatSync(fd);
   if (!stats.isFile()) return;
+  refuseShared(stats.nlink, names);
   const zeros = Buffer.alloc(Math.min(stats.size, PIECE_BYTES));
   for (let at = 0; at < stats.size; )
     at += tookSome(writeSync(fd, zeros, 0, Math.min(zeros.length, stats.size - at), at));
@@ -83,18 +95,25 @@ export async function zeroFile(path: string, only?: FileIdentity): Promise<void>
     path,
     constants.O_RDWR | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0),
   );
-  await zeroOpen(fd, only);
+  await zeroOpen(fd, { only, names: 1 });
 }
 
-/**
- * `zeroOpenSync` off the event loop (`only` as zeroFile's); the descriptor is closed whatever
- * happens. `stop`: checked before each piece, its reason thrown (a file zeroed at its name, which
- * a next start zeroes again, need not hold up a shutdown).
- */
-export async function zeroOpen(fd: number, only?: FileIdentity, stop?: AbortSignal): Promise<void> {
+export interface ZeroOptions {
+  /** As zeroFile's. */
+  only?: FileIdentity | undefined;
+  /** Checked before each piece, its reason thrown (a file zeroed at its name, which a next start zeroes again, need not hold up a shutdown). */
+  stop?: AbortSignal;
+  /** As zeroOpenSync's: 0 unless given. */
+  names?: number;
+}
+
+/** `zeroOpenSync` off the event loop; the descriptor is closed whatever happens. */
+export async function zeroOpen(fd: number, o: ZeroOptions = {}): Promise<void> {
+  const { only, stop } = o;
   try {
     const stats = await fstatAsync(fd);
     if (!stats.isFile() || (only && (stats.dev !== only.dev || stats.ino !== only.ino))) return;
+    refuseShared(stats.nlink, o.names ?? 0);
     const zeros = Buffer.alloc(Math.min(stats.size, PIECE_BYTES));
     for (let at = 0; at < stats.size; ) {
       stop?.throwIfAborted();
@@ -105,4 +124,12 @@ export async function zeroOpen(fd: number, only?: FileIdentity, stop?: AbortSign
   } finally {
     await closeAsync(fd).catch(() => {});
   }
+}
+
+/**
+ * Zeroed only as the core's alone: another name's blocks are not freed by the core's unlink, and
+ * zeroing them destroyed that copy (a user's backup); its words are where the user put them.
+ */
+function refuseShared(nlink: number, names: number): void {
+  if (nlink > names) throw new OtherName();
 }

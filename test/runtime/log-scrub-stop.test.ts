@@ -1,8 +1,9 @@
 import { describe, expect, test } from "bun:test";
-import { closeSync, existsSync, fstatSync, openSync, readSync, truncateSync, writeFileSync } from "node:fs";
+import { existsSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { REDACTED_MARK, redactEarlierLogs } from "../../src/runtime/log-scrub.ts";
 import { CoreServices } from "../../src/server/services.ts";
+import { holdOpen } from "../fixtures/held-file.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 // The one-time pass over an earlier core's logs (log-scrub.ts) zeroes the files it replaces or
@@ -16,19 +17,6 @@ const OLD = [
   "my account is ZQX-4417",
   "",
 ].join("\n");
-
-/** The file's blocks read through a descriptor the test holds: they outlive its names. */
-function held(path: string): { read: () => Buffer; [Symbol.dispose]: () => void } {
-  const fd = openSync(path, "r");
-  return {
-    read: () => {
-      const out = Buffer.alloc(fstatSync(fd).size);
-      for (let at = 0; at < out.length; ) at += readSync(fd, out, at, out.length - at, at);
-      return out;
-    },
-    [Symbol.dispose]: () => closeSync(fd),
-  };
-}
 
 const zeroed = (b: Buffer) => b.every((x) => x === 0);
 
@@ -50,7 +38,7 @@ describe("redactEarlierLogs, waited for", () => {
   test("a file too large to read: the folder is marked done only once it is zeroed and gone", async () => {
     await using dir = tmpdir();
     const log = tooLarge(dir.path);
-    using blocks = held(log);
+    using blocks = holdOpen(log);
     const pass = redactEarlierLogs(dir.path);
     expect(existsSync(join(dir.path, REDACTED_MARK))).toBe(false);
     await pass;
@@ -61,7 +49,7 @@ describe("redactEarlierLogs, waited for", () => {
     await using dir = tmpdir();
     const log = join(dir.path, "llama-server.log");
     writeFileSync(log, OLD, { mode: 0o600 });
-    using blocks = held(log);
+    using blocks = holdOpen(log);
     void redactEarlierLogs(dir.path);
     // Written off the loop: nothing of it can have happened before the call returned.
     expect(blocks.read().toString()).toBe(OLD);
@@ -73,7 +61,7 @@ describe("redactEarlierLogs, waited for", () => {
   test("a shutdown stops a large file's zeroing at its name: the next start zeroes it", async () => {
     await using dir = tmpdir();
     const log = tooLarge(dir.path);
-    using blocks = held(log);
+    using blocks = holdOpen(log);
     void redactEarlierLogs(dir.path);
     await new CoreServices({ configPath: "none.yaml", cwd: dir.path }).stop();
     // Gone only once zeroed; unmarked while its name holds it.

@@ -1,7 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import {
   existsSync,
-  linkSync,
   mkdirSync,
   readdirSync,
   readFileSync,
@@ -14,6 +13,7 @@ import { join } from "node:path";
 import { NOT_LOGGED } from "../../src/runtime/log-redact.ts";
 import { REDACTED_MARK, redactEarlierLogs } from "../../src/runtime/log-scrub.ts";
 import { RotatingLog } from "../../src/runtime/log-sink.ts";
+import { holdOpen } from "../fixtures/held-file.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 // A core from before the redactor kept llama-server's lines as they came: a reply quoted in
@@ -99,16 +99,16 @@ describe("redactEarlierLogs, on a quote cut for length", () => {
 });
 
 // Renamed over or unlinked alone, an earlier log's blocks keep the reply it quoted (docs/agent.md,
-// The store). A second name (a hard link) made beforehand reads the file's blocks after.
+// The store). A descriptor the test holds (fixtures/held-file.ts) reads the file's blocks after.
 describe("redactEarlierLogs, on the disk", () => {
   test("the file a redacted one replaced is zeroed", async () => {
     await using dir = tmpdir();
     const log = join(dir.path, "llama-server.log");
     writeFileSync(log, OLD, { mode: 0o600 });
-    linkSync(log, join(dir.path, "second"));
+    using blocks = holdOpen(log);
     await redactEarlierLogs(dir.path);
     expect(readFileSync(log, "utf8")).not.toContain("ZQX-4417");
-    const kept = readFileSync(join(dir.path, "second"));
+    const kept = blocks.read();
     expect(kept.length).toBe(Buffer.byteLength(OLD));
     expect(kept.every((b) => b === 0)).toBe(true);
   });
@@ -118,9 +118,9 @@ describe("redactEarlierLogs, on the disk", () => {
     const log = join(dir.path, "llama-server.log.1");
     writeFileSync(log, OLD, { mode: 0o600 });
     truncateSync(log, 65 * 1024 * 1024);
-    linkSync(log, join(dir.path, "second"));
+    using blocks = holdOpen(log);
     await redactEarlierLogs(dir.path);
     expect(existsSync(log)).toBe(false);
-    expect(readFileSync(join(dir.path, "second")).includes("ZQX-4417")).toBe(false);
+    expect(blocks.read().includes("ZQX-4417")).toBe(false);
   });
 });

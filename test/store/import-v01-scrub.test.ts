@@ -2,12 +2,13 @@ import { expect, test } from "bun:test";
 import * as fs from "node:fs";
 import { join } from "node:path";
 import { eraseImported, eraseImportedTail } from "../../src/store/import-v01-erase.ts";
+import { type HeldFile, holdOpen } from "../fixtures/held-file.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 // The 0.1 layout's files an erase removes or rewrites hold the erased words: unlinked alone (or
-// replaced by a rename), their blocks keep them (docs/agent.md, The store). A hard link made
-// beforehand reads the file's blocks after the core's name is gone, so it shows what the disk kept
-// (as test/store/scrub-file.test.ts does).
+// replaced by a rename), their blocks keep them (docs/agent.md, The store). A descriptor held
+// from before (fixtures/held-file.ts) reads the file's blocks after the core's name is gone, so it
+// shows what the disk kept.
 const SECRET = "my secret diagnosis, erased by the user";
 
 function layout(dir: string) {
@@ -36,23 +37,15 @@ function layout(dir: string) {
   return { user, session, history: join(session, "history.json"), turns: join(user, "memory", "turns.json") };
 }
 
-/** A second name for each file, made before the erase: what the disk keeps of it after. */
-function seconds(dir: string, ...paths: string[]): string[] {
-  const aside = join(dir, "aside");
-  fs.mkdirSync(aside, { recursive: true });
-  return paths.map((p, i) => {
-    const second = join(aside, `${i}`);
-    fs.linkSync(p, second);
-    return second;
-  });
-}
+/** Each file held open before the erase: what the disk keeps of it after. */
+const holdAll = (...paths: string[]): HeldFile[] => paths.map((p) => holdOpen(p));
 
-const holdsSecret = (path: string) => fs.readFileSync(path, "latin1").includes(SECRET);
+const holdsSecret = (file: HeldFile) => file.read().toString("latin1").includes(SECRET);
 
 test("a users.delete's 0.1 files are zeroed before the folder goes", () => {
   using dir = tmpdir();
   const l = layout(dir.path);
-  const kept = seconds(dir.path, l.history, l.turns);
+  const kept = holdAll(l.history, l.turns);
   eraseImported(dir.path, "ann");
   expect(fs.existsSync(l.user)).toBe(false);
   expect(kept.filter(holdsSecret)).toEqual([]);
@@ -61,7 +54,7 @@ test("a users.delete's 0.1 files are zeroed before the folder goes", () => {
 test("a sessions.delete's session folder is zeroed, and the memory file it rewrote is zeroed after", () => {
   using dir = tmpdir();
   const l = layout(dir.path);
-  const kept = seconds(dir.path, l.history, l.turns);
+  const kept = holdAll(l.history, l.turns);
   eraseImported(dir.path, "ann", "trip");
   expect(fs.existsSync(l.session)).toBe(false);
   expect(fs.readFileSync(l.turns, "utf8")).toContain("kept");
@@ -71,10 +64,10 @@ test("a sessions.delete's session folder is zeroed, and the memory file it rewro
 test("an edit's rewritten history keeps no erased turn in the old file's blocks", () => {
   using dir = tmpdir();
   const l = layout(dir.path);
-  const [oldHistory] = seconds(dir.path, l.history);
+  const [oldHistory] = holdAll(l.history);
   const held = (_m: unknown, upTo: number) => upTo;
   eraseImportedTail(dir.path, "ann", "trip", { seq: 2, base: 0, held }, true);
   expect(fs.readFileSync(l.history, "utf8")).not.toContain(SECRET);
   expect(fs.readFileSync(l.history, "utf8")).toContain("hello");
-  expect(holdsSecret(oldHistory as string)).toBe(false);
+  expect(holdsSecret(oldHistory as HeldFile)).toBe(false);
 });

@@ -4,18 +4,15 @@ import * as fs from "node:fs";
 import { join } from "node:path";
 import { exportToFile } from "../../src/store/export-file.ts";
 import { sweepExportTemps } from "../../src/store/export-temps.ts";
-import { zeroFile, zeroFileSync } from "../../src/store/scrub-file.ts";
+import { OtherName, zeroFile, zeroFileSync, zeroOpen, zeroOpenSync } from "../../src/store/scrub-file.ts";
+import { type HeldFile, holdOpen } from "../fixtures/held-file.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 // A file of a conversation's words that is only unlinked keeps them in the disk's blocks: the
-// core zeroes it on the disk first (docs/agent.md, The store). A second name (a hard link) made
-// beforehand still reads the file's blocks after the core's name is gone, so it shows what the
-// disk kept.
+// core zeroes it on the disk first (docs/agent.md, The store). A descriptor the test holds
+// (fixtures/held-file.ts) still reads the file's blocks after the core's name is gone, so it
+// shows what the disk kept.
 const WORDS = "my secret diagnosis, erased by the user\n".repeat(3_000);
-const zeroed = (path: string) => {
-  const bytes = fs.readFileSync(path);
-  return { size: bytes.length, allZero: bytes.every((b) => b === 0) };
-};
 
 describe("zeroFileSync / zeroFile", () => {
   for (const [name, zero] of [
@@ -26,9 +23,9 @@ describe("zeroFileSync / zeroFile", () => {
       using dir = tmpdir();
       const file = join(dir.path, "f");
       fs.writeFileSync(file, WORDS);
-      fs.linkSync(file, join(dir.path, "second"));
+      using blocks = holdOpen(file);
       await zero(file);
-      expect(zeroed(join(dir.path, "second"))).toEqual({ size: Buffer.byteLength(WORDS), allZero: true });
+      expect(blocks.zeroed()).toEqual({ size: Buffer.byteLength(WORDS), allZero: true });
     });
 
     test(`${name}: a link is refused and its target left as it was`, async () => {
@@ -39,6 +36,43 @@ describe("zeroFileSync / zeroFile", () => {
       await expect(Promise.resolve().then(() => zero(join(dir.path, "link")))).rejects.toThrow();
       expect(fs.readFileSync(target, "utf8")).toBe(WORDS);
     });
+
+    // A `cp -al` backup of data_dir gives each file a second name: the blocks are the backup's too
+    // and are not freed by the core's unlink. Zeroed, the user's copy was destroyed.
+    test.skipIf(process.platform === "win32")(
+      `${name}: a file with another name is left as it is, the user's copy`,
+      async () => {
+        using dir = tmpdir();
+        const file = join(dir.path, "f");
+        fs.writeFileSync(file, WORDS);
+        fs.linkSync(file, join(dir.path, "backup"));
+        await expect(Promise.resolve().then(() => zero(file))).rejects.toThrow(OtherName);
+        expect(fs.readFileSync(join(dir.path, "backup"), "utf8")).toBe(WORDS);
+      },
+    );
+  }
+
+  for (const [name, zero] of [
+    ["sync", (fd: number) => zeroOpenSync(fd)],
+    ["async", (fd: number) => zeroOpen(fd)],
+  ] as const) {
+    test.skipIf(process.platform === "win32")(
+      `${name}, through a descriptor once unlinked: a file with another name is left as it is`,
+      async () => {
+        using dir = tmpdir();
+        const file = join(dir.path, "f");
+        fs.writeFileSync(file, WORDS);
+        fs.linkSync(file, join(dir.path, "backup"));
+        const fd = fs.openSync(file, "r+");
+        fs.unlinkSync(file);
+        try {
+          await expect(Promise.resolve().then(() => zero(fd))).rejects.toThrow(OtherName);
+        } finally {
+          if (name === "sync") fs.closeSync(fd);
+        }
+        expect(fs.readFileSync(join(dir.path, "backup"), "utf8")).toBe(WORDS);
+      },
+    );
   }
 
   // Unlinked with the zeros still in memory, the file system drops them and the blocks keep the words.
@@ -72,19 +106,19 @@ describe("an export's temp file", () => {
   test("a failed export's temp file is zeroed before it goes", async () => {
     using dir = tmpdir();
     const target = join(dir.path, "export.md");
-    let second: string | undefined;
+    let blocks: HeldFile | undefined;
     async function* pieces() {
       yield WORDS;
     }
     const confirm = () => {
       const tmp = fs.readdirSync(dir.path).find((n) => n.startsWith(".export.md."));
-      second = join(dir.path, "second");
-      fs.linkSync(join(dir.path, tmp as string), second);
+      blocks = holdOpen(join(dir.path, tmp as string));
       throw new Error("the session was erased meanwhile");
     };
     await expect(exportToFile(target, pieces(), join(dir.path, "data"), confirm)).rejects.toThrow();
     expect(fs.readdirSync(dir.path).filter((n) => n.startsWith(".export.md."))).toEqual([]);
-    expect(zeroed(second as string)).toEqual({ size: Buffer.byteLength(WORDS), allZero: true });
+    using held = blocks as HeldFile;
+    expect(held.zeroed()).toEqual({ size: Buffer.byteLength(WORDS), allZero: true });
   });
 
   // The temp file is zeroed by its name once closed: a file put at that name meanwhile (here a
@@ -120,10 +154,10 @@ describe("an export's temp file", () => {
     fs.mkdirSync(notes, { recursive: true });
     const tmp = join(dir.path, ".export.md.0123456789ab.tmp");
     fs.writeFileSync(tmp, WORDS);
-    fs.linkSync(tmp, join(dir.path, "second"));
+    using blocks = holdOpen(tmp);
     fs.writeFileSync(join(notes, "999999999-aaaaaaaaaaaa.json"), JSON.stringify({ tmp }));
     await sweepExportTemps(dataDir);
     expect(fs.existsSync(tmp)).toBe(false);
-    expect(zeroed(join(dir.path, "second"))).toEqual({ size: Buffer.byteLength(WORDS), allZero: true });
+    expect(blocks.zeroed()).toEqual({ size: Buffer.byteLength(WORDS), allZero: true });
   });
 });

@@ -7,12 +7,12 @@ import { emptyRecord } from "../../../src/agent/kv/prompt-record.ts";
 import { restoreSlotState } from "../../../src/agent/kv/restore-state.ts";
 import { kvErased } from "../../../src/methods/kv-erased.ts";
 import { Launch } from "../../../src/runtime/launch.ts";
+import { holdOpen } from "../../fixtures/held-file.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
 // A saved KV state is the conversation's tokens: a file an erase only unlinks keeps them in the
-// disk's blocks (docs/agent.md, The store). A second name (a hard link) made beforehand still
-// reads the file's blocks after the core's name is gone, so it shows what the disk kept (as
-// test/store/scrub-file.test.ts does).
+// disk's blocks (docs/agent.md, The store). A descriptor the test holds (fixtures/held-file.ts)
+// still reads the file's blocks after the core's name is gone, so it shows what the disk kept.
 const FP = "f".repeat(32);
 const TOKENS = "tokens of my secret diagnosis\n".repeat(4_000);
 const bytes = Buffer.byteLength(TOKENS);
@@ -33,52 +33,36 @@ async function saved(disk: KvDisk, user: string, session: string): Promise<strin
   return join(disk.dir, `${name}.bin`);
 }
 
-/** A second name for `path`, outside the names the folder counts. */
-function second(dir: string, path: string): string {
-  fs.mkdirSync(join(dir, "aside"), { recursive: true });
-  const other = join(dir, "aside", `${fs.readdirSync(join(dir, "aside")).length}`);
-  fs.linkSync(path, other);
-  return other;
-}
-
 /** A save's temporary file of u/s, still being written (parked), removed by its session's erase. */
 function erasedWhileSaved(dir: string) {
   const disk = new KvDisk(dir, 10_000_000);
   const temp = join(dir, disk.tempName(disk.nameOf("u", "s")));
   disk.zeroes.begin(temp);
   fs.writeFileSync(temp, TOKENS);
-  const kept = second(dir, temp);
+  const kept = holdOpen(temp);
   disk.removeSession("u", "s");
   return { disk, temp, kept };
 }
-
-const zeroed = (path: string) => {
-  const b = fs.readFileSync(path);
-  return { size: b.length, allZero: b.every((x) => x === 0) };
-};
 
 describe("an erase's KV state files are zeroed on the disk", () => {
   test("sessions.delete: the session's state file", async () => {
     using dir = tmpdir();
     const disk = new KvDisk(dir.path, 10_000_000);
-    const kept = second(dir.path, await saved(disk, "u", "s"));
-    const other = second(dir.path, await saved(disk, "u", "t"));
+    const kept = holdOpen(await saved(disk, "u", "s"));
+    const other = holdOpen(await saved(disk, "u", "t"));
     expect(disk.unremovedBy(() => disk.removeSession("u", "s"))).toEqual([]);
     await disk.zeroes.done();
-    expect(zeroed(kept)).toEqual({ size: bytes, allZero: true });
-    expect(fs.readFileSync(other, "utf8")).toBe(TOKENS);
+    expect(kept.zeroed()).toEqual({ size: bytes, allZero: true });
+    expect(other.read().toString()).toBe(TOKENS);
   });
 
   test("users.delete: every state file of the user", async () => {
     using dir = tmpdir();
     const disk = new KvDisk(dir.path, 10_000_000);
-    const kept = [
-      second(dir.path, await saved(disk, "u", "s")),
-      second(dir.path, await saved(disk, "u", "t")),
-    ];
+    const kept = [holdOpen(await saved(disk, "u", "s")), holdOpen(await saved(disk, "u", "t"))];
     disk.removeUser("u");
     await disk.zeroes.done();
-    expect(kept.map(zeroed)).toEqual([
+    expect(kept.map((k) => k.zeroed())).toEqual([
       { size: bytes, allZero: true },
       { size: bytes, allZero: true },
     ]);
@@ -90,10 +74,10 @@ describe("an erase's KV state files are zeroed on the disk", () => {
     using dir = tmpdir();
     const { disk, temp, kept } = erasedWhileSaved(dir.path);
     expect(fs.existsSync(temp)).toBe(false);
-    fs.appendFileSync(kept, TOKENS); // the server writing on into the file it holds open
+    kept.append(TOKENS); // the server writing on into the file it holds open
     disk.zeroes.settled(temp);
     await disk.zeroes.done();
-    expect(zeroed(kept)).toEqual({ size: 2 * bytes, allZero: true });
+    expect(kept.zeroed()).toEqual({ size: 2 * bytes, allZero: true });
   });
 
   // A delete answers once its files are zeroed (docs/agent.md, The store): a removal parked under a
@@ -110,7 +94,7 @@ describe("an erase's KV state files are zeroed on the disk", () => {
     expect(over).toBe(false);
     disk.zeroes.settled(temp);
     await done;
-    expect(zeroed(kept)).toEqual({ size: bytes, allZero: true });
+    expect(kept.zeroed()).toEqual({ size: bytes, allZero: true });
   });
 
   test("the delete answers only once the zeroing is done", async () => {
@@ -138,7 +122,7 @@ describe("a state file a restore is reading", () => {
   test("is zeroed only once llama-server has answered the restore", async () => {
     using dir = tmpdir();
     const disk = new KvDisk(dir.path, 10_000_000);
-    const kept = second(dir.path, await saved(disk, "u", "s"));
+    const kept = holdOpen(await saved(disk, "u", "s"));
     let answer = () => {};
     let asked = () => {};
     const restoreAsked = new Promise<void>((resolve) => {
@@ -184,11 +168,11 @@ describe("a state file a restore is reading", () => {
       });
       for (let turn = 0; turn < 200 && !over; turn++) await new Promise((r) => setImmediate(r));
       expect(over).toBe(false);
-      expect(fs.readFileSync(kept, "utf8")).toBe(TOKENS);
+      expect(kept.read().toString()).toBe(TOKENS);
       answer();
       expect(await restoring).toBe(true);
       await done;
-      expect(zeroed(kept)).toEqual({ size: bytes, allZero: true });
+      expect(kept.zeroed()).toEqual({ size: bytes, allZero: true });
     } finally {
       server.stop(true);
     }
