@@ -103,7 +103,11 @@ function redactFile(path: string, zeroing: Promise<boolean>[], stop: AbortSignal
     text = readSmallFile(path, MAX_SCRUB_BYTES);
   } catch (err) {
     if (!(err instanceof FileTooLarge)) throw err;
-    zeroing.push(zeroThenRemove(path, stop));
+    const fd = openToZero(path);
+    // One the core cannot write goes all the same (a kept name keeps the words readable); one
+    // that cannot go either throws here, the folder left unmarked, never into a promise no one awaits.
+    if (fd === undefined) rmSync(path, { force: true });
+    else zeroing.push(zeroThenRemove(path, fd, stop));
     return;
   }
   let redactor = new LogRedactor();
@@ -139,14 +143,16 @@ function redactFile(path: string, zeroing: Promise<boolean>[], stop: AbortSignal
  * A file too large to read, of any size: zeroed at its name, then unlinked. Stopped (a shutdown),
  * the file stays for the next start, which zeroes it again; false then.
  */
-async function zeroThenRemove(path: string, stop: AbortSignal): Promise<boolean> {
-  const fd = openToZero(path);
-  // One the core cannot write goes all the same: a kept name keeps the words readable.
-  if (fd === undefined) {
-    rmSync(path, { force: true });
-    return true;
+async function zeroThenRemove(path: string, fd: number, stop: AbortSignal): Promise<boolean> {
+  let dev: number;
+  let ino: number;
+  try {
+    ({ dev, ino } = fstatSync(fd));
+  } catch (err) {
+    closeSync(fd);
+    notZeroed(path, err);
+    return false;
   }
-  const { dev, ino } = fstatSync(fd);
   try {
     await zeroOpen(fd, { stop, names: 1 });
   } catch (err) {
