@@ -6,6 +6,7 @@ import { adapterFiles } from "../plan/adapter-files.ts";
 import { renderArgv } from "../plan/argv.ts";
 import type { LaunchPlan } from "../plan/launch-plan.ts";
 import { CoreError } from "../protocol/errors.ts";
+import { abortable } from "../util/abortable.ts";
 import { fileIdentity } from "../util/file-identity.ts";
 import { logger } from "../util/logger.ts";
 import { randomApiKey } from "./child-env.ts";
@@ -20,6 +21,7 @@ import {
 } from "./launch-steps.ts";
 import { loadFraction } from "./load-fraction.ts";
 import { dialectFor } from "./load-mode.ts";
+import { earlierLogsRedacted } from "./log-scrub.ts";
 import { type LogTail, RotatingLog } from "./log-sink.ts";
 import { llamaPrograms, reapLeftover, removePidRecord } from "./pid-file.ts";
 import { pickFreePort } from "./ports.ts";
@@ -267,6 +269,9 @@ export class Launcher {
       settings.logFiles,
       instance ? `llama-server-${instance}.log` : undefined,
     );
+    // An earlier core's logs rewritten before this start's lines are written (log-scrub.ts); a
+    // stop gives up the wait (the pass reads on until the shutdown stops it).
+    await abortable(earlierLogsRedacted(join(dataDir, "logs")), starting.abort.signal);
     const env = this.options.env ?? process.env;
     // argv is rendered here, once, in the flags this build takes (load-mode.ts).
     const argv = await this.argvOf(found.path, plan);

@@ -87,7 +87,7 @@ describe("redactEarlierLogs, on a quote cut for length", () => {
     await using dir = tmpdir();
     writeFileSync(join(dir.path, "llama-server.log"), cutLines, { mode: 0o600 });
     writeFileSync(join(dir.path, ".redacted"), "");
-    redactEarlierLogs(dir.path);
+    await redactEarlierLogs(dir.path);
     const text = readFileSync(join(dir.path, "llama-server.log"), "utf8");
     for (const quoted of ["/home/ames/diary", "PART-TWO-OF-THE-DIARY", "ZQX-4417", "PART-TWO-OF-THE-ACCOUNT"])
       expect(text).not.toContain(quoted);
