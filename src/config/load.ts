@@ -16,7 +16,7 @@ import { shownEntry } from "./rpc-endpoint.ts";
 import { type Config, ConfigSchema, type LoadedConfig } from "./schema.ts";
 import { unknownKeys } from "./unknown-keys.ts";
 import { aliasProblem, MAX_ALIAS_NODES } from "./yaml-aliases.ts";
-import { duplicateKeyOffset, KeyIndex, pathAt } from "./yaml-keys.ts";
+import { duplicateKeyOffset, KeyIndex, nonSpecificTagOffset, pathAt } from "./yaml-keys.ts";
 
 export const DEFAULT_CONFIG_FILE = "config.yaml";
 
@@ -173,7 +173,8 @@ export function parseConfigText(text: string, file: string): LoadedConfig {
 
 /**
  * A tag the yaml library does not know (`PASSWORD: !x9…`, a value that begins with `!`) is only
- * its warning, and the value is read without it: a password became "" without a word. Refused
+ * its warning, and the value is read without it: a password became "" without a word. So is
+ * YAML's bare `!`, which the library takes with no warning at all (yaml-keys.ts). Refused
  * by key and line; the tag is not quoted, since it may be that value.
  */
 function refuseUnknownTag(
@@ -181,10 +182,11 @@ function refuseUnknownTag(
   lineCounter: LineCounter,
   file: string,
 ): void {
-  const tag = doc.warnings.find((w) => w.code === "TAG_RESOLVE_FAILED");
-  if (!tag) return;
-  const line = lineOf(lineCounter, tag.pos[0]) ?? null;
-  const key = shownPath(pathAt(doc.contents, tag.pos[0])) || null;
+  const offset =
+    doc.warnings.find((w) => w.code === "TAG_RESOLVE_FAILED")?.pos[0] ?? nonSpecificTagOffset(doc.contents);
+  if (offset === undefined || offset === null) return;
+  const line = lineOf(lineCounter, offset) ?? null;
+  const key = shownPath(pathAt(doc.contents, offset)) || null;
   const said =
     "a value that begins with ! is read as a YAML tag, and this config knows none: put the value in quotes";
   throw new CoreError("config_invalid", `${file}:${line}: ${key ? `${key}: ` : ""}${said}`, {

@@ -96,3 +96,18 @@ export function pathAt(contents: unknown, offset: number): string[] {
     } else return path;
   }
 }
+
+/**
+ * The offset of the first scalar written with YAML's non-specific tag `!` alone (`PASSWORD: !`,
+ * `- ! x9…`), or null. The library reads it as a plain string without a word: `!` became "" and
+ * `! x9…` lost its `! `. Collections (`! {a: 1}`) read as written and are left alone.
+ */
+export function nonSpecificTagOffset(contents: unknown): number | null {
+  const stack: unknown[] = [contents];
+  for (let node = stack.pop(); node !== undefined; node = stack.pop()) {
+    if (isPair(node)) stack.push(node.value, node.key);
+    else if (isScalar(node) && node.tag === "!") return (node as Ranged).range?.[0] ?? 0;
+    else if (isCollection(node)) for (let i = node.items.length - 1; i >= 0; i--) stack.push(node.items[i]);
+  }
+  return null;
+}

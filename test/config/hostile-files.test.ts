@@ -333,7 +333,9 @@ describe("a key that is itself a mapping or a list", () => {
 describe("a value that begins with ! (a YAML tag this config does not know)", () => {
   // The yaml library only warns of an unknown tag and reads the value without it: a password
   // `!x9…` became an empty string, passed to the MCP server (or `--api-key ""` to
-  // llama-server) without a word; `max_steps: !x 5` was refused as `got string "5"`.
+  // llama-server) without a word; `max_steps: !x 5` was refused as `got string "5"`. YAML's bare
+  // `!` (non-specific) the library takes without even a warning: `!` was read as "" and
+  // `! x9Secret` lost its `! `.
   test.each([
     [
       "mcp_servers.0.env.PASSWORD",
@@ -342,6 +344,18 @@ describe("a value that begins with ! (a YAML tag this config does not know)", ()
     ],
     ["llama.extra_args.1", "llama:\n  extra_args: [--api-key, !x9Secret]\n", 2],
     ["app.max_steps", "app:\n  max_steps: !x9Secret 5\n", 2],
+    [
+      "mcp_servers.0.env.PASSWORD",
+      "mcp_servers:\n  - name: a\n    command: b\n    env:\n      PASSWORD: !\n",
+      5,
+    ],
+    [
+      "mcp_servers.0.env.PW",
+      "mcp_servers:\n  - name: a\n    command: b\n    env:\n      PW: ! x9Secret\n",
+      5,
+    ],
+    ["llama.extra_args.1", "llama:\n  extra_args: [--api-key, !, --jinja]\n", 2],
+    ["llama.extra_args.1", "llama:\n  extra_args:\n    - --api-key\n    - ! x9Secret\n", 4],
   ])("%s is config_invalid by its key and line, the tag not quoted", (key, text, line) => {
     const err = coreErrorOf(() => parseConfigText(text, "/c/config.yaml"));
     expect(err).toMatchObject({ code: "config_invalid", data: { key, line } });
@@ -353,5 +367,14 @@ describe("a value that begins with ! (a YAML tag this config does not know)", ()
   test("the tags YAML defines still read as before", () => {
     const text = 'app:\n  max_steps: !!int "5"\n  data_dir: !!str d\n';
     expect(parseConfigText(text, "/c/config.yaml").config.app.max_steps).toBe(5);
+    // A value with ! inside, or quoted, is the value as written.
+    const quoted =
+      "mcp_servers:\n  - name: a\n    command: b\n    env: {A: '!', B: \"! x\", C: a!b, D: !!str 12}\n";
+    expect(parseConfigText(quoted, "/c/config.yaml").config.mcp_servers[0]?.env).toEqual({
+      A: "!",
+      B: "! x",
+      C: "a!b",
+      D: "12",
+    });
   });
 });
