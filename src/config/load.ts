@@ -15,7 +15,7 @@ import { readConfigFile } from "./config-file.ts";
 import { shownEntry } from "./rpc-endpoint.ts";
 import { type Config, ConfigSchema, type LoadedConfig } from "./schema.ts";
 import { unknownKeys } from "./unknown-keys.ts";
-import { aliasProblem, MAX_ALIAS_NODES } from "./yaml-aliases.ts";
+import { aliasProblem, MAX_ALIAS_NODES, unusedSecretAnchor } from "./yaml-aliases.ts";
 import { duplicateKeyOffset, KeyIndex, nonSpecificTagOffset, pathAt } from "./yaml-keys.ts";
 
 export const DEFAULT_CONFIG_FILE = "config.yaml";
@@ -214,6 +214,13 @@ function toPlainData(doc: ReturnType<typeof parseDocument>, lineCounter: LineCou
         ? shown(problem.message) // it quotes the alias or anchor's name, which may be as long as the file
         : `${key}: a value that begins with * is read as an alias, and no anchor of its name is before it: put the value in quotes`;
     throw new CoreError("config_invalid", `${file}:${line}: ${message}`, { file, line, key });
+  }
+  const anchor = unusedSecretAnchor(doc.contents, mayBeSecret);
+  if (anchor) {
+    const [line, key] = [lineOf(lineCounter, anchor.offset), shownPath(anchor.path)];
+    const said =
+      "a value that begins with & is read as an anchor, which no alias uses: put the value in quotes";
+    throw new CoreError("config_invalid", `${file}:${line}: ${key}: ${said}`, { file, line, key });
   }
   try {
     return doc.toJS({ maxAliasCount: MAX_ALIAS_NODES }) ?? {};

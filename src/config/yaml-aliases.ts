@@ -1,4 +1,5 @@
 import { isAlias, isCollection, isPair, isScalar } from "yaml";
+import { pathAt } from "./yaml-keys.ts";
 
 /**
  * Nodes that aliases may copy into a config, all aliases together. A real config that shares
@@ -103,4 +104,32 @@ export function aliasProblem(contents: unknown): AliasProblem | null {
 
   size(contents);
   return problem;
+}
+
+/**
+ * The first scalar that sets an anchor no alias names, where `secret(path)` says a value may be
+ * a secret: YAML reads a value that begins with `&` as an anchor's name and the rest as the value,
+ * so `PASSWORD: &x9… rest` reached the MCP server as `rest` (and `&x9…` alone as null) without a
+ * word. Elsewhere such an anchor is left alone (kept for an alias to come). Null when none.
+ */
+export function unusedSecretAnchor(
+  contents: unknown,
+  secret: (path: string[]) => boolean,
+): { offset: number; path: string[] } | null {
+  const used = new Set<string>();
+  const anchored: unknown[] = [];
+  const stack: unknown[] = [contents];
+  for (let node = stack.pop(); node !== undefined; node = stack.pop()) {
+    if (isAlias(node)) used.add(node.source);
+    else if (isPair(node)) stack.push(node.value, node.key);
+    else if (isCollection(node)) for (let i = node.items.length - 1; i >= 0; i--) stack.push(node.items[i]);
+    else if (isScalar(node) && node.anchor) anchored.push(node);
+  }
+  for (const node of anchored) {
+    if (!isScalar(node) || used.has(node.anchor ?? "")) continue;
+    const offset = (node as YamlNode).range?.[0] ?? 0;
+    const path = pathAt(contents, offset);
+    if (secret(path)) return { offset, path };
+  }
+  return null;
 }

@@ -82,7 +82,9 @@ describe("YAML that fails while converting (issue 10 item 11)", () => {
   });
 
   // YAML reads a password that begins with `*` as an alias: the refusal quoted it, in the
-  // message every request answers, in doctor's report and the host's logs.
+  // message every request answers, in doctor's report and the host's logs. One that begins with
+  // `&` is an anchor's name and the rest the value: `&Xq9sEcret rest` reached the server as
+  // `rest` without a word (alone, as null: "expected string, got null", no hint).
   test.each([
     [
       "an MCP server's env",
@@ -95,7 +97,18 @@ describe("YAML that fails while converting (issue 10 item 11)", () => {
       4,
     ],
     ["llama.extra_args", "llama:\n  extra_args:\n    - --api-key\n    - *Xq9sEcret\n", 4],
-  ])("an alias with no anchor in %s is refused by its line and key, its name not quoted", (_, text, line) => {
+    [
+      "an MCP server's env (&)",
+      "mcp_servers:\n  - name: gh\n    command: npx\n    env:\n      PASSWORD: &Xq9sEcret rest\n",
+      5,
+    ],
+    ["llama.extra_args (&)", "llama:\n  extra_args: [--api-key, &Xq9sEcret]\n", 2],
+    [
+      "a models entry's extra_args (&)",
+      "models:\n  - name: m\n    path: m.gguf\n    extra_args: [-hft, &Xq9sEcret x]\n",
+      4,
+    ],
+  ])("a value that begins with * or & in %s is refused by its line and key, not quoted", (_, text, line) => {
     const err = coreErrorOf(() => parseConfigText(text, "/c/config.yaml"));
     expect(err).toMatchObject({
       code: "config_invalid",
@@ -103,6 +116,14 @@ describe("YAML that fails while converting (issue 10 item 11)", () => {
     });
     expect(err.message).toContain("quote");
     expect(JSON.stringify({ m: err.message, d: err.data })).not.toContain("Xq9sEcret");
+  });
+
+  test("an anchor an alias uses, or outside env, args and extra_args, still loads", () => {
+    const text =
+      "agents:\n  - name: a\n    model: &m default\nmcp_servers:\n  - name: s\n    command: c\n    env: {A: &tok t1, B: *tok}\n";
+    const { config } = parseConfigText(text, "/c/config.yaml");
+    expect(config.mcp_servers[0]?.env).toEqual({ A: "t1", B: "t1" });
+    expect(config.agents[0]?.model).toBe("default");
   });
 
   test("an alias bomb is config_invalid with a line, quickly", () => {
