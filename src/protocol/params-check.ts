@@ -43,8 +43,9 @@ export function loneSurrogatePath(value: unknown): (string | number)[] | null {
 function unknownKey(issue: Issue): Issue {
   const key = issue.code === "unrecognized_keys" ? issue.keys?.[0] : undefined;
   if (key === undefined) return issue;
-  // The host's key, cut and escaped as JSON escapes it: the message stays one line of text.
-  const shown = JSON.stringify(cutText(key, SHOWN_KEY_CHARS)).slice(1, -1);
+  // The host's key, cut and escaped as JSON escapes it: the message stays one line of text. The
+  // empty key keeps its quotes: bare, the field was "" (read as none) and the message `params.`.
+  const shown = key === "" ? '""' : JSON.stringify(cutText(key, SHOWN_KEY_CHARS)).slice(1, -1);
   return { ...issue, path: [...issue.path, shown], message: "unknown key" };
 }
 const SHOWN_KEY_CHARS = 80;

@@ -105,4 +105,8 @@ test("a key a strict object does not know is named at its own path, not the obje
   expect(nested.message).toBe("params.images.0.dta: unknown key");
   const top = coreErrorOf(() => checkedParams(schema, { images: [], userId: "bob" }));
   expect(top).toMatchObject({ data: { field: "userId" }, message: "params.userId: unknown key" });
+  // The empty key (`{"": …}`, a host's form field with no name) was `data.field: null` and
+  // `params.: unknown key`: a host reading data.field found no field at all. It is shown as `""`.
+  const empty = coreErrorOf(() => checkedParams(schema, { images: [], "": 1 }));
+  expect(empty).toMatchObject({ data: { field: '""' }, message: 'params."": unknown key' });
 });
