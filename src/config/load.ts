@@ -16,7 +16,7 @@ import { shownEntry } from "./rpc-endpoint.ts";
 import { type Config, ConfigSchema, type LoadedConfig } from "./schema.ts";
 import { unknownKeys } from "./unknown-keys.ts";
 import { aliasProblem, MAX_ALIAS_NODES, unusedSecretAnchor } from "./yaml-aliases.ts";
-import { duplicateKeyOffset, KeyIndex, nonSpecificTagOffset, pathAt } from "./yaml-keys.ts";
+import { duplicateKeyOffset, KeyIndex, nonSpecificTagOffset, pathAt, tagProblem } from "./yaml-keys.ts";
 
 export const DEFAULT_CONFIG_FILE = "config.yaml";
 
@@ -182,13 +182,12 @@ function refuseUnknownTag(
   lineCounter: LineCounter,
   file: string,
 ): void {
-  const offset =
-    doc.warnings.find((w) => w.code === "TAG_RESOLVE_FAILED")?.pos[0] ?? nonSpecificTagOffset(doc.contents);
+  const warning = doc.warnings.find((w) => w.code === "TAG_RESOLVE_FAILED");
+  const offset = warning?.pos[0] ?? nonSpecificTagOffset(doc.contents);
   if (offset === undefined || offset === null) return;
   const line = lineOf(lineCounter, offset) ?? null;
   const key = shownPath(pathAt(doc.contents, offset)) || null;
-  const said =
-    "a value that begins with ! is read as a YAML tag, and this config knows none: put the value in quotes";
+  const said = tagProblem(warning?.message);
   throw new CoreError("config_invalid", `${file}:${line}: ${key ? `${key}: ` : ""}${said}`, {
     file,
     line,

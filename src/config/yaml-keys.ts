@@ -111,3 +111,17 @@ export function nonSpecificTagOffset(contents: unknown): number | null {
   }
   return null;
 }
+
+/**
+ * What is wrong with a tagged value, from the library's warning (none for a bare `!`). One of
+ * YAML's own tags whose value the library cannot read as it (`!!float 1`, `!!bool yes`) is named,
+ * as quoting would only make it a string; any other tag is not quoted, since it may be the value.
+ */
+export function tagProblem(warning: string | undefined): string {
+  const core = /Unresolved tag: tag:yaml\.org,2002:(int|float|bool|null|binary|timestamp)\b/.exec(
+    warning ?? "",
+  )?.[1];
+  return core
+    ? `the value does not read as its tag !!${core} says: write it without the tag`
+    : "a value that begins with ! is read as a YAML tag, and this config knows none: put the value in quotes";
+}

@@ -385,6 +385,16 @@ describe("a value that begins with ! (a YAML tag this config does not know)", ()
     expect(JSON.stringify({ m: err.message, d: err.data })).not.toContain("x9Secret");
   });
 
+  // A tag YAML defines whose value the library cannot read as it (`!!float 1`, `!!bool yes`) was
+  // told "this config knows none: put the value in quotes", which made it a string, refused again.
+  test("a YAML tag the value does not fit names the tag and says to drop it, not to quote", () => {
+    const err = coreErrorOf(() => parseConfigText("app:\n  max_steps: !!bool 5\n", "/c/config.yaml"));
+    expect(err).toMatchObject({ code: "config_invalid", data: { key: "app.max_steps", line: 2 } });
+    expect(err.message).toBe(
+      "/c/config.yaml:2: app.max_steps: the value does not read as its tag !!bool says: write it without the tag",
+    );
+  });
+
   test("the tags YAML defines still read as before", () => {
     const text = 'app:\n  max_steps: !!int "5"\n  data_dir: !!str d\n';
     expect(parseConfigText(text, "/c/config.yaml").config.app.max_steps).toBe(5);
