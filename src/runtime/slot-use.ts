@@ -146,6 +146,18 @@ export class SlotUse {
     if (s) s.priors.clear();
   }
 
+  /**
+   * An erase of the slot is queued behind all that llama-server was asked for it (a restore that
+   * did not answer: agent/kv/slot-clear.ts): it holds nothing, of the holder or before it.
+   */
+  cleared(slot: number): void {
+    const s = this.slots[slot];
+    if (!s) return;
+    s.holder = undefined;
+    s.priors.clear();
+    s.dirty = false;
+  }
+
   holderOf(slot: number): string | undefined {
     return this.slots[slot]?.holder;
   }

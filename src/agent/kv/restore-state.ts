@@ -6,6 +6,7 @@ import type { LaunchView } from "../../runtime/launch.ts";
 import { logger } from "../../util/logger.ts";
 import type { KvDisk, KvEntry } from "./kv-disk.ts";
 import { SLOT_FILE_TIMEOUT_MS } from "./save-slot.ts";
+import { emptyUnansweredRestore } from "./slot-clear.ts";
 
 /**
  * One session's saved state restored into a slot before its turn (docs/agent.md#prompt-reuse).
@@ -35,15 +36,21 @@ export async function restoreSlotState(r: SlotRestore): Promise<boolean> {
   // slot past the file's checks (drop-file.ts `Zeroes`).
   const bin = join(disk.dir, `${name}.bin`);
   disk.zeroes.begin(bin);
+  const limit = AbortSignal.any([signal, AbortSignal.timeout(SLOT_FILE_TIMEOUT_MS)]);
+  let reading = false;
   try {
-    const timeout = AbortSignal.timeout(SLOT_FILE_TIMEOUT_MS);
-    const restored = await restoreSlot(launch, slot, `${name}.bin`, AbortSignal.any([signal, timeout]));
+    const restored = await restoreSlot(launch, slot, `${name}.bin`, limit);
     disk.touch(entry);
     logger.debug(
       `KV state of session ${session} restored into slot ${slot}: ${restored.n_restored} tokens, ${Math.round(performance.now() - t0)} ms`,
     );
     return true;
   } catch (err) {
+    // Cancelled or past its limit, only the request stopped: llama-server reads on to the end
+    // (93b). The zeroing waits for an erase queued behind the restore, which also leaves the slot
+    // empty rather than holding what it read; the turn does not wait for it.
+    reading = limit.aborted && !launch.died.aborted;
+    if (reading) emptyUnansweredRestore(launch, slot, () => disk.zeroes.settled(bin));
     if (signal.aborted) throw signal.reason;
     // Refused (93b), or it killed the server or did not end (93f): never asked for again.
     if (!(err instanceof SlotError && err.kind === "not_supported")) disk.remove(name);
@@ -55,6 +62,6 @@ export async function restoreSlotState(r: SlotRestore): Promise<boolean> {
     signal.throwIfAborted();
     return false;
   } finally {
-    disk.zeroes.settled(bin);
+    if (!reading) disk.zeroes.settled(bin);
   }
 }

@@ -37,3 +37,35 @@ export async function emptyTurnSlot(launch: LaunchView, slot: number, signal: Ab
     logger.debug(`slot ${slot} was not emptied after an erase: ${(err as Error).message}`),
   );
 }
+
+/**
+ * A restore that did not answer (cancelled, or past its limit): llama-server reads the state file
+ * on to the end of its task, so a removal of the file is zeroed only after (drop-file.ts `Zeroes`),
+ * and what it read, perhaps partly zeroed by another core's removal, must not stay in the slot
+ * for a chat sharing its prefix. An erase is queued: llama-server runs its tasks in order, so it
+ * answers once the restore is over (93b), and leaves the slot empty, as the table now says.
+ * `settled` runs once the erase answers or fails, or the server dies. Nothing waits for it but
+ * the next turn taking the slot (`working`).
+ */
+export function emptyUnansweredRestore(launch: LaunchView, slot: number, settled: () => void): void {
+  launch.slots.cleared(slot);
+  const died = launch.died;
+  let heard = () => {};
+  const death = new Promise<void>((resolve) => {
+    heard = () => resolve();
+    if (died.aborted) resolve();
+    else died.addEventListener("abort", heard, { once: true });
+  });
+  const erased = eraseSlot(launch, slot, AbortSignal.timeout(ERASE_TIMEOUT_MS)).then(
+    () => {},
+    (err: unknown) =>
+      logger.debug(
+        `slot ${slot} was not emptied after a restore that did not answer: ${(err as Error).message}`,
+      ),
+  );
+  const over = Promise.race([erased, death]).finally(() => {
+    died.removeEventListener("abort", heard);
+    settled();
+  });
+  launch.slots.working(slot, over);
+}

@@ -177,4 +177,112 @@ describe("a state file a restore is reading", () => {
       server.stop(true);
     }
   });
+
+  // Cancelled (or past its 60 s), only the request stopped: llama-server read on to the end of
+  // its task (a slot action runs to its end on the task loop, 93b) while `finally` zeroed the file
+  // under the read, and the failed path left the slot holding what it read. Now an erase is queued
+  // behind the restore (tasks run in order, 93b: its answer comes once the restore is over), the
+  // zeroing waits for its answer, and the slot counts as empty.
+  describe("that did not answer", () => {
+    /** A stand-in llama-server: the restore never answers; the erase only once `restoreOver`. */
+    function reading() {
+      const asked: string[] = [];
+      let restoreOver = () => {};
+      let heard = () => {};
+      let eraseHeard = () => {};
+      const restoreAsked = new Promise<void>((resolve) => {
+        heard = resolve;
+      });
+      const eraseAsked = new Promise<void>((resolve) => {
+        eraseHeard = resolve;
+      });
+      const erased = new Promise<void>((resolve) => {
+        restoreOver = resolve;
+      });
+      const server = Bun.serve({
+        hostname: "127.0.0.1",
+        port: 0,
+        fetch: async (req) => {
+          const action = new URL(req.url).searchParams.get("action") ?? "";
+          asked.push(action);
+          if (action === "restore") {
+            heard();
+            return new Promise<Response>(() => {});
+          }
+          eraseHeard();
+          await erased;
+          return Response.json({ id_slot: 0, n_erased: 10 });
+        },
+      });
+      return { server, asked, restoreAsked, eraseAsked, restoreOver };
+    }
+
+    async function cancelledWhileRead(dir: string, died: AbortController) {
+      const disk = new KvDisk(dir, 10_000_000);
+      const kept = second(dir, await saved(disk, "u", "s"));
+      const fake = reading();
+      const launch = new Launch({
+        baseUrl: `http://127.0.0.1:${fake.server.port}`,
+        apiKey: "k",
+        slots: 1,
+        died,
+      });
+      // Slot 0 held u/t's prompt; u/s's turn takes it and restores its state there.
+      launch.slots.release(0, "u/t", true, 1);
+      launch.slots.take("u/s", 2);
+      launch.slots.handTo(0, "u/s");
+      const cancel = new AbortController();
+      const restoring = restoreSlotState({
+        launch,
+        slot: 0,
+        entry: disk.entry("u", "s") as KvEntry,
+        disk,
+        signal: cancel.signal,
+        failed: () => {},
+      });
+      await fake.restoreAsked;
+      disk.removeSession("u", "s");
+      let over = false;
+      const done = disk.zeroes.done().then(() => {
+        over = true;
+      });
+      cancel.abort(new Error("cancelled"));
+      // The cancel answers at once, the erase still unanswered.
+      await expect(restoring).rejects.toThrow("cancelled");
+      return { disk, kept, fake, launch, done, over: () => over };
+    }
+
+    test("its file is zeroed once an erase queued behind it has answered, the slot empty", async () => {
+      using dir = tmpdir();
+      const { kept, fake, launch, done, over } = await cancelledWhileRead(dir.path, new AbortController());
+      try {
+        // As above, a bound only on when a regression shows.
+        for (let turn = 0; turn < 200 && !over(); turn++) await new Promise((r) => setImmediate(r));
+        expect(over()).toBe(false);
+        expect(fs.readFileSync(kept, "utf8")).toBe(TOKENS);
+        await fake.eraseAsked;
+        expect(fake.asked).toEqual(["restore", "erase"]);
+        expect(launch.slots.sessionsIn(0)).toEqual([]);
+        fake.restoreOver();
+        await done;
+        expect(zeroed(kept)).toEqual({ size: bytes, allZero: true });
+        await launch.slots.workOn(0);
+      } finally {
+        fake.server.stop(true);
+      }
+    });
+
+    test("a server that dies before the erase answers settles it", async () => {
+      using dir = tmpdir();
+      const died = new AbortController();
+      const { kept, fake, done } = await cancelledWhileRead(dir.path, died);
+      try {
+        died.abort(new Error("llama-server exited"));
+        await done;
+        expect(zeroed(kept)).toEqual({ size: bytes, allZero: true });
+      } finally {
+        fake.server.stop(true);
+      }
+    });
+  });
 });
