@@ -47,22 +47,32 @@ export function dropFile(path: string, zeroes?: Zeroes): boolean {
  */
 export class Zeroes {
   private readonly pending = new Set<Promise<void>>();
-  private readonly writing = new Map<string, Array<() => void>>();
+  /** Per path, the saves or restores on it not yet settled, and the zeroings parked until then. */
+  private readonly writing = new Map<string, { users: number; parked: Array<() => void> }>();
 
-  /** A save (or restore) of this core writes (or reads) `path` from now until `settled(path)`. */
+  /**
+   * A save (or restore) of this core writes (or reads) `path` from now until `settled(path)`.
+   * Counted: two restores of one file overlap (one that did not answer reads on until its erase
+   * answers, restore-state.ts, while the next turn restores it on another slot).
+   */
   begin(path: string): void {
-    if (!this.writing.has(path)) this.writing.set(path, []);
+    const w = this.writing.get(path);
+    if (w) w.users++;
+    else this.writing.set(path, { users: 1, parked: [] });
   }
 
-  /** The save or restore of `path` is over: a removal's descriptor parked meanwhile is zeroed now. */
+  /** A save or restore of `path` is over: once none is left, a removal parked meanwhile is zeroed. */
   settled(path: string): void {
-    const parked = this.writing.get(path) ?? [];
+    const w = this.writing.get(path);
+    if (!w) return;
+    w.users -= 1;
+    if (w.users > 0) return;
     this.writing.delete(path);
-    for (const go of parked) go();
+    for (const go of w.parked) go();
   }
 
   zero(fd: number, path: string): void {
-    const parked = this.writing.get(path);
+    const parked = this.writing.get(path)?.parked;
     this.track(parked ? new Promise<void>((go) => parked.push(go)) : Promise.resolve(), fd, path);
   }
 

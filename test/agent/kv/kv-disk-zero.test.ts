@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import * as fs from "node:fs";
 import { join } from "node:path";
+import { dropFile, Zeroes } from "../../../src/agent/kv/drop-file.ts";
 import { KvDisk, type KvEntry } from "../../../src/agent/kv/kv-disk.ts";
 import { entryOf } from "../../../src/agent/kv/kv-entry.ts";
 import { emptyRecord } from "../../../src/agent/kv/prompt-record.ts";
@@ -284,5 +285,31 @@ describe("a state file a restore is reading", () => {
         fake.server.stop(true);
       }
     });
+  });
+
+  // Two reads of one file overlap: a restore that did not answer reads on until its erase answers
+  // (above), and the session's next turn, on another slot, restores the same file meanwhile. The
+  // first to end settled the path for both, so a removal during the other's read was zeroed under it.
+  test("read by two restores is zeroed only once both are over", async () => {
+    using dir = tmpdir();
+    const path = join(dir.path, "u-s.bin");
+    fs.writeFileSync(path, TOKENS);
+    const kept = second(dir.path, path);
+    const zeroes = new Zeroes();
+    zeroes.begin(path);
+    zeroes.begin(path);
+    zeroes.settled(path);
+    expect(dropFile(path, zeroes)).toBe(true);
+    let over = false;
+    const done = zeroes.done().then(() => {
+      over = true;
+    });
+    // As above, a bound only on when a regression shows.
+    for (let turn = 0; turn < 200 && !over; turn++) await new Promise((r) => setImmediate(r));
+    expect(over).toBe(false);
+    expect(fs.readFileSync(kept, "utf8")).toBe(TOKENS);
+    zeroes.settled(path);
+    await done;
+    expect(zeroed(kept)).toEqual({ size: bytes, allZero: true });
   });
 });
