@@ -264,10 +264,19 @@ describe("a state file a restore is reading", () => {
         await fake.eraseAsked;
         expect(fake.asked).toEqual(["restore", "erase"]);
         expect(launch.slots.sessionsIn(0)).toEqual([]);
+        // The next turn taking the slot waits for the erase (reuse.ts `begin`).
+        let emptied = false;
+        const next = launch.slots.workOn(0)?.then(() => {
+          emptied = true;
+        });
+        expect(next).toBeDefined();
+        await Promise.resolve();
+        expect(emptied).toBe(false);
         fake.restoreOver();
         await done;
         expect(zeroed(kept)).toEqual({ size: bytes, allZero: true });
-        await launch.slots.workOn(0);
+        await next;
+        expect(emptied).toBe(true);
       } finally {
         fake.server.stop(true);
       }
