@@ -6,7 +6,7 @@ import type { LaunchView } from "../../runtime/launch.ts";
 import { logger } from "../../util/logger.ts";
 import type { KvDisk, KvEntry } from "./kv-disk.ts";
 import { SLOT_FILE_TIMEOUT_MS } from "./save-slot.ts";
-import { emptyUnansweredRestore } from "./slot-clear.ts";
+import { emptyBehind } from "./slot-clear.ts";
 
 /**
  * One session's saved state restored into a slot before its turn (docs/agent.md#prompt-reuse).
@@ -50,7 +50,7 @@ export async function restoreSlotState(r: SlotRestore): Promise<boolean> {
     // (93b). The zeroing waits for an erase queued behind the restore, which also leaves the slot
     // empty rather than holding what it read; the turn does not wait for it.
     reading = limit.aborted && !launch.died.aborted;
-    if (reading) emptyUnansweredRestore(launch, slot, () => disk.zeroes.settled(bin));
+    if (reading) emptyBehind(launch, slot, "a restore", () => disk.zeroes.settled(bin));
     if (signal.aborted) throw signal.reason;
     // Refused (93b), or it killed the server or did not end (93f): never asked for again.
     if (!(err instanceof SlotError && err.kind === "not_supported")) disk.remove(name);

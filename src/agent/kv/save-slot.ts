@@ -7,6 +7,7 @@ import { entryOf } from "./kv-entry.ts";
 import type { Later } from "./later.ts";
 import { noteSources, type PromptRecord } from "./prompt-record.ts";
 import { keyOf } from "./session-key.ts";
+import { emptyBehind } from "./slot-clear.ts";
 import type { UnderWay } from "./under-way.ts";
 
 /**
@@ -45,19 +46,30 @@ export async function saveSlotState(s: SlotSave): Promise<void> {
   const key = keyOf(holder);
   const temp = disk.tempName(disk.nameOf(key.userId, key.sessionId));
   // llama-server writes it until its answer: a removal meanwhile is zeroed only after (drop-file.ts).
-  disk.zeroes.begin(join(disk.dir, temp));
+  const path = join(disk.dir, temp);
+  disk.zeroes.begin(path);
   const t0 = performance.now();
   const job = s.underWay.begin(holder);
+  const limit = AbortSignal.timeout(SLOT_FILE_TIMEOUT_MS);
+  let writing = false;
   let saved: SlotSaved;
   try {
-    saved = await saveSlot(launch, slot, temp, AbortSignal.timeout(SLOT_FILE_TIMEOUT_MS));
+    saved = await saveSlot(launch, slot, temp, limit);
   } catch (err) {
     s.underWay.end(job);
     disk.discard(temp);
     launch.slots.saveFailed(slot, holder);
+    // Past its limit, llama-server writes on (into the file just removed, or a new one it has yet
+    // to open): zeroed once an erase queued behind it answers, a file made since removed then.
+    writing = limit.aborted && !launch.died.aborted;
+    if (writing)
+      emptyBehind(launch, slot, "a save", () => {
+        disk.discard(temp);
+        disk.zeroes.settled(path);
+      });
     return s.failed(err, `saving session ${key.sessionId}'s KV state from slot ${slot}`);
   } finally {
-    disk.zeroes.settled(join(disk.dir, temp));
+    if (!writing) disk.zeroes.settled(path);
   }
   // Erased while it was being saved (sessions.delete, here or by another core): nothing of it stays.
   const wanted = () => !job.erased && s.wanted();

@@ -39,15 +39,15 @@ export async function emptyTurnSlot(launch: LaunchView, slot: number, signal: Ab
 }
 
 /**
- * A restore that did not answer (cancelled, or past its limit): llama-server reads the state file
- * on to the end of its task, so a removal of the file is zeroed only after (drop-file.ts `Zeroes`),
- * and what it read, perhaps partly zeroed by another core's removal, must not stay in the slot
- * for a chat sharing its prefix. An erase is queued: llama-server runs its tasks in order, so it
- * answers once the restore is over (93b), and leaves the slot empty, as the table now says.
- * `settled` runs once the erase answers or fails, or the server dies. Nothing waits for it but
- * the next turn taking the slot (`working`).
+ * A save or restore that did not answer (cancelled, or past its limit): llama-server writes or
+ * reads the file on to the end of its task, so a removal of the file is zeroed only after
+ * (drop-file.ts `Zeroes`), and what a restore read, perhaps partly zeroed by another core's
+ * removal, must not stay in the slot for a chat sharing its prefix. An erase is queued:
+ * llama-server runs its tasks in order, so it answers once that task is over (93b), and leaves the
+ * slot empty, as the table now says. `settled` runs once the erase answers or fails, or the
+ * server dies. Nothing waits for it but the next turn taking the slot (`working`).
  */
-export function emptyUnansweredRestore(launch: LaunchView, slot: number, settled: () => void): void {
+export function emptyBehind(launch: LaunchView, slot: number, what: string, settled: () => void): void {
   launch.slots.cleared(slot);
   const died = launch.died;
   let heard = () => {};
@@ -60,7 +60,7 @@ export function emptyUnansweredRestore(launch: LaunchView, slot: number, settled
     () => {},
     (err: unknown) =>
       logger.debug(
-        `slot ${slot} was not emptied after a restore that did not answer: ${(err as Error).message}`,
+        `slot ${slot} was not emptied after ${what} that did not answer: ${(err as Error).message}`,
       ),
   );
   const over = Promise.race([erased, death]).finally(() => {

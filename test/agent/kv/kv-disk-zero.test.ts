@@ -1,4 +1,4 @@
-import { describe, expect, test } from "bun:test";
+import { describe, expect, spyOn, test } from "bun:test";
 import * as fs from "node:fs";
 import { join } from "node:path";
 import { dropFile, Zeroes } from "../../../src/agent/kv/drop-file.ts";
@@ -6,6 +6,8 @@ import { KvDisk, type KvEntry } from "../../../src/agent/kv/kv-disk.ts";
 import { entryOf } from "../../../src/agent/kv/kv-entry.ts";
 import { emptyRecord } from "../../../src/agent/kv/prompt-record.ts";
 import { restoreSlotState } from "../../../src/agent/kv/restore-state.ts";
+import { SLOT_FILE_TIMEOUT_MS, saveSlotState } from "../../../src/agent/kv/save-slot.ts";
+import { UnderWay } from "../../../src/agent/kv/under-way.ts";
 import { kvErased } from "../../../src/methods/kv-erased.ts";
 import { Launch } from "../../../src/runtime/launch.ts";
 import { holdOpen } from "../../fixtures/held-file.ts";
@@ -119,6 +121,34 @@ describe("an erase's KV state files are zeroed on the disk", () => {
 // it (or an erase) meanwhile zeroed it under the read, and the slot could take zeros past the
 // file's checks, its tokens intact: another chat sharing their prefix reused them. The removal
 // is zeroed once the restore is over (restore-state.ts).
+/**
+ * A stand-in llama-server whose save or restore never answers (`first` runs as it is asked), and
+ * whose erase answers only once `over`: tasks run in order (93b), so not before that one ended.
+ */
+function stalling(first: (req: Request) => Promise<void> | void = () => {}) {
+  const asked: string[] = [];
+  const stalled = Promise.withResolvers<void>();
+  const erase = Promise.withResolvers<void>();
+  const over = Promise.withResolvers<void>();
+  const server = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch: async (req) => {
+      const action = new URL(req.url).searchParams.get("action") ?? "";
+      asked.push(action);
+      if (action !== "erase") {
+        await first(req);
+        stalled.resolve();
+        return new Promise<Response>(() => {});
+      }
+      erase.resolve();
+      await over.promise;
+      return Response.json({ id_slot: 0, n_erased: 10 });
+    },
+  });
+  return { server, asked, stalled: stalled.promise, eraseAsked: erase.promise, over: over.resolve };
+}
+
 describe("a state file a restore is reading", () => {
   test("is zeroed only once llama-server has answered the restore", async () => {
     using dir = tmpdir();
@@ -185,43 +215,10 @@ describe("a state file a restore is reading", () => {
   // behind the restore (tasks run in order, 93b: its answer comes once the restore is over), the
   // zeroing waits for its answer, and the slot counts as empty.
   describe("that did not answer", () => {
-    /** A stand-in llama-server: the restore never answers; the erase only once `restoreOver`. */
-    function reading() {
-      const asked: string[] = [];
-      let restoreOver = () => {};
-      let heard = () => {};
-      let eraseHeard = () => {};
-      const restoreAsked = new Promise<void>((resolve) => {
-        heard = resolve;
-      });
-      const eraseAsked = new Promise<void>((resolve) => {
-        eraseHeard = resolve;
-      });
-      const erased = new Promise<void>((resolve) => {
-        restoreOver = resolve;
-      });
-      const server = Bun.serve({
-        hostname: "127.0.0.1",
-        port: 0,
-        fetch: async (req) => {
-          const action = new URL(req.url).searchParams.get("action") ?? "";
-          asked.push(action);
-          if (action === "restore") {
-            heard();
-            return new Promise<Response>(() => {});
-          }
-          eraseHeard();
-          await erased;
-          return Response.json({ id_slot: 0, n_erased: 10 });
-        },
-      });
-      return { server, asked, restoreAsked, eraseAsked, restoreOver };
-    }
-
     async function cancelledWhileRead(dir: string, died: AbortController) {
       const disk = new KvDisk(dir, 10_000_000);
       const kept = second(dir, await saved(disk, "u", "s"));
-      const fake = reading();
+      const fake = stalling();
       const launch = new Launch({
         baseUrl: `http://127.0.0.1:${fake.server.port}`,
         apiKey: "k",
@@ -241,7 +238,7 @@ describe("a state file a restore is reading", () => {
         signal: cancel.signal,
         failed: () => {},
       });
-      await fake.restoreAsked;
+      await fake.stalled;
       disk.removeSession("u", "s");
       let over = false;
       const done = disk.zeroes.done().then(() => {
@@ -272,7 +269,7 @@ describe("a state file a restore is reading", () => {
         expect(next).toBeDefined();
         await Promise.resolve();
         expect(emptied).toBe(false);
-        fake.restoreOver();
+        fake.over();
         await done;
         expect(zeroed(kept)).toEqual({ size: bytes, allZero: true });
         await next;
@@ -321,4 +318,49 @@ describe("a state file a restore is reading", () => {
     await done;
     expect(zeroed(kept)).toEqual({ size: bytes, allZero: true });
   });
+});
+
+// A save past its 60 s limit stops only the request: llama-server writes the temporary file on
+// to the end of its task (93b). The file was zeroed as the request failed and what the server
+// wrote after stayed in its blocks. Now the zeroing waits for an erase queued behind the save.
+test("a save's temporary file written on past its limit is zeroed once an erase behind it answers", async () => {
+  using dir = tmpdir();
+  const disk = new KvDisk(dir.path, 10_000_000);
+  const limit = new AbortController();
+  const timeout = AbortSignal.timeout.bind(AbortSignal);
+  // The save's limit, passed when the test says (no 60 s wait); every other limit as it is.
+  const spy = spyOn(AbortSignal, "timeout").mockImplementation((ms: number) =>
+    ms === SLOT_FILE_TIMEOUT_MS ? limit.signal : timeout(ms),
+  );
+  let kept = "";
+  const { server, stalled, over } = stalling(async (req) => {
+    const { filename } = (await req.json()) as { filename: string };
+    fs.writeFileSync(join(dir.path, filename), TOKENS);
+    kept = second(dir.path, join(dir.path, filename));
+  });
+  try {
+    const launch = new Launch({ baseUrl: `http://127.0.0.1:${server.port}`, apiKey: "k", slots: 1 });
+    const saving = saveSlotState({
+      launch,
+      slot: 0,
+      holder: "u/s",
+      fingerprint: FP,
+      disk,
+      underWay: new UnderWay(),
+      wanted: () => true,
+      record: emptyRecord,
+      failed: () => {},
+    });
+    await stalled;
+    limit.abort(new Error("timed out"));
+    await saving;
+    fs.appendFileSync(kept, TOKENS); // the server writing on into the file it holds open
+    over();
+    await launch.slots.workOn(0);
+    await disk.zeroes.done();
+    expect(zeroed(kept)).toEqual({ size: 2 * bytes, allZero: true });
+  } finally {
+    spy.mockRestore();
+    server.stop(true);
+  }
 });
