@@ -10,7 +10,7 @@ import { SLOT_FILE_TIMEOUT_MS, saveSlotState } from "../../../src/agent/kv/save-
 import { UnderWay } from "../../../src/agent/kv/under-way.ts";
 import { kvErased } from "../../../src/methods/kv-erased.ts";
 import { Launch } from "../../../src/runtime/launch.ts";
-import { holdOpen } from "../../fixtures/held-file.ts";
+import { type HeldFile, holdOpen } from "../../fixtures/held-file.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
 // A saved KV state is the conversation's tokens: a file an erase only unlinks keeps them in the
@@ -217,7 +217,7 @@ describe("a state file a restore is reading", () => {
   describe("that did not answer", () => {
     async function cancelledWhileRead(dir: string, died: AbortController) {
       const disk = new KvDisk(dir, 10_000_000);
-      const kept = second(dir, await saved(disk, "u", "s"));
+      const kept = holdOpen(await saved(disk, "u", "s"));
       const fake = stalling();
       const launch = new Launch({
         baseUrl: `http://127.0.0.1:${fake.server.port}`,
@@ -257,7 +257,7 @@ describe("a state file a restore is reading", () => {
         // As above, a bound only on when a regression shows.
         for (let turn = 0; turn < 200 && !over(); turn++) await new Promise((r) => setImmediate(r));
         expect(over()).toBe(false);
-        expect(fs.readFileSync(kept, "utf8")).toBe(TOKENS);
+        expect(kept.read().toString()).toBe(TOKENS);
         await fake.eraseAsked;
         expect(fake.asked).toEqual(["restore", "erase"]);
         expect(launch.slots.sessionsIn(0)).toEqual([]);
@@ -271,10 +271,11 @@ describe("a state file a restore is reading", () => {
         expect(emptied).toBe(false);
         fake.over();
         await done;
-        expect(zeroed(kept)).toEqual({ size: bytes, allZero: true });
+        expect(kept.zeroed()).toEqual({ size: bytes, allZero: true });
         await next;
         expect(emptied).toBe(true);
       } finally {
+        kept[Symbol.dispose]();
         fake.server.stop(true);
       }
     });
@@ -286,8 +287,9 @@ describe("a state file a restore is reading", () => {
       try {
         died.abort(new Error("llama-server exited"));
         await done;
-        expect(zeroed(kept)).toEqual({ size: bytes, allZero: true });
+        expect(kept.zeroed()).toEqual({ size: bytes, allZero: true });
       } finally {
+        kept[Symbol.dispose]();
         fake.server.stop(true);
       }
     });
@@ -300,7 +302,7 @@ describe("a state file a restore is reading", () => {
     using dir = tmpdir();
     const path = join(dir.path, "u-s.bin");
     fs.writeFileSync(path, TOKENS);
-    const kept = second(dir.path, path);
+    using kept = holdOpen(path);
     const zeroes = new Zeroes();
     zeroes.begin(path);
     zeroes.begin(path);
@@ -313,10 +315,10 @@ describe("a state file a restore is reading", () => {
     // As above, a bound only on when a regression shows.
     for (let turn = 0; turn < 200 && !over; turn++) await new Promise((r) => setImmediate(r));
     expect(over).toBe(false);
-    expect(fs.readFileSync(kept, "utf8")).toBe(TOKENS);
+    expect(kept.read().toString()).toBe(TOKENS);
     zeroes.settled(path);
     await done;
-    expect(zeroed(kept)).toEqual({ size: bytes, allZero: true });
+    expect(kept.zeroed()).toEqual({ size: bytes, allZero: true });
   });
 });
 
@@ -332,11 +334,11 @@ test("a save's temporary file written on past its limit is zeroed once an erase 
   const spy = spyOn(AbortSignal, "timeout").mockImplementation((ms: number) =>
     ms === SLOT_FILE_TIMEOUT_MS ? limit.signal : timeout(ms),
   );
-  let kept = "";
+  let kept: HeldFile | undefined;
   const { server, stalled, over } = stalling(async (req) => {
     const { filename } = (await req.json()) as { filename: string };
     fs.writeFileSync(join(dir.path, filename), TOKENS);
-    kept = second(dir.path, join(dir.path, filename));
+    kept = holdOpen(join(dir.path, filename));
   });
   try {
     const launch = new Launch({ baseUrl: `http://127.0.0.1:${server.port}`, apiKey: "k", slots: 1 });
@@ -354,12 +356,13 @@ test("a save's temporary file written on past its limit is zeroed once an erase 
     await stalled;
     limit.abort(new Error("timed out"));
     await saving;
-    fs.appendFileSync(kept, TOKENS); // the server writing on into the file it holds open
+    kept?.append(TOKENS); // the server writing on into the file it holds open
     over();
     await launch.slots.workOn(0);
     await disk.zeroes.done();
-    expect(zeroed(kept)).toEqual({ size: 2 * bytes, allZero: true });
+    expect(kept?.zeroed()).toEqual({ size: 2 * bytes, allZero: true });
   } finally {
+    kept?.[Symbol.dispose]();
     spy.mockRestore();
     server.stop(true);
   }
