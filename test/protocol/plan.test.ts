@@ -153,10 +153,22 @@ describe("PlanReportSchema describes exactly what plan returns", () => {
 });
 
 describe("plan's params", () => {
-  test("a param not listed is dropped, as chat's and the conversation methods' are: not handed on, a lone surrogate in it not refused", () => {
-    const params = { model: "m.gguf", modle: "x", bogus: "\ud800" };
-    expect(checkedParams(PlanParamsSchema, params)).toEqual({ model: "m.gguf" });
-    expect(checkedParams(ChatParamsSchema, { input: "hi", bogus: "\ud800" })).not.toHaveProperty("bogus");
+  test("a param not listed is refused naming it, as chat's and the conversation methods' are: a misspelled model planned the configured one", () => {
+    const refusal = (schema: Parameters<typeof checkedParams>[0], params: object) => {
+      try {
+        checkedParams(schema, params);
+      } catch (err) {
+        return err as { code: string; message: string; data: { field: string } };
+      }
+      throw new Error("not refused");
+    };
+    expect(refusal(PlanParamsSchema, { model: "m.gguf", modle: "x" })).toMatchObject({
+      code: "invalid_request",
+      message: "params.modle: unknown key",
+      data: { field: "modle" },
+    });
+    expect(refusal(ChatParamsSchema, { input: "hi", bogus: "x" }).data.field).toBe("bogus");
+    expect(checkedParams(PlanParamsSchema, { model: "m.gguf" })).toEqual({ model: "m.gguf" });
     // What is listed is still checked.
     expect(() => checkedParams(PlanParamsSchema, { model: "\ud800" })).toThrow(/params\.model/);
     expect(() => checkedParams(PlanParamsSchema, { model: "" })).toThrow(/params\.model/);

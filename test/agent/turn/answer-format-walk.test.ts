@@ -21,7 +21,7 @@ test("a response_format schema the params checked is not walked again as its tur
   });
   const params = ChatParamsSchema.parse({
     session_id: "s",
-    message: "hi",
+    input: "hi",
     response_format: { type: "json_schema", schema: { type: "object", properties: props } },
   });
   expect(reads).toBeGreaterThan(0);
