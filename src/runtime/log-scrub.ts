@@ -15,6 +15,8 @@ const EARLIER_MARKS = [".redacted"];
 /** Far above a rotated file (llama.log_max_bytes); a larger one is removed, not read. */
 const MAX_SCRUB_BYTES = 64 * 1024 * 1024;
 const PART = ".redacting";
+/** A file too large to read while it is zeroed: no log's name (log-sink.ts, log-prune.ts), an earlier log's still. */
+const ZEROING = ".zeroing";
 
 /** A pass under way, per folder: a second start (another model's log) shares it. */
 interface Pass {
@@ -126,11 +128,12 @@ async function redactFile(path: string, zeroing: Promise<boolean>[], stop: Abort
     text = readSmallFile(path, MAX_SCRUB_BYTES);
   } catch (err) {
     if (!(err instanceof FileTooLarge)) throw err;
-    const fd = openToZero(path);
+    const aside = setAside(path);
+    const fd = openToZero(aside);
     // One the core cannot write goes all the same (a kept name keeps the words readable); one
     // that cannot go either throws here, the folder left unmarked, never into a promise no one awaits.
-    if (fd === undefined) rmSync(path, { force: true });
-    else zeroing.push(zeroThenRemove(path, fd, stop));
+    if (fd === undefined) rmSync(aside, { force: true });
+    else zeroing.push(zeroThenRemove(aside, fd, stop));
     return;
   }
   let redactor = new LogRedactor();
@@ -164,6 +167,23 @@ async function redactFile(path: string, zeroing: Promise<boolean>[], stop: Abort
   }
   // Its name is gone: a shutdown waits for this zeroing (earlierLogsSettled), as a next start cannot find it.
   if (old !== undefined) zeroing.push(zeroOpen(old).then(yes, (e) => notZeroed(path, e)));
+}
+
+/**
+ * A file too large to read, renamed out of the log's way before its zeroing (which a start does
+ * not wait for): at the live log's name (llama.log_max_bytes over 64 MiB), the start appended its
+ * first lines to it and they went with its unlink. Its name kept where it cannot be moved, or is
+ * one of these already (a stopped pass's), or the other is taken (renamed over, its blocks kept).
+ */
+function setAside(path: string): string {
+  const aside = `${path}${ZEROING}`;
+  if (path.endsWith(ZEROING) || existsSync(aside)) return path;
+  try {
+    renameSync(path, aside);
+    return aside;
+  } catch {
+    return path;
+  }
 }
 
 /**

@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { earlierLogsRedacted, REDACTED_MARK, redactEarlierLogs } from "../../src/runtime/log-scrub.ts";
+import { RotatingLog } from "../../src/runtime/log-sink.ts";
 import { CoreServices } from "../../src/server/services.ts";
 import { holdOpen } from "../fixtures/held-file.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
@@ -21,8 +22,8 @@ const OLD = [
 const zeroed = (b: Buffer) => b.every((x) => x === 0);
 
 /** An earlier log over the 64 MiB the pass reads: removed unread. */
-function tooLarge(dir: string): string {
-  const log = join(dir, "llama-server.log.1");
+function tooLarge(dir: string, name = "llama-server.log.1"): string {
+  const log = join(dir, name);
   writeFileSync(log, OLD, { mode: 0o600 });
   truncateSync(log, 65 * 1024 * 1024);
   return log;
@@ -30,6 +31,7 @@ function tooLarge(dir: string): string {
 
 function expectZeroedAndGone(dir: string, log: string, blocks: { read: () => Buffer }): void {
   expect(existsSync(log)).toBe(false);
+  expect(existsSync(`${log}.zeroing`)).toBe(false);
   expect(zeroed(blocks.read())).toBe(true);
   expect(existsSync(join(dir, REDACTED_MARK))).toBe(true);
 }
@@ -66,8 +68,9 @@ describe("redactEarlierLogs, waited for", () => {
     using blocks = holdOpen(log);
     void redactEarlierLogs(dir.path);
     await new CoreServices({ configPath: "none.yaml", cwd: dir.path }).stop();
-    // Gone only once zeroed; unmarked while its name holds it.
-    if (existsSync(log)) expect(existsSync(join(dir.path, REDACTED_MARK))).toBe(false);
+    // Gone only once zeroed; unmarked while a name holds it (its own, or the one it is zeroed at).
+    if (existsSync(log) || existsSync(`${log}.zeroing`))
+      expect(existsSync(join(dir.path, REDACTED_MARK))).toBe(false);
     else expect(zeroed(blocks.read())).toBe(true);
     await redactEarlierLogs(dir.path);
     expectZeroedAndGone(dir.path, log, blocks);
@@ -85,6 +88,25 @@ describe("redactEarlierLogs, waited for", () => {
     await earlierLogsRedacted(dir.path);
     for (const log of logs) expect(readFileSync(log, "utf8")).not.toContain("ZQX-4417");
     await pass;
+    expect(existsSync(join(dir.path, REDACTED_MARK))).toBe(true);
+  });
+
+  // The live log's own name over 64 MiB (llama.log_max_bytes set above it, or a core from before
+  // rotation): a start waits for the rewrites only, then wrote its header and llama-server's first
+  // lines into that file, which the pass zeroed and unlinked after: the lines of the very start a
+  // user would look at were gone.
+  test("a too-large file at the live log's name: the new start's lines are not removed with it", async () => {
+    await using dir = tmpdir();
+    const log = tooLarge(dir.path, "llama-server.log");
+    using blocks = holdOpen(log);
+    // A log_max_bytes above the file's size: the first line is appended, no rotation moves it.
+    const sink = new RotatingLog(dir.path, 128 * 1024 * 1024, 3);
+    await earlierLogsRedacted(dir.path);
+    sink.write("--- 2026-12-06T20:00:00.000Z start /bin/llama-server (pid 8)\n");
+    sink.close();
+    await redactEarlierLogs(dir.path);
+    expect(readFileSync(log, "utf8")).toBe("--- 2026-12-06T20:00:00.000Z start /bin/llama-server (pid 8)\n");
+    expect(zeroed(blocks.read())).toBe(true);
     expect(existsSync(join(dir.path, REDACTED_MARK))).toBe(true);
   });
 });
