@@ -330,12 +330,17 @@ test("a save's temporary file written on past its limit is zeroed once an erase 
   const disk = new KvDisk(dir.path, 10_000_000);
   const limit = new AbortController();
   const timeout = AbortSignal.timeout.bind(AbortSignal);
-  // The save's limit, passed when the test says (no 60 s wait); every other limit as it is.
-  const spy = spyOn(AbortSignal, "timeout").mockImplementation((ms: number) =>
-    ms === SLOT_FILE_TIMEOUT_MS ? limit.signal : timeout(ms),
-  );
+  // The save's limit (the first of 60 s), passed when the test says; every other limit as it is.
+  // The erase's is 60 s too: given the save's, already passed, it gave up at once and the file was
+  // zeroed with no answer waited for, the test passing only as the append came first.
+  let saveLimit = true;
+  const spy = spyOn(AbortSignal, "timeout").mockImplementation((ms: number) => {
+    if (ms !== SLOT_FILE_TIMEOUT_MS || !saveLimit) return timeout(ms);
+    saveLimit = false;
+    return limit.signal;
+  });
   let kept: HeldFile | undefined;
-  const { server, stalled, over } = stalling(async (req) => {
+  const { server, stalled, over, eraseAsked } = stalling(async (req) => {
     const { filename } = (await req.json()) as { filename: string };
     fs.writeFileSync(join(dir.path, filename), TOKENS);
     kept = holdOpen(join(dir.path, filename));
@@ -357,6 +362,10 @@ test("a save's temporary file written on past its limit is zeroed once an erase 
     limit.abort(new Error("timed out"));
     await saving;
     kept?.append(TOKENS); // the server writing on into the file it holds open
+    await eraseAsked;
+    // As above, a bound only on when a regression shows.
+    for (let turn = 0; turn < 200; turn++) await new Promise((r) => setImmediate(r));
+    expect(kept?.zeroed()).toEqual({ size: 2 * bytes, allZero: false });
     over();
     await launch.slots.workOn(0);
     await disk.zeroes.done();
