@@ -3,6 +3,7 @@ import { LlmError, SlotError } from "../../llama/errors.ts";
 import { restoreSlot } from "../../llama/slots.ts";
 import { deathGraceMs, deathReason } from "../../runtime/death-reason.ts";
 import type { LaunchView } from "../../runtime/launch.ts";
+import { abortable } from "../../util/abortable.ts";
 import { logger } from "../../util/logger.ts";
 import type { KvDisk, KvEntry } from "./kv-disk.ts";
 import { SLOT_FILE_TIMEOUT_MS } from "./save-slot.ts";
@@ -60,6 +61,10 @@ export async function restoreSlotState(r: SlotRestore): Promise<boolean> {
     if (err instanceof LlmError && err.kind === "connection_lost")
       await deathReason(launch.died, signal, deathGraceMs(launch));
     signal.throwIfAborted();
+    // Past its limit, the turn goes on to its own request on the slot: sent before the erase
+    // queued behind the restore answers, over another connection it could reach llama-server
+    // first and take what the slot read as its prefix.
+    if (reading) await abortable(launch.slots.workOn(slot) ?? Promise.resolve(), signal);
     return false;
   } finally {
     if (!reading) disk.zeroes.settled(bin);

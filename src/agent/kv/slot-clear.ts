@@ -45,7 +45,8 @@ export async function emptyTurnSlot(launch: LaunchView, slot: number, signal: Ab
  * removal, must not stay in the slot for a chat sharing its prefix. An erase is queued:
  * llama-server runs its tasks in order, so it answers once that task is over (93b), and leaves the
  * slot empty, as the table now says. `settled` runs once the erase answers or fails, or the
- * server dies. Nothing waits for it but the next turn taking the slot (`working`).
+ * server dies. Waited for by the next turn taking the slot (`working`), and by a restore's own
+ * turn past its limit before its request (restore-state.ts).
  */
 export function emptyBehind(launch: LaunchView, slot: number, what: string, settled: () => void): void {
   launch.slots.cleared(slot);

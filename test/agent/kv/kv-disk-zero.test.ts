@@ -322,6 +322,21 @@ describe("a state file a restore is reading", () => {
   });
 });
 
+/**
+ * The save's or restore's limit (the first of 60 s), passed when `limit` aborts; every other limit
+ * as it is. The erase's is 60 s too: given the first one's, already passed, it gave up at once and
+ * the file was zeroed with no answer waited for, a test passing only as its append came first.
+ */
+function firstFileLimit(limit: AbortController) {
+  const timeout = AbortSignal.timeout.bind(AbortSignal);
+  let first = true;
+  return spyOn(AbortSignal, "timeout").mockImplementation((ms: number) => {
+    if (ms !== SLOT_FILE_TIMEOUT_MS || !first) return timeout(ms);
+    first = false;
+    return limit.signal;
+  });
+}
+
 // A save past its 60 s limit stops only the request: llama-server writes the temporary file on
 // to the end of its task (93b). The file was zeroed as the request failed and what the server
 // wrote after stayed in its blocks. Now the zeroing waits for an erase queued behind the save.
@@ -329,16 +344,7 @@ test("a save's temporary file written on past its limit is zeroed once an erase 
   using dir = tmpdir();
   const disk = new KvDisk(dir.path, 10_000_000);
   const limit = new AbortController();
-  const timeout = AbortSignal.timeout.bind(AbortSignal);
-  // The save's limit (the first of 60 s), passed when the test says; every other limit as it is.
-  // The erase's is 60 s too: given the save's, already passed, it gave up at once and the file was
-  // zeroed with no answer waited for, the test passing only as the append came first.
-  let saveLimit = true;
-  const spy = spyOn(AbortSignal, "timeout").mockImplementation((ms: number) => {
-    if (ms !== SLOT_FILE_TIMEOUT_MS || !saveLimit) return timeout(ms);
-    saveLimit = false;
-    return limit.signal;
-  });
+  const spy = firstFileLimit(limit);
   let kept: HeldFile | undefined;
   const { server, stalled, over, eraseAsked } = stalling(async (req) => {
     const { filename } = (await req.json()) as { filename: string };
@@ -374,5 +380,43 @@ test("a save's temporary file written on past its limit is zeroed once an erase 
     kept?.[Symbol.dispose]();
     spy.mockRestore();
     server.stop(true);
+  }
+});
+
+// A restore past its 60 s limit (not cancelled): the turn goes on to its own request on the slot.
+// It did not wait for the erase queued behind the restore, so over another connection its request
+// could reach llama-server first and reuse as its prefix what the slot read (partly zeroed by
+// another core's removal, the case the erase is for). It now sends nothing before the erase answers.
+test("a restore past its limit returns only once the erase queued behind it has answered", async () => {
+  using dir = tmpdir();
+  const disk = new KvDisk(dir.path, 10_000_000);
+  await saved(disk, "u", "s");
+  const limit = new AbortController();
+  const spy = firstFileLimit(limit);
+  const fake = stalling();
+  try {
+    const launch = new Launch({ baseUrl: `http://127.0.0.1:${fake.server.port}`, apiKey: "k", slots: 1 });
+    let returned = false;
+    const restoring = restoreSlotState({
+      launch,
+      slot: 0,
+      entry: disk.entry("u", "s") as KvEntry,
+      disk,
+      signal: new AbortController().signal,
+      failed: () => {},
+    }).finally(() => {
+      returned = true;
+    });
+    await fake.stalled;
+    limit.abort(new Error("timed out"));
+    await fake.eraseAsked;
+    // As above, a bound only on when a regression shows.
+    for (let turn = 0; turn < 200 && !returned; turn++) await new Promise((r) => setImmediate(r));
+    expect(returned).toBe(false);
+    fake.over();
+    expect(await restoring).toBe(false);
+  } finally {
+    spy.mockRestore();
+    fake.server.stop(true);
   }
 });
