@@ -1,5 +1,5 @@
 import { closeSync, lstatSync, renameSync, rmSync, type Stats, statSync } from "node:fs";
-import { cancelledError } from "../protocol/errors.ts";
+import { CoreError, cancelledError } from "../protocol/errors.ts";
 import { kindOf } from "../util/read-file.ts";
 import { openFor, writeBody } from "./body-writer.ts";
 import type { HubClient } from "./hub-client.ts";
@@ -78,6 +78,17 @@ export async function downloadBlob(hub: HubClient, t: BlobTarget, hooks: Downloa
       throw writeFailure(err, where, t.incomplete);
     });
     moveIntoPlace(t, where);
+    // A cancel during the flush (seconds to minutes to a slow drive) ends the pull here: the
+    // verified blob stays for the next pull, the snapshot entry is not made.
+    if (hooks.signal.aborted)
+      throw new CoreError(
+        "cancelled",
+        `the pull of ${t.repo} ${t.file} was cancelled; the download is kept`,
+        {
+          bytes_done: t.size,
+          total: t.size,
+        },
+      );
     return digests.sha256;
   } catch (err) {
     hash.stop();

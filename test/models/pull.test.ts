@@ -420,6 +420,25 @@ describe("pull into the Hugging Face cache", () => {
     expect(statSync(blob).size).toBe(MB);
   });
 
+  test("a cancel while the verified download is flushed ends the pull cancelled, with no snapshot entry", async () => {
+    // The flush of gigabytes to a slow drive takes seconds to minutes: a cancel then was read by
+    // nothing after it, so the pull went on to name the snapshot entry and answered a result,
+    // the model pulled though the host had cancelled it (the copy's flush already checks).
+    const { cache, hub, deps } = await setup();
+    const ac = new AbortController();
+    const req = { repo: "org/model-GGUF", quant: "Q8_0" };
+    const r = await pull(
+      req,
+      { ...deps, flushBlob: async () => ac.abort(new Error("cancelled by the host")) },
+      ac.signal,
+    );
+    expect(r.error).toMatchObject({ code: "cancelled", data: { bytes_done: MB, total: MB } });
+    const snapshot = dirname(snapshotPath(cache, req.repo, hub.commitOf(req.repo), "x"));
+    expect(existsSync(snapshot) ? readdirSync(snapshot) : []).toEqual([]);
+    // Verified and flushed, the blob is kept: the next pull does not fetch or hash it again.
+    expect(statSync(blobPath(cache, req.repo, sha256(bytes(MB, 2)))).size).toBe(MB);
+  });
+
   test("the snapshot's copy is flushed to the drive before it is named the model", async () => {
     // A folder that takes no links is a FAT or exFAT drive, often a USB one: the copy went through
     // the page cache at disk speed and was renamed into place unflushed, gigabytes still dirty when
