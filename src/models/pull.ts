@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { createReadStream, existsSync, mkdirSync, statSync } from "node:fs";
+import { createReadStream, mkdirSync, statSync } from "node:fs";
 import { dirname, relative } from "node:path";
 import { cancelledError, isCoreError } from "../protocol/errors.ts";
 import type { DownloadProgress } from "../protocol/pull.ts";
@@ -297,7 +297,7 @@ export function partialSize(path: string): number {
 /** Fails before any byte is fetched when what is left to download, plus a margin, does not fit. */
 function checkSpace(targets: BlobTarget[], cacheDir: string, probe: FreeSpaceProbe, where: PullWhere): void {
   const remaining = targets.reduce((sum, t) => {
-    if (existsSync(t.blob)) return sum;
+    if (blobInPlace(t)) return sum; // a short blob is fetched again, all of it
     const partial = Math.min(partialSize(t.incomplete), t.size);
     return sum + t.size - partial;
   }, 0);

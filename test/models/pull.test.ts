@@ -1075,6 +1075,21 @@ describe("bad input and a hostile world", () => {
     expect(storageGets(hub)).toHaveLength(0);
   });
 
+  test("the space check counts a short blob in place (a power cut's) as all still to fetch", async () => {
+    // A blob of another size than the listing's is downloaded again, all of it, but the space
+    // check took its name as in place: on a near-full drive the pull fetched until the write
+    // failed, not refused before any byte as a full disk is.
+    const { hub, cache, deps } = await setup();
+    const req = { repo: "org/model-GGUF", quant: "Q8_0" };
+    const first = await pull(req, deps);
+    truncateSync(blobPath(cache, req.repo, first.result!.sha256), MB / 2);
+    const gets = storageGets(hub).length;
+    const r = await pull(req, { ...deps, freeSpace: () => 100 * MB });
+    expect(r.error?.data).toMatchObject({ cause: "disk_full", available_bytes: 100 * MB });
+    expect(r.error?.message).toContain("needs 1 MiB to download");
+    expect(storageGets(hub)).toHaveLength(gets);
+  });
+
   test("the space check counts only what a resume still has to fetch", async () => {
     const { cache, deps } = await setup();
     const partial = incompletePath(cache, "org/model-GGUF", sha256(MODEL));
