@@ -82,6 +82,8 @@ export function pathAt(contents: unknown, offset: number): string[] {
   const path: string[] = [];
   let node = contents;
   for (;;) {
+    // A tag before a list or mapping (`!!str [5]`) is the collection's own: none of its items.
+    if (isCollection(node) && ((node as Ranged).range?.[0] ?? 0) > offset) return path;
     if (isMap(node)) {
       const pair = node.items.find((p) => Math.max(endOf(p.key), endOf(p.value)) >= offset);
       if (!pair) return path;
@@ -114,11 +116,12 @@ export function nonSpecificTagOffset(contents: unknown): number | null {
 
 /**
  * What is wrong with a tagged value, from the library's warning (none for a bare `!`). One of
- * YAML's own tags whose value the library cannot read as it (`!!float 1`, `!!bool yes`) is named,
- * as quoting would only make it a string; any other tag is not quoted, since it may be the value.
+ * YAML's own tags whose value the library cannot read as it (`!!float 1`, `!!bool yes`, `!!map x`,
+ * `!!str [5]`) is named, as quoting would only make it a string (or, for `!!map`, refused again);
+ * any other tag is not quoted, since it may be the value.
  */
 export function tagProblem(warning: string | undefined): string {
-  const core = /Unresolved tag: tag:yaml\.org,2002:(int|float|bool|null|binary|timestamp)\b/.exec(
+  const core = /Unresolved tag: tag:yaml\.org,2002:(str|map|seq|int|float|bool|null|binary|timestamp)\b/.exec(
     warning ?? "",
   )?.[1];
   return core

@@ -395,6 +395,20 @@ describe("a value that begins with ! (a YAML tag this config does not know)", ()
     );
   });
 
+  // A collection tag on a plain value, or !!str on a list or mapping, is YAML's own tag as much:
+  // quoted as told, `!!map "x"` was refused again with the same advice.
+  test.each([
+    ["map", "app:\n  max_steps: !!map x\n"],
+    ["seq", "app:\n  max_steps: !!seq '5'\n"],
+    ["str", "app:\n  max_steps: !!str [5]\n"],
+  ])("!!%s on a value it does not fit names its tag and says to drop it", (tag, text) => {
+    const err = coreErrorOf(() => parseConfigText(text, "/c/config.yaml"));
+    expect(err).toMatchObject({ code: "config_invalid", data: { key: "app.max_steps", line: 2 } });
+    expect(err.message).toEndWith(
+      `the value does not read as its tag !!${tag} says: write it without the tag`,
+    );
+  });
+
   test("the tags YAML defines still read as before", () => {
     const text = 'app:\n  max_steps: !!int "5"\n  data_dir: !!str d\n';
     expect(parseConfigText(text, "/c/config.yaml").config.app.max_steps).toBe(5);
