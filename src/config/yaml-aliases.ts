@@ -116,17 +116,24 @@ export function unusedSecretAnchor(
   contents: unknown,
   secret: (path: string[]) => boolean,
 ): { offset: number; path: string[] } | null {
-  const used = new Set<string>();
+  // In document order, an alias names the latest anchor of its name before it (YAML's rule, as
+  // aliasProblem's): a name used elsewhere does not make an earlier anchor of that name used.
+  const latest = new Map<string, unknown>();
+  const used = new Set<unknown>();
   const anchored: unknown[] = [];
   const stack: unknown[] = [contents];
   for (let node = stack.pop(); node !== undefined; node = stack.pop()) {
-    if (isAlias(node)) used.add(node.source);
+    if (isAlias(node)) used.add(latest.get(node.source));
     else if (isPair(node)) stack.push(node.value, node.key);
-    else if (isCollection(node)) for (let i = node.items.length - 1; i >= 0; i--) stack.push(node.items[i]);
-    else if (isScalar(node) && node.anchor) anchored.push(node);
+    else {
+      const anchor = (node as YamlNode).anchor;
+      if (anchor) latest.set(anchor, node);
+      if (isCollection(node)) for (let i = node.items.length - 1; i >= 0; i--) stack.push(node.items[i]);
+      else if (isScalar(node) && anchor) anchored.push(node);
+    }
   }
   for (const node of anchored) {
-    if (!isScalar(node) || used.has(node.anchor ?? "")) continue;
+    if (!isScalar(node) || used.has(node)) continue;
     const offset = (node as YamlNode).range?.[0] ?? 0;
     const path = pathAt(contents, offset);
     if (secret(path)) return { offset, path };

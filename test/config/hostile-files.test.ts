@@ -118,6 +118,20 @@ describe("YAML that fails while converting (issue 10 item 11)", () => {
     expect(JSON.stringify({ m: err.message, d: err.data })).not.toContain("Xq9sEcret");
   });
 
+  test("a value that begins with & is refused though another anchor of its name is used", () => {
+    // An alias names the latest anchor of its name before it: a password `&shared x9…` in env and a
+    // later `&shared` the config uses counted as used by name, and reached the server as `x9…`.
+    const text =
+      "mcp_servers:\n  - name: gh\n    command: npx\n    env:\n      PASSWORD: &shared Xq9sEcret\n" +
+      "    args: [&shared --verbose, *shared]\n";
+    const err = coreErrorOf(() => parseConfigText(text, "/c/config.yaml"));
+    expect(err).toMatchObject({
+      code: "config_invalid",
+      data: { line: 5, key: "mcp_servers.0.env.PASSWORD" },
+    });
+    expect(JSON.stringify({ m: err.message, d: err.data })).not.toContain("Xq9sEcret");
+  });
+
   test("an anchor an alias uses, or outside env, args and extra_args, still loads", () => {
     const text =
       "agents:\n  - name: a\n    model: &m default\nmcp_servers:\n  - name: s\n    command: c\n    env: {A: &tok t1, B: *tok}\n";
