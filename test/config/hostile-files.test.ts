@@ -427,13 +427,16 @@ describe("a value that begins with ! (a YAML tag this config does not know)", ()
     const text = 'app:\n  max_steps: !!int "5"\n  data_dir: !!str d\n';
     expect(parseConfigText(text, "/c/config.yaml").config.app.max_steps).toBe(5);
     // A value with ! inside, or quoted, is the value as written.
+    // A quoted value under a bare ! is read whole (it only says "a string"): it was refused with
+    // "put the value in quotes", which it already was.
     const quoted =
-      "mcp_servers:\n  - name: a\n    command: b\n    env: {A: '!', B: \"! x\", C: a!b, D: !!str 12}\n";
+      'mcp_servers:\n  - name: a\n    command: b\n    env: {A: \'!\', B: "! x", C: a!b, D: !!str 12, E: ! "x9"}\n';
     expect(parseConfigText(quoted, "/c/config.yaml").config.mcp_servers[0]?.env).toEqual({
       A: "!",
       B: "! x",
       C: "a!b",
       D: "12",
+      E: "x9",
     });
   });
 });
