@@ -128,8 +128,12 @@ export async function zeroOpen(fd: number, o: ZeroOptions = {}): Promise<void> {
 
 /**
  * Zeroed only as the core's alone: another name's blocks are not freed by the core's unlink, and
- * zeroing them destroyed that copy (a user's backup); its words are where the user put them.
+ * zeroing them destroyed that copy (a user's backup); its words are where the user put them. On
+ * Windows a file unlinked while a handle holds it open may still count its name (delete pending,
+ * or moved to NTFS's `$Deleted`): there one more is allowed once it has none, else nothing would
+ * ever be zeroed there; a hard-link backup of data_dir on Windows loses that file's copy.
  */
-function refuseShared(nlink: number, names: number): void {
-  if (nlink > names) throw new OtherName();
+export function refuseShared(nlink: number, names: number, platform = process.platform): void {
+  const pending = platform === "win32" && names === 0 ? 1 : 0;
+  if (nlink > names + pending) throw new OtherName();
 }

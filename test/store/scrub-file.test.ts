@@ -161,3 +161,14 @@ describe("an export's temp file", () => {
     expect(blocks.zeroed()).toEqual({ size: Buffer.byteLength(WORDS), allZero: true });
   });
 });
+
+// On Windows a file unlinked while the core holds it open may still count its name (delete
+// pending): refused as shared there, no KV file, export temp or replaced log would ever be zeroed.
+test("a file with no name left is the core's alone, on Windows where an unlinked one may still count it", async () => {
+  const { refuseShared, OtherName } = await import("../../src/store/scrub-file.ts");
+  expect(() => refuseShared(1, 0, "win32")).not.toThrow();
+  expect(() => refuseShared(2, 0, "win32")).toThrow(OtherName);
+  expect(() => refuseShared(1, 0, "linux")).toThrow(OtherName);
+  expect(() => refuseShared(1, 1, "win32")).not.toThrow();
+  expect(() => refuseShared(2, 1, "win32")).toThrow(OtherName);
+});
