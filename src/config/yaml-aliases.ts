@@ -122,7 +122,10 @@ export function unusedSecretAnchor(
   const used = new Set<unknown>();
   const anchored: unknown[] = [];
   const stack: unknown[] = [contents];
-  for (let node = stack.pop(); node !== undefined; node = stack.pop()) {
+  while (stack.length > 0) {
+    const node = stack.pop();
+    // An empty document, or a key with no value: no node (null), never the walk's end.
+    if (node === null || node === undefined) continue;
     if (isAlias(node)) used.add(latest.get(node.source));
     else if (isPair(node)) stack.push(node.value, node.key);
     else {

@@ -440,3 +440,22 @@ describe("a value that begins with ! (a YAML tag this config does not know)", ()
     });
   });
 });
+
+// The walk for an unused anchor in a secret's place (yaml-aliases.ts unusedSecretAnchor) met an
+// empty document's null, and a key with no value's: a TypeError out of the loader, every request's
+// config refused with a stack trace; and an undefined node ended the walk, its later anchors unseen.
+describe("the secret-anchor walk on nodes that are not there", () => {
+  test("an empty file, a file of comments, and a key with no value load", () => {
+    expect(parseConfigText("", "/c/config.yaml").config.llama.rpc).toEqual([]);
+    expect(parseConfigText("# nothing\n", "/c/config.yaml").warnings).toEqual([]);
+    expect(parseConfigText("app:\nllama:\n", "/c/config.yaml").config.app).toBeDefined();
+  });
+
+  test("an anchored password after a key with no value is still refused", () => {
+    const text =
+      "app:\nmcp_servers:\n  - name: gh\n    command: npx\n    env:\n      EMPTY:\n      PASSWORD: &Xq9sEcret rest\n";
+    const err = coreErrorOf(() => parseConfigText(text, "/c/config.yaml"));
+    expect(err.code).toBe("config_invalid");
+    expect(JSON.stringify({ m: err.message, d: err.data })).not.toContain("Xq9sEcret");
+  });
+});
