@@ -169,21 +169,29 @@ async function redactFile(path: string, zeroing: Promise<boolean>[], stop: Abort
   if (old !== undefined) zeroing.push(zeroOpen(old).then(yes, (e) => notZeroed(path, e)));
 }
 
+/** Names tried for one file set aside: a stopped pass's file may hold the first (next one's). */
+const ASIDE_TRIES = 8;
+
 /**
  * A file too large to read, renamed out of the log's way before its zeroing (which a start does
  * not wait for): at the live log's name (llama.log_max_bytes over 64 MiB), the start appended its
- * first lines to it and they went with its unlink. Its name kept where it cannot be moved, or is
- * one of these already (a stopped pass's), or the other is taken (renamed over, its blocks kept).
+ * first lines to it and they went with its unlink. A name taken (a stopped pass's file, left for
+ * this pass: the run's own live log read again beside it) is never renamed over, its blocks
+ * kept: the next is tried. Its name kept where it cannot be moved, or is one of these already.
  */
 function setAside(path: string): string {
-  const aside = `${path}${ZEROING}`;
-  if (path.endsWith(ZEROING) || existsSync(aside)) return path;
-  try {
-    renameSync(path, aside);
-    return aside;
-  } catch {
-    return path;
+  if (path.endsWith(ZEROING)) return path;
+  for (let n = 0; n < ASIDE_TRIES; n++) {
+    const aside = n === 0 ? `${path}${ZEROING}` : `${path}.${n}${ZEROING}`;
+    if (existsSync(aside)) continue;
+    try {
+      renameSync(path, aside);
+      return aside;
+    } catch {
+      return path;
+    }
   }
+  return path;
 }
 
 /**

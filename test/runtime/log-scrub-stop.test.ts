@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, readFileSync, truncateSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { earlierLogsRedacted, REDACTED_MARK, redactEarlierLogs } from "../../src/runtime/log-scrub.ts";
 import { RotatingLog } from "../../src/runtime/log-sink.ts";
@@ -34,6 +34,19 @@ function expectZeroedAndGone(dir: string, log: string, blocks: { read: () => Buf
   expect(existsSync(`${log}.zeroing`)).toBe(false);
   expect(zeroed(blocks.read())).toBe(true);
   expect(existsSync(join(dir, REDACTED_MARK))).toBe(true);
+}
+
+const HEADER = "--- 2026-12-06T20:00:00.000Z start /bin/llama-server (pid 8)\n";
+
+/** A start's first line written at the live log `log`, the pass then waited out: the line is still there. */
+async function startWritesItsLog(dir: string, log: string): Promise<void> {
+  // A log_max_bytes above the file's size: the first line is appended, no rotation moves it.
+  const sink = new RotatingLog(dir, 128 * 1024 * 1024, 3);
+  await earlierLogsRedacted(dir);
+  sink.write(HEADER);
+  sink.close();
+  await redactEarlierLogs(dir);
+  expect(readFileSync(log, "utf8")).toBe(HEADER);
 }
 
 describe("redactEarlierLogs, waited for", () => {
@@ -99,14 +112,25 @@ describe("redactEarlierLogs, waited for", () => {
     await using dir = tmpdir();
     const log = tooLarge(dir.path, "llama-server.log");
     using blocks = holdOpen(log);
-    // A log_max_bytes above the file's size: the first line is appended, no rotation moves it.
-    const sink = new RotatingLog(dir.path, 128 * 1024 * 1024, 3);
-    await earlierLogsRedacted(dir.path);
-    sink.write("--- 2026-12-06T20:00:00.000Z start /bin/llama-server (pid 8)\n");
-    sink.close();
-    await redactEarlierLogs(dir.path);
-    expect(readFileSync(log, "utf8")).toBe("--- 2026-12-06T20:00:00.000Z start /bin/llama-server (pid 8)\n");
+    await startWritesItsLog(dir.path, log);
     expect(zeroed(blocks.read())).toBe(true);
+    expect(existsSync(join(dir.path, REDACTED_MARK))).toBe(true);
+  });
+
+  // A shutdown stopped an earlier pass's zeroing: its file stays at `<name>.zeroing` and the folder
+  // unmarked, so the next pass reads the run's own log again, over 64 MiB with such a
+  // log_max_bytes. With the aside name taken the live log was zeroed at its own name, and the new
+  // start's lines went with its unlink, as before the set-aside.
+  test("a too-large live log with a set-aside file already there: the new start's lines stay", async () => {
+    await using dir = tmpdir();
+    const stopped = tooLarge(dir.path, "llama-server.log.zeroing");
+    using before = holdOpen(stopped);
+    const log = tooLarge(dir.path, "llama-server.log");
+    using blocks = holdOpen(log);
+    await startWritesItsLog(dir.path, log);
+    expect(zeroed(blocks.read())).toBe(true);
+    expect(zeroed(before.read())).toBe(true);
+    expect(readdirSync(dir.path).filter((n) => n.endsWith(".zeroing"))).toEqual([]);
     expect(existsSync(join(dir.path, REDACTED_MARK))).toBe(true);
   });
 });
