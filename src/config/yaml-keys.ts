@@ -99,19 +99,17 @@ export function pathAt(contents: unknown, offset: number): string[] {
   }
 }
 
-const QUOTED = new Set(["QUOTE_DOUBLE", "QUOTE_SINGLE"]);
-
 /**
  * The offset of the first scalar written with YAML's non-specific tag `!` alone (`PASSWORD: !`,
  * `- ! x9…`), or null. The library reads it as a plain string without a word: `!` became "" and
- * `! x9…` lost its `! `. Collections (`! {a: 1}`) and quoted values (`! "x9…"`, whose text is
- * all in the quotes) read as written and are left alone.
+ * `! x9…` lost its `! `. Collections (`! {a: 1}`), quoted values (`! "x9…"`) and block scalars
+ * (`! |`), whose text is all in the quotes or the block, read as written and are left alone.
  */
 export function nonSpecificTagOffset(contents: unknown): number | null {
   const stack: unknown[] = [contents];
   for (let node = stack.pop(); node !== undefined; node = stack.pop()) {
     if (isPair(node)) stack.push(node.value, node.key);
-    else if (isScalar(node) && node.tag === "!" && !QUOTED.has(node.type ?? ""))
+    else if (isScalar(node) && node.tag === "!" && (node.type ?? "PLAIN") === "PLAIN")
       return (node as Ranged).range?.[0] ?? 0;
     else if (isCollection(node)) for (let i = node.items.length - 1; i >= 0; i--) stack.push(node.items[i]);
   }

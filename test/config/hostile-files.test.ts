@@ -438,6 +438,13 @@ describe("a value that begins with ! (a YAML tag this config does not know)", ()
       D: "12",
       E: "x9",
     });
+    // So is a block scalar under it (`! |`): its text is all in the block; it was refused the same way.
+    const block =
+      "mcp_servers:\n  - name: a\n    command: b\n    env:\n      F: ! |\n        x9\n      G: ! >-\n        x9 y\n";
+    expect(parseConfigText(block, "/c/config.yaml").config.mcp_servers[0]?.env).toEqual({
+      F: "x9\n",
+      G: "x9 y",
+    });
   });
 });
 
