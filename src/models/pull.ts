@@ -297,7 +297,7 @@ export function partialSize(path: string): number {
 /** Fails before any byte is fetched when what is left to download, plus a margin, does not fit. */
 function checkSpace(targets: BlobTarget[], cacheDir: string, probe: FreeSpaceProbe, where: PullWhere): void {
   const remaining = targets.reduce((sum, t) => {
-    if (blobInPlace(t)) return sum; // a short blob is fetched again, all of it
+    if (blobInPlace(t)) return sum; // a short one is fetched again: its partial resumed, as for no blob
     const partial = Math.min(partialSize(t.incomplete), t.size);
     return sum + t.size - partial;
   }, 0);
