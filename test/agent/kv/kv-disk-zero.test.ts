@@ -383,40 +383,63 @@ test("a save's temporary file written on past its limit is zeroed once an erase 
   }
 });
 
+/** A restore left past its limit, the erase queued behind it asked and unanswered until `over`. */
+async function restorePastLimit(dir: string, turn: AbortSignal) {
+  const disk = new KvDisk(dir, 10_000_000);
+  await saved(disk, "u", "s");
+  const limit = new AbortController();
+  const spy = firstFileLimit(limit);
+  const fake = stalling();
+  const launch = new Launch({ baseUrl: `http://127.0.0.1:${fake.server.port}`, apiKey: "k", slots: 1 });
+  const state = { settled: false };
+  const restoring = restoreSlotState({
+    launch,
+    slot: 0,
+    entry: disk.entry("u", "s") as KvEntry,
+    disk,
+    signal: turn,
+    failed: () => {},
+  }).finally(() => {
+    state.settled = true;
+  });
+  restoring.catch(() => {});
+  await fake.stalled;
+  limit.abort(new Error("timed out"));
+  await fake.eraseAsked;
+  // As above, a bound only on when a regression shows.
+  for (let t = 0; t < 200 && !state.settled; t++) await new Promise((r) => setImmediate(r));
+  return {
+    restoring,
+    state,
+    over: fake.over,
+    [Symbol.dispose]() {
+      spy.mockRestore();
+      fake.server.stop(true);
+    },
+  };
+}
+
 // A restore past its 60 s limit (not cancelled): the turn goes on to its own request on the slot.
 // It did not wait for the erase queued behind the restore, so over another connection its request
 // could reach llama-server first and reuse as its prefix what the slot read (partly zeroed by
 // another core's removal, the case the erase is for). It now sends nothing before the erase answers.
 test("a restore past its limit returns only once the erase queued behind it has answered", async () => {
   using dir = tmpdir();
-  const disk = new KvDisk(dir.path, 10_000_000);
-  await saved(disk, "u", "s");
-  const limit = new AbortController();
-  const spy = firstFileLimit(limit);
-  const fake = stalling();
-  try {
-    const launch = new Launch({ baseUrl: `http://127.0.0.1:${fake.server.port}`, apiKey: "k", slots: 1 });
-    let returned = false;
-    const restoring = restoreSlotState({
-      launch,
-      slot: 0,
-      entry: disk.entry("u", "s") as KvEntry,
-      disk,
-      signal: new AbortController().signal,
-      failed: () => {},
-    }).finally(() => {
-      returned = true;
-    });
-    await fake.stalled;
-    limit.abort(new Error("timed out"));
-    await fake.eraseAsked;
-    // As above, a bound only on when a regression shows.
-    for (let turn = 0; turn < 200 && !returned; turn++) await new Promise((r) => setImmediate(r));
-    expect(returned).toBe(false);
-    fake.over();
-    expect(await restoring).toBe(false);
-  } finally {
-    spy.mockRestore();
-    fake.server.stop(true);
-  }
+  using past = await restorePastLimit(dir.path, new AbortController().signal);
+  expect(past.state.settled).toBe(false);
+  past.over();
+  expect(await past.restoring).toBe(false);
+});
+
+// That wait (up to the erase's own 60 s) is the turn's: a cancel must end it at once, as any.
+test("a cancel ends a restore's wait for the erase behind it at once", async () => {
+  using dir = tmpdir();
+  const turn = new AbortController();
+  using past = await restorePastLimit(dir.path, turn.signal);
+  turn.abort(new Error("cancelled"));
+  // No answer from the erase is given: a wait that ignored the cancel stays unsettled here.
+  for (let t = 0; t < 200 && !past.state.settled; t++) await new Promise((r) => setImmediate(r));
+  expect(past.state.settled).toBe(true);
+  await expect(past.restoring).rejects.toThrow("cancelled");
+  past.over();
 });
