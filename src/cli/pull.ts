@@ -145,6 +145,10 @@ export interface PullStop {
  */
 export function stopLeft(at: PullStop, err: CoreError, again: string): string {
   const kept = `; the partial download is kept, ${again} to resume`;
+  // Stopped once verified (its flush, download.ts): the file is whole and in place, no partial.
+  const { bytes_done: done, total } = err.data ?? {};
+  if (typeof total === "number" && total > 0 && done === total)
+    return `; the downloaded file is kept, ${again} to finish`;
   if (at.part > 1) return kept;
   if (at.part === 1) {
     if (at.phase === "wait")

@@ -31,6 +31,19 @@ describe("stopLeft", () => {
     ).toBe(KEPT);
   });
 
+  // Cancelled while the verified file was flushed (download.ts): renamed into place, whole, only
+  // the snapshot entry left to make. It said "the partial download is kept … to resume".
+  test("a file stopped once verified and in place is called downloaded, not partial", () => {
+    const whole = new CoreError("cancelled", "stopped", { bytes_done: 10, total: 10 });
+    const said = stopLeft(
+      { part: 1, phase: "download", whole: true, earlierPartial: false },
+      whole,
+      "pull again",
+    );
+    expect(said).toBe("; the downloaded file is kept, pull again to finish");
+    expect(left(2, whole, "download")).toBe("; the downloaded file is kept, pull again to finish");
+  });
+
   test("a later part stopped before its first byte: the parts before it are whole, not 'before its download began'", () => {
     expect(left(2, at(0), "download")).toBe(KEPT);
     expect(left(2, at(), "wait")).toBe(KEPT);
