@@ -33,6 +33,9 @@ export class OtherName extends Error {
 /** The zeros written at a time: a big file is overwritten a piece a write, the loop free between. */
 const PIECE_BYTES = 1 << 20;
 
+/** Opened to be written in place: never through a link, never waiting on a FIFO. */
+const ZERO_OPEN = constants.O_RDWR | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0);
+
 /**
  * A file of a conversation's words about to be removed, overwritten with zeros in place first,
  * then synced: unlinked with its zeros still in memory, the file system drops them unwritten and
@@ -43,7 +46,7 @@ const PIECE_BYTES = 1 << 20;
  */
 export function zeroFileSync(path: string): void {
   refuseLink(path);
-  const fd = openSync(path, constants.O_RDWR | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
+  const fd = openSync(path, ZERO_OPEN);
   try {
     zeroOpenSync(fd, 1);
   } finally {
@@ -57,7 +60,7 @@ export function zeroFileSync(path: string): void {
  */
 export function openToZero(path: string): number | undefined {
   try {
-    return openSync(path, constants.O_RDWR | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
+    return openSync(path, ZERO_OPEN);
   } catch {
     return undefined;
   }
@@ -91,10 +94,7 @@ export interface FileIdentity {
  */
 export async function zeroFile(path: string, only?: FileIdentity): Promise<void> {
   refuseLink(path);
-  const fd = await openAsync(
-    path,
-    constants.O_RDWR | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0),
-  );
+  const fd = await openAsync(path, ZERO_OPEN);
   await zeroOpen(fd, { only, names: 1 });
 }
 
