@@ -14,7 +14,7 @@ import { cutText } from "../util/text-cut.ts";
 import { readConfigFile } from "./config-file.ts";
 import { shownEntry } from "./rpc-endpoint.ts";
 import { type Config, ConfigSchema, type LoadedConfig } from "./schema.ts";
-import { unknownKeys } from "./unknown-keys.ts";
+import { refuseMergeKey, unknownKeys } from "./unknown-keys.ts";
 import { aliasProblem, MAX_ALIAS_NODES, unusedSecretAnchor } from "./yaml-aliases.ts";
 import { duplicateKeyOffset, KeyIndex, nonSpecificTagOffset, pathAt, tagProblem } from "./yaml-keys.ts";
 
@@ -139,8 +139,11 @@ export function parseConfigText(text: string, file: string): LoadedConfig {
     );
   }
 
-  const parsed = ConfigSchema.safeParse(raw, { reportInput: true });
   const keys = new KeyIndex();
+  const lineOfKey = (key: string) => lineOfPath(doc, keys, lineCounter, key.split("."));
+  const unknown = unknownKeys(ConfigSchema, raw);
+  refuseMergeKey(unknown, file, lineOfKey, (key) => shownPath(key.split(".")));
+  const parsed = ConfigSchema.safeParse(raw, { reportInput: true });
   if (!parsed.success) {
     const issue = parsed.error.issues[0] as z.core.$ZodIssue;
     const keyPath = issue.path.map(String);
@@ -160,9 +163,8 @@ export function parseConfigText(text: string, file: string): LoadedConfig {
     });
   }
 
-  const unknown = unknownKeys(ConfigSchema, raw);
   const warnings = unknown.slice(0, MAX_KEY_WARNINGS).map((key) => {
-    const line = lineOfPath(doc, keys, lineCounter, key.split("."));
+    const line = lineOfKey(key);
     return `${line ? `${file}:${line}` : file}: unknown key '${shown(key)}' is ignored`;
   });
   if (unknown.length > MAX_KEY_WARNINGS)

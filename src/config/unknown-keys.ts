@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import { CoreError } from "../protocol/errors.ts";
 
 /**
  * Keys present in `value` that the schema does not declare, as dotted paths. zod strips them
@@ -22,6 +23,29 @@ export function unknownKeys(schema: z.ZodType, value: unknown, path: string[] = 
     return value.flatMap((item, i) => unknownKeys(def.element!, item, [...path, String(i)]));
   }
   return [];
+}
+
+/**
+ * A YAML merge key (`<<: *defaults`) where the config's sections are read: the loader reads YAML
+ * 1.2, where `<<` is an ordinary key, so the merged values would be dropped with an
+ * unknown-key warning and the core would start on defaults the author meant to replace
+ * (docs/bootstrap.md).
+ */
+export function refuseMergeKey(
+  unknown: readonly string[],
+  file: string,
+  lineOf: (key: string) => number | undefined,
+  show: (key: string) => string,
+): void {
+  const key = unknown.find((k) => k === "<<" || k.endsWith(".<<"));
+  if (key === undefined) return;
+  const line = lineOf(key) ?? null;
+  const shownKey = show(key);
+  throw new CoreError(
+    "config_invalid",
+    `${line ? `${file}:${line}` : file}: ${shownKey}: YAML merge keys are not supported; write the keys out`,
+    { file, line, key: shownKey },
+  );
 }
 
 function unwrap(schema: z.ZodType): z.ZodType {

@@ -178,6 +178,26 @@ describe("YAML that fails while converting (issue 10 item 11)", () => {
     expect(warnings).toEqual(["/c/config.yaml:1: unknown key 'x-args' is ignored"]);
   });
 
+  test("a merge key is config_invalid naming its line, not dropped as an unknown key", () => {
+    // YAML 1.2 reads `<<` as an ordinary key: ignored, the core would start on the defaults
+    // the author meant to replace (docs/bootstrap.md).
+    const text = "x-llama: &base\n  ctx_size: 4096\nllama:\n  binary: /opt/llama-server\n  <<: *base\n";
+    const err = coreErrorOf(() => parseConfigText(text, "/c/config.yaml"));
+    expect(err).toMatchObject({ code: "config_invalid", data: { line: 5, key: "llama.<<" } });
+    expect(err.message).toBe(
+      "/c/config.yaml:5: llama.<<: YAML merge keys are not supported; write the keys out",
+    );
+    const list = "mcp_servers:\n  - <<: {name: a}\n    command: x\n";
+    expect(coreErrorOf(() => parseConfigText(list, "/c/config.yaml")).data).toMatchObject({
+      line: 2,
+      key: "mcp_servers.0.<<",
+    });
+    // Inside a section the core does not read, it is that section's warning as before.
+    expect(parseConfigText("x-base: {<<: {a: 1}}\n", "/c/config.yaml").warnings).toEqual([
+      "/c/config.yaml:1: unknown key 'x-base' is ignored",
+    ]);
+  });
+
   test("doctor reports the bomb as a failed config check and still runs the others", async () => {
     using dir = tmpdir();
     writeFileSync(join(dir.path, "config.yaml"), ALIAS_BOMB);
