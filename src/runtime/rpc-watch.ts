@@ -79,8 +79,18 @@ export class RpcWatch {
     this.pendingVersion = null;
   }
 
-  /** The launch's server is gone (stopped, crashed, failed to start): the workers are free. */
-  ended(): void {
+  /** Which launch began last (`begin`): an exit names its own, to `ended`. */
+  launchId(): number {
+    return this.generation;
+  }
+
+  /**
+   * The launch's server is gone (stopped, crashed, failed to start): the workers are free. With
+   * `launch` (`launchId` when it became ready), only while no later launch began: a server whose
+   * exit is seen after its stop gave up waiting must not free the next one's workers.
+   */
+  ended(launch?: number): void {
+    if (launch !== undefined && launch !== this.generation) return;
     this.book.released(this);
   }
 

@@ -303,7 +303,8 @@ export class Supervisor implements LlamaProvider {
         await this.halt(running, "stop");
         throw shuttingDown();
       }
-      void running.child.exited.then((e) => this.onExit(running, e));
+      const launch = this.rpc.launchId();
+      void running.child.exited.then((e) => this.onExit(running, e, launch));
       logger.info(
         `llama-server ready on ${running.launch.baseUrl} (pid ${running.child.pid}) after ${running.readyAt - running.startedAt} ms`,
       );
@@ -359,10 +360,10 @@ export class Supervisor implements LlamaProvider {
   }
 
   /** The serving child exited: expected while stopping or closing, a crash while ready. */
-  private onExit(running: Running, exit: Exit): void {
+  private onExit(running: Running, exit: Exit, launch: number): void {
     running.launch.end();
     removePidRecord(this.options.dataDir(), this.options.instance, running.child.pid);
-    this.rpc.ended();
+    this.rpc.ended(launch);
     const s = this.state.get();
     if (s.kind !== "ready" || s.running !== running) return;
     if (running.child.groupLingers?.()) this.groupEnd = stopChild(running.child, 0); // a wrapper's shell killed
