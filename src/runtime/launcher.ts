@@ -119,8 +119,11 @@ export class Launcher {
       // memory is what the next start plans (PlanHint), not the plan this start began with.
       key = launchKey(request, files);
       this.rpc.spawning();
+      const port = await pickPort();
+      // A stop during the plan, its `--help` probe (seconds) or a replan spawns nothing.
+      starting.abort.signal.throwIfAborted();
       const outcome = await launchOnce(
-        { ...request, port: await pickPort(), apiKey: randomApiKey() },
+        { ...request, port, apiKey: randomApiKey() },
         {
           startupTimeoutMs: this.options.settings().startupTimeoutMs,
           intervalMs: this.options.healthIntervalMs ?? 100,
@@ -143,8 +146,6 @@ export class Launcher {
       }
       const again = await this.replanned(outcome, plan, starting);
       if (again) {
-        // The replan probed the machine again (seconds at worst): a stop meanwhile spawns nothing.
-        starting.abort.signal.throwIfAborted();
         ({ request, plan } = again);
         continue;
       }
