@@ -3,7 +3,7 @@ import { basename, dirname, join } from "node:path";
 import { logger } from "../util/logger.ts";
 import { namesIn } from "../util/names-in.ts";
 import { ensurePrivateTree, writePrivateFile } from "../util/private-fs.ts";
-import { readSmallFile } from "../util/read-file.ts";
+import { NotOwnFile, readSmallFile } from "../util/read-file.ts";
 import { sameFile } from "../util/same-file.ts";
 import { judgeLeftover } from "./leftover-verdict.ts";
 import { isAlive, type ProcIdentity, procIdentity } from "./proc-info.ts";
@@ -164,6 +164,8 @@ export type ReapOutcome = { file: string; kind: ChildKind } & (
   | { action: "unexplained"; pid: number; reason: string }
   | { action: "failed"; pid: number; error: string }
   | { action: "unreadable" }
+  /** Written by another user (`uid`): never acted on, nor removed. */
+  | { action: "foreign"; uid: number }
 );
 
 export interface ReapOptions {
@@ -176,9 +178,15 @@ export interface ReapOptions {
   graceMs?: number;
   identity?: (pid: number) => ProcIdentity | null;
   alive?: (pid: number) => boolean;
+  /**
+   * The core's user, the only one whose records are acted on (tests pose as another); none on
+   * Windows. A record another user wrote (data_dir on a shared folder, a core once run with
+   * sudo) could name any process of this user's running a configured program.
+   */
+  uid?: number;
 }
 
-type Deps = Required<Omit<ReapOptions, "configured">>;
+type Deps = Required<Omit<ReapOptions, "configured" | "uid">> & { uid: number | undefined };
 
 /**
  * Stops the processes left behind by dead cores that used this data directory, all at once
@@ -191,6 +199,7 @@ export async function reapLeftover(dataDir: string, options: ReapOptions): Promi
     graceMs: options.graceMs ?? 3000,
     identity: options.identity ?? procIdentity,
     alive: options.alive ?? isAlive,
+    uid: options.uid ?? process.getuid?.(),
   };
   const files: { file: string; kind: ChildKind }[] = [];
   if (options.configured["llama-server"])
@@ -211,6 +220,8 @@ export async function reapLeftover(dataDir: string, options: ReapOptions): Promi
     const what = `leftover ${o.kind} ${"pid" in o ? o.pid : "?"}`;
     if (o.action === "unexplained")
       logger.warn(`${what} left running and its record kept (${o.file}): ${o.reason}`);
+    else if (o.action === "foreign")
+      logger.warn(`the process record ${o.file} was written by another user (uid ${o.uid}): left alone`);
     else if (o.action !== "gone") logger.info(`${what}: ${o.action}`);
   }
   return outcomes;
@@ -223,7 +234,8 @@ async function reapFile(
   configured: readonly string[],
   deps: Deps,
 ): Promise<ReapOutcome | null> {
-  const r = readRecord(file);
+  const r = readRecord(file, deps.uid);
+  if (r instanceof NotOwnFile) return { file, kind, action: "foreign", uid: r.uid };
   if (!r) return { file, kind, action: "unreadable" };
   const pid = r.pid;
   if (ownerAlive(r, deps))
@@ -249,9 +261,9 @@ const readRecordText = (file: string) => readSmallFile(file, RECORD_BYTES, { fol
 /** The most of a record read: past any command line the OS takes (2 MiB on Linux), twice (cmdline, argv). */
 const RECORD_BYTES = 8 * 2 ** 20;
 
-function readRecord(file: string): PidRecord | null {
+function readRecord(file: string, owner: number | undefined): PidRecord | NotOwnFile | null {
   try {
-    const r = JSON.parse(readRecordText(file)) as PidRecord;
+    const r = JSON.parse(readSmallFile(file, RECORD_BYTES, { follow: false, owner })) as PidRecord;
     if (!isPid(r.pid) || typeof r.start_time !== "string" || typeof r.cmdline !== "string") return null;
     if (!r.owner || !isPid(r.owner.pid)) return null;
     if (r.binary !== undefined && typeof r.binary !== "string") return null;
@@ -259,8 +271,8 @@ function readRecord(file: string): PidRecord | null {
     if (r.argv !== undefined && !(Array.isArray(r.argv) && r.argv.every((a) => typeof a === "string")))
       return null;
     return r;
-  } catch {
-    return null;
+  } catch (err) {
+    return err instanceof NotOwnFile ? err : null;
   }
 }
 

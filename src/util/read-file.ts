@@ -49,6 +49,19 @@ const NOFOLLOW = constants.O_NOFOLLOW ?? 0;
 export interface ReadOptions {
   /** Whether a link (the path's last part) is followed; on unless said (a `memory.folders` file: not). */
   follow?: boolean;
+  /** The only user (uid) whose file is read: another's, as opened, throws NotOwnFile. */
+  owner?: number;
+}
+
+/** The file, as opened, belongs to another user than `ReadOptions.owner`. */
+export class NotOwnFile extends Error {
+  constructor(
+    readonly path: string,
+    readonly uid: number,
+  ) {
+    super(`${path} belongs to another user (uid ${uid})`);
+    this.name = "NotOwnFile";
+  }
 }
 
 /**
@@ -63,6 +76,7 @@ export function openRegularFile(path: string, options: ReadOptions = {}): { fd: 
   try {
     const stats = fstatSync(fd);
     refuseIrregular(path, stats);
+    if (options.owner !== undefined && stats.uid !== options.owner) throw new NotOwnFile(path, stats.uid);
     return { fd, size: stats.size };
   } catch (err) {
     closeSync(fd);

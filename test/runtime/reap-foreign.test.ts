@@ -1,0 +1,47 @@
+import { expect, test } from "bun:test";
+import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { type PidRecord, pidFilePath, reapLeftover, writePidRecord } from "../../src/runtime/pid-file.ts";
+import { bunSpawner } from "../../src/runtime/spawn.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+import { pidAlive } from "./helpers/harness.ts";
+
+// A record in run/ that another user wrote (data_dir on a shared folder another user reached
+// first, or a core run once with sudo) named a live process of this user's running the configured
+// program, its start time read from /proc (world-readable), its owner a dead pid: the reaper
+// signalled it, and its whole group. Only this user's own records are acted on.
+
+test.skipIf(process.platform !== "linux")(
+  "a record another user owns is never acted on: the process it names keeps running, the record stays",
+  async () => {
+    await using dir = tmpdir();
+    const data = join(dir.path, "data");
+    const program = join(dir.path, "llama-server");
+    // Not exec: the shell shows the program as its argv[1] (leftover-verdict.ts).
+    writeFileSync(program, "#!/bin/sh\nsleep 60\n", { mode: 0o755 });
+    const child = bunSpawner({ path: program, argv: [], env: {} });
+    try {
+      writePidRecord(data, { pid: child.pid, port: 0, binary: program, argv: [], group: child.group });
+      const file = pidFilePath(data);
+      const record = JSON.parse(readFileSync(file, "utf8")) as PidRecord;
+      const dead = Bun.spawn(["true"]);
+      await dead.exited;
+      writeFileSync(file, JSON.stringify({ ...record, owner: { pid: dead.pid, start_time: null } }));
+      // The core runs as a user other than the record's writer.
+      const uid = statSync(file).uid + 1;
+      const outcomes = await reapLeftover(data, {
+        configured: { "llama-server": [program] },
+        graceMs: 200,
+        uid,
+      });
+      expect(outcomes.map((o) => o.action)).toEqual(["foreign"]);
+      expect(pidAlive(child.pid)).toBe(true);
+      expect(existsSync(file)).toBe(true);
+      // Its own user's record is reaped as ever.
+      const own = await reapLeftover(data, { configured: { "llama-server": [program] }, graceMs: 200 });
+      expect(own.map((o) => o.action)).toEqual(["stopped"]);
+    } finally {
+      child.kill();
+    }
+  },
+);
