@@ -140,6 +140,7 @@ export async function readFileBytesAsync(
   try {
     const stats = await handle.stat();
     refuseIrregular(path, stats);
+    if (options.owner !== undefined && stats.uid !== options.owner) throw new NotOwnFile(path, stats.uid);
     if (stats.size > maxBytes) throw new FileTooLarge(path, stats.size, maxBytes);
     // Read to the end, stopping past the cap, in case the file grew after the fstat (or, as
     // some regular files do, says 0 bytes and has more).
