@@ -75,7 +75,7 @@ export async function addDocument(p: DocumentsAddParams, deps: AddDeps): Promise
     at,
   };
   const erased = new AbortController();
-  const unwatch = store.erasing.watch(p.user_id, sessionId, () => erased.abort(documentErased(sessionId)));
+  const untrack = tracked(store, doc, () => erased.abort(documentErased(sessionId)));
   const signal = AbortSignal.any([deps.signal, erased.signal]);
   const progress = new Scaled(deps.progress);
   let committed = false;
@@ -139,8 +139,22 @@ export async function addDocument(p: DocumentsAddParams, deps: AddDeps): Promise
       else store.documents.discarding.add(discardWhenSettled(store, doc, pipeline));
     }
   } finally {
-    unwatch();
+    untrack();
   }
+}
+
+/**
+ * The add watched for its owner's erase, and kept from the sweep of killed adds while it runs
+ * (store/orphan-sweep.ts): one whose commit came past the hour had its chunks swept first. A
+ * failed add's rows are its own discard's. Returns the end of both.
+ */
+function tracked(store: Store, doc: PendingDocument, onErase: () => void): () => void {
+  const unwatch = store.erasing.watch(doc.userId, doc.sessionId, onErase);
+  store.documents.adding.add(doc.documentId);
+  return () => {
+    unwatch();
+    store.documents.adding.delete(doc.documentId);
+  };
 }
 
 /**

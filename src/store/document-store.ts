@@ -50,6 +50,12 @@ export class DocumentStore {
    * what they stored): `Store.stop` waits for them, so nothing of such an add is left on disk.
    */
   readonly discarding = new Trailing();
+  /**
+   * The adds this core is running, by document id: never the sweep's (store/orphan-sweep.ts),
+   * however old their rows. An add waits past the hour after its first batch (a long PDF, its
+   * commit behind a large erase): swept, it committed a document whose chunks were gone.
+   */
+  readonly adding = new Set<string>();
 
   constructor(private readonly db: Database) {}
 

@@ -101,6 +101,8 @@ export class OrphanSweep {
       for (let after: string | null = ""; after !== null && !this.stopped; ) {
         const slice = this.deps.documents.uncommitted(after, SWEEP_DOCS);
         for (const doc of slice.found) {
+          // This core's own add in progress: it commits, or discards its rows itself.
+          if (this.deps.documents.adding.has(doc.documentId)) continue;
           if (doc.at > before) {
             this.expect(doc.at);
             continue;

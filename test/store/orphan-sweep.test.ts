@@ -1,6 +1,7 @@
 import { Database } from "bun:sqlite";
 import { describe, expect, spyOn, test } from "bun:test";
 import { join } from "node:path";
+import { addDocument } from "../../src/documents/add-document.ts";
 import { DocumentStore, type PendingDocument } from "../../src/store/document-store.ts";
 import { SWEEP_DOCS } from "../../src/store/orphan-sweep.ts";
 import { Store } from "../../src/store/store.ts";
@@ -21,6 +22,10 @@ function uncommitted(store: Store, documentId: string, at: number, rows: number,
     store.documents.addChunks(doc, chunks);
   }
 }
+
+/** A store on the test's clock, with no pass of the sweep but those the test runs. */
+const clockedStore = (path: string, clock: () => number) =>
+  Store.open(path, { chunkThread: false, firstSweepMs: 60_000, now: () => new Date(clock()) });
 
 const chunkRows = (store: Store, documentId: string) => store.documents.chunkIds("ann", documentId).length;
 
@@ -67,11 +72,7 @@ describe("the sweep of a killed add's chunks (store/orphan-sweep.ts)", () => {
   test("an add younger than an hour (another core's, in progress) is left alone until it is that old", async () => {
     using dir = tmpdir();
     let clock = Date.now();
-    const store = Store.open(dir.path, {
-      chunkThread: false,
-      firstSweepMs: 60_000,
-      now: () => new Date(clock),
-    });
+    const store = clockedStore(dir.path, () => clock);
     uncommitted(store, "live", clock - HOUR + 1000, 40, "LIVEWORD");
     uncommitted(store, "done", clock - 2 * HOUR, 3, "DONEWORD");
     store.documents.commit(
@@ -136,5 +137,54 @@ describe("the sweep of a killed add's chunks (store/orphan-sweep.ts)", () => {
     expect(await store.orphans.run()).toBe(3);
     expect(chunkRows(store, "zz-killed")).toBe(0);
     store.close();
+  });
+});
+
+describe("an add of this core still running past the hour (store/orphan-sweep.ts)", () => {
+  test("keeps its chunks: the sweep erased a long add's first batches, and it committed a document missing them", async () => {
+    using dir = tmpdir();
+    let clock = Date.now();
+    const store = clockedStore(dir.path, () => clock);
+    // The add's commit waits for this core's erases (a large delete: minutes): held here, its
+    // chunks all stored, while the clock passes the sweep's hour.
+    const gate = Promise.withResolvers<void>();
+    const reached = Promise.withResolvers<void>();
+    const original = store.afterErases.bind(store);
+    // The add's own wait is the one asked with no signal (each write passes its own, or undefined).
+    const wait = spyOn(store, "afterErases").mockImplementation((...args: [AbortSignal?]) => {
+      if (args.length > 0) return original(...args);
+      reached.resolve();
+      return gate.promise;
+    });
+    try {
+      const text = Array.from(
+        { length: 200 },
+        (_, i) => `LONGADD paragraph ${i} ${"filler words ".repeat(90)}`,
+      );
+      const adding = addDocument(
+        { user_id: "ann", text: text.join("\n\n") },
+        {
+          store,
+          readFile: async () => new Uint8Array(),
+          signal: new AbortController().signal,
+          progress: () => {},
+          settle: () => true,
+          now: () => clock,
+          newId: () => "doc-long",
+        },
+      );
+      await reached.promise;
+      const stored = chunkRows(store, "doc-long");
+      expect(stored).toBeGreaterThan(64);
+      clock += 2 * HOUR;
+      expect(await store.orphans.run()).toBe(0);
+      gate.resolve();
+      const added = await adding;
+      expect(chunkRows(store, "doc-long")).toBe(added.chunks);
+      expect(store.memory.search("ann", "LONGADD", 3).length).toBeGreaterThan(0);
+    } finally {
+      wait.mockRestore();
+      store.close();
+    }
   });
 });
