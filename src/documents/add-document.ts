@@ -33,6 +33,12 @@ export interface AddDeps {
   /** A document file's size before it is read (its place in the reading budget); 0 when unknown. */
   sizeOf?: (path: string) => Promise<number>;
   embedChunks?: EmbedChunks;
+  /**
+   * What taking a committed document out again owes beyond its rows (a cancel while it is
+   * embedded): the saved KV states whose memory notes quote it (methods/documents.ts), as
+   * `documents.delete` forgets them. Rejects naming a file it could not remove.
+   */
+  forget?: (documentId: string) => Promise<void>;
   /** The request's cancel. */
   signal: AbortSignal;
   /** Every step's progress (the method's `IndexBeat` sends the latest now and then). */
@@ -159,7 +165,7 @@ function tracked(store: Store, doc: PendingDocument, onErase: () => void): () =>
 
 /**
  * The committed document's chunks embedded. A cancel (or an erase) here takes the document out
- * again, so a cancelled add leaves nothing; any other failure (the embedding model crashed) is
+ * again, and any saved KV state quoting it, so a cancelled add leaves nothing; any other failure (the embedding model crashed) is
  * logged, and the document stays, found by FTS until its vectors are filled in.
  */
 async function embed(doc: PendingDocument, embedChunks: EmbedChunks, deps: AddDeps, signal: AbortSignal) {
@@ -175,6 +181,10 @@ async function embed(doc: PendingDocument, embedChunks: EmbedChunks, deps: AddDe
       return;
     }
     await deps.store.deleteDocument(doc.userId, doc.documentId);
+    // Committed, it was recalled by the user's chats meanwhile: a KV state saved then quotes it.
+    await deps.forget?.(doc.documentId).catch((e: unknown) => {
+      logger.warn(`document ${doc.documentId}: taken out after its cancel; ${(e as Error).message}`);
+    });
     throw signal.reason;
   }
 }

@@ -49,6 +49,7 @@ export const documentsAdd = defineMethod({
         readFile: readDocumentFile,
         sizeOf: documentFileSize,
         embedChunks: services.embedChunks,
+        forget: (id) => kvErased(services.forgetKvSource(params.user_id, `document:${id}`), services),
         signal: ctx.signal,
         progress: (p) => beat.update(p),
         settle: () => ctx.settle(),

@@ -4,8 +4,10 @@ import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { KvDisk } from "../../src/agent/kv/kv-disk.ts";
 import { entryOf } from "../../src/agent/kv/kv-entry.ts";
-import { documentsDelete } from "../../src/methods/documents.ts";
+import { documentsAdd, documentsDelete } from "../../src/methods/documents.ts";
 import type { Services } from "../../src/methods/services.ts";
+import { cancelledError } from "../../src/protocol/errors.ts";
+import { Store } from "../../src/store/store.ts";
 import { canMakeImmutable } from "../fixtures/full-disk.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
@@ -79,4 +81,40 @@ describe("a documents.delete whose saved KV state cannot be removed", () => {
       expect(existsSync(join(dir.path, `${name}.json`))).toBe(false);
     },
   );
+});
+
+describe("a documents.add cancelled while its chunks are embedded", () => {
+  test("takes the document out, and the saved KV state of a chat that recalled it meanwhile with it", async () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path, { chunkThread: false });
+    const cancel = new AbortController();
+    const asked: string[] = [];
+    let id = "";
+    const s = {
+      store: () => store,
+      // Committed before its vectors: a chat of the user recalls it by words now, and its KV
+      // state, saved, quotes it (docs/agent.md#prompt-reuse). The host cancels meanwhile.
+      embedChunks: async (_ids: number[], _progress: unknown, signal: AbortSignal) => {
+        id = store.memory.search("u", "quokka", 1)[0]?.doc.source.replace("document:", "") ?? "";
+        cancel.abort(cancelledError());
+        signal.throwIfAborted();
+      },
+      forgetKvSource: (user: string, source: string) => {
+        asked.push(`${user} ${source}`);
+        return [];
+      },
+      kvZeroed: async () => {},
+    } as unknown as Services;
+    const ctx = { signal: cancel.signal, emit: () => {}, settle: () => !cancel.signal.aborted };
+    const out = await Promise.resolve()
+      .then(() =>
+        documentsAdd.run({ user_id: "u", text: "a note about the quokka" } as never, ctx as never, s),
+      )
+      .catch((err: unknown) => err);
+    expect(out).toMatchObject({ code: "cancelled" });
+    expect(id).not.toBe("");
+    expect(store.documents.find("u", id)).toBeUndefined();
+    expect(asked).toEqual([`u document:${id}`]);
+    await store.stop();
+  });
 });
