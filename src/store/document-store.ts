@@ -99,6 +99,7 @@ export class DocumentStore {
             .get(doc.userId, doc.sessionId);
           if (!session) return false;
         }
+        this.refuseIfSwept(doc, meta.chunks);
         this.db
           .query(
             `INSERT INTO documents (document_id, user_id, session_id, name, format, chunks, bytes, created_at)
@@ -192,6 +193,23 @@ export class DocumentStore {
         return removed;
       })
       .immediate();
+  }
+
+  /**
+   * Every chunk still stored, counted on the chunks' index: another core sharing the data folder
+   * sweeps an add's rows it takes for a killed core's once they are an hour old (an add that long,
+   * or a machine asleep mid-add); committed, the document was listed with its chunks gone, found
+   * by nothing. Refused: the add's own discard removes the rest, and the host sends it again.
+   */
+  private refuseIfSwept(doc: PendingDocument, chunks: number): void {
+    const stored = this.db
+      .query("SELECT COUNT(*) AS n FROM memory WHERE document_id = ? AND user_id = ?")
+      .get(doc.documentId, doc.userId) as { n: number };
+    if (stored.n !== chunks)
+      throw new CoreError(
+        "internal_error",
+        `${chunks - stored.n} of the document's ${chunks} chunks were removed while it was added (another core on the data folder took the add for a killed one): nothing of it was kept; send it again`,
+      );
   }
 
   private refuseIfErased(doc: PendingDocument): void {

@@ -140,51 +140,76 @@ describe("the sweep of a killed add's chunks (store/orphan-sweep.ts)", () => {
   });
 });
 
-describe("an add of this core still running past the hour (store/orphan-sweep.ts)", () => {
-  test("keeps its chunks: the sweep erased a long add's first batches, and it committed a document missing them", async () => {
-    using dir = tmpdir();
-    let clock = Date.now();
-    const store = clockedStore(dir.path, () => clock);
-    // The add's commit waits for this core's erases (a large delete: minutes): held here, its
-    // chunks all stored, while the clock passes the sweep's hour.
-    const gate = Promise.withResolvers<void>();
-    const reached = Promise.withResolvers<void>();
-    const original = store.afterErases.bind(store);
-    // The add's own wait is the one asked with no signal (each write passes its own, or undefined).
-    const wait = spyOn(store, "afterErases").mockImplementation((...args: [AbortSignal?]) => {
-      if (args.length > 0) return original(...args);
-      reached.resolve();
-      return gate.promise;
-    });
-    try {
-      const text = Array.from(
-        { length: 200 },
-        (_, i) => `LONGADD paragraph ${i} ${"filler words ".repeat(90)}`,
-      );
-      const adding = addDocument(
-        { user_id: "ann", text: text.join("\n\n") },
-        {
-          store,
-          readFile: async () => new Uint8Array(),
-          signal: new AbortController().signal,
-          progress: () => {},
-          settle: () => true,
-          now: () => clock,
-          newId: () => "doc-long",
-        },
-      );
-      await reached.promise;
-      const stored = chunkRows(store, "doc-long");
-      expect(stored).toBeGreaterThan(64);
-      clock += 2 * HOUR;
-      expect(await store.orphans.run()).toBe(0);
-      gate.resolve();
-      const added = await adding;
-      expect(chunkRows(store, "doc-long")).toBe(added.chunks);
-      expect(store.memory.search("ann", "LONGADD", 3).length).toBeGreaterThan(0);
-    } finally {
+/**
+ * A store on the test's clock with an add whose commit waits for this core's erases (a large
+ * delete: minutes), held there with all its chunks stored: `reached` then, `open` lets it commit.
+ */
+function heldAdd(path: string, clock: () => number) {
+  const store = clockedStore(path, clock);
+  const gate = Promise.withResolvers<void>();
+  const reached = Promise.withResolvers<void>();
+  const original = store.afterErases.bind(store);
+  // The add's own wait is the one asked with no signal (each write passes its own, or undefined).
+  const wait = spyOn(store, "afterErases").mockImplementation((...args: [AbortSignal?]) => {
+    if (args.length > 0) return original(...args);
+    reached.resolve();
+    return gate.promise;
+  });
+  const text = Array.from({ length: 200 }, (_, i) => `LONGADD paragraph ${i} ${"filler words ".repeat(90)}`);
+  const added = addDocument(
+    { user_id: "ann", text: text.join("\n\n") },
+    {
+      store,
+      readFile: async () => new Uint8Array(),
+      signal: new AbortController().signal,
+      progress: () => {},
+      settle: () => true,
+      now: clock,
+      newId: () => "doc-long",
+    },
+  ).catch((err: unknown) => err as Error);
+  return {
+    store,
+    reached: reached.promise,
+    open: () => gate.resolve(),
+    added,
+    [Symbol.dispose]: () => {
       wait.mockRestore();
       store.close();
-    }
+    },
+  };
+}
+
+describe("an add still running past the hour (store/orphan-sweep.ts)", () => {
+  test("of this core keeps its chunks: the sweep erased a long add's first batches, and it committed a document missing them", async () => {
+    using dir = tmpdir();
+    let clock = Date.now();
+    using add = heldAdd(dir.path, () => clock);
+    const { store } = add;
+    await add.reached;
+    expect(chunkRows(store, "doc-long")).toBeGreaterThan(64);
+    clock += 2 * HOUR;
+    expect(await store.orphans.run()).toBe(0);
+    add.open();
+    const added = await add.added;
+    expect(chunkRows(store, "doc-long")).toBe((added as { chunks: number }).chunks);
+    expect(store.memory.search("ann", "LONGADD", 3).length).toBeGreaterThan(0);
+  });
+
+  test("whose chunks another core swept fails, where it committed a document of chunks that were gone", async () => {
+    using dir = tmpdir();
+    using add = heldAdd(dir.path, Date.now);
+    await add.reached;
+    // Another core on the data folder, its sweep run on rows it took for a killed core's.
+    const otherDb = new Database(join(dir.path, "local-ai.db"));
+    const other = new DocumentStore(otherDb);
+    while (other.discard("doc-long", 64) > 0);
+    otherDb.close();
+    add.open();
+    const failed = await add.added;
+    expect(failed).toMatchObject({ code: "internal_error" });
+    expect((failed as Error).message).toContain("send it again");
+    expect(add.store.documents.find("ann", "doc-long")).toBeUndefined();
+    expect(add.store.documents.list("ann", {}).documents).toEqual([]);
   });
 });
