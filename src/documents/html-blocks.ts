@@ -85,7 +85,9 @@ export class HtmlBlocks {
   /** The markup at `lt`; returns where the text after it starts, or where a tag's reading stopped at `until`. */
   private markup(lt: number, until: number): number {
     const h = this.html;
-    if (h.startsWith("<!--", lt)) return after(h, "-->", lt + 4);
+    // From its second dash, as HTML reads it: `<!-->` and `<!--->` are whole (empty) comments;
+    // looked for past `<!--`, they hid the text up to the next comment's end, often all of it.
+    if (h.startsWith("<!--", lt)) return after(h, "-->", lt + 2);
     if (h[lt + 1] === "!" || h[lt + 1] === "?") return after(h, ">", lt + 2);
     const name = TAG_NAME.exec(h.slice(lt, lt + 64))?.[1]?.toLowerCase();
     if (!name) {

@@ -26,6 +26,11 @@ describe("HTML's text, never its markup", () => {
     ]);
   });
 
+  test("an empty comment (`<!-->`, `<!--->`) ends where HTML ends it: the text after it was dropped up to the next `-->`, often the whole page", () => {
+    const html = "<p>one</p><!--><p>two</p><!---><p>three</p><!-- a -- b --><p>four</p>";
+    expect(blocks(html).map((b) => b.text)).toEqual(["one", "two", "three", "four"]);
+  });
+
   test("the same blocks whatever the slice size", () => {
     const html = "<h2>T</h2><p>one two</p><script>x<y</script><p>three &amp; four</p>";
     expect(blocks(html, 3)).toEqual(blocks(html));
