@@ -109,7 +109,7 @@ export class HtmlBlocks {
     for (; i < until && i < h.length; i++) {
       const c = h[i];
       if (c === ">") return this.tagDone(open, i + 1);
-      if (c === '"' || c === "'") {
+      if ((c === '"' || c === "'") && opensValue(h, i)) {
         const close = h.indexOf(c, i + 1);
         if (close < 0) return this.tagDone(open, h.length);
         i = close;
@@ -159,6 +159,17 @@ function textCut(text: string, max: number): number {
   const amp = text.lastIndexOf("&", cut - 1);
   if (amp > cut - 10 && !text.slice(amp, cut).includes(";")) cut = amp;
   return wholeCharCut(text, cut);
+}
+
+/**
+ * Whether the quote at `i` opens an attribute's value: right after its `=` (white space between),
+ * as HTML reads it. One inside an unquoted value (`alt=Bob's`) is a character of it: taken for
+ * an opening, it hid the text up to the next such quote. The look back is over white space only.
+ */
+function opensValue(h: string, i: number): boolean {
+  let k = i - 1;
+  while (k > 0 && /\s/.test(h[k] as string)) k--;
+  return h[k] === "=";
 }
 
 /** Just past the next `token` from `from`, or the end. */

@@ -31,6 +31,11 @@ describe("HTML's text, never its markup", () => {
     expect(blocks(html).map((b) => b.text)).toEqual(["one", "two", "three", "four"]);
   });
 
+  test("a quote inside an unquoted attribute value opens nothing: the text up to the next such quote was dropped", () => {
+    const html = "<p>one</p><img alt=Bob's src=x><p>two</p><p>three</p><p title='a>b'>it's four</p>";
+    expect(blocks(html).map((b) => b.text)).toEqual(["one", "two", "three", "it's four"]);
+  });
+
   test("the same blocks whatever the slice size", () => {
     const html = "<h2>T</h2><p>one two</p><script>x<y</script><p>three &amp; four</p>";
     expect(blocks(html, 3)).toEqual(blocks(html));
