@@ -1,5 +1,6 @@
 import { readCapped } from "../util/capped-body.ts";
 import { causeText } from "../util/cause-text.ts";
+import { readListingPage } from "./hub-listing-page.ts";
 import { withoutToken } from "./hub-token.ts";
 import { refusedEntry } from "./listed-entry.ts";
 
@@ -142,15 +143,14 @@ export class HubClient {
         throw new HubBadAnswer(here, `the hub's file listing has more than ${MAX_PAGES} pages`);
       seen.add(here);
       url = await this.api(here, signal, async (res, at) => {
-        const read = await readJson(res, at, "the hub's file listing", budget);
-        budget -= read.bytes;
-        const items = read.value;
-        if (!Array.isArray(items)) throw new HubBadAnswer(at, "the hub's file listing is not a list");
-        for (const [i, item] of items.entries()) {
-          if (i > 0 && i % CHECKED_A_SLICE === 0) await nextTurn(signal);
-          const file = toHubFile(item, at);
-          if (file) files.push(file);
-        }
+        const check = async (entries: unknown[]) => {
+          for (const [i, entry] of entries.entries()) {
+            if (i % CHECKED_A_SLICE === 0) await nextTurn(signal);
+            const file = toHubFile(entry, at);
+            if (file) files.push(file);
+          }
+        };
+        budget -= await readListingPage(res, budget, check, (why) => new HubBadAnswer(at, why));
         return nextLink(res.headers.get("link"), at);
       });
     }

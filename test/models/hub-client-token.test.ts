@@ -248,4 +248,28 @@ describe("a listing of many files", () => {
     expect(files).toHaveLength(60_000);
     expect(turns).toBeGreaterThanOrEqual(11);
   });
+
+  test("a page of few but large entries is parsed in pieces, the loop given back between", async () => {
+    // A hostile mirror's page: 16 entries of 256 KiB each (extra fields are let through) were
+    // one JSON.parse, ~0.3 s for a 64 MiB page, with no turn of the loop for ping or cancel.
+    const url = `${HUB}/api/models/org/m/tree/main?recursive=true`;
+    const pad = "x".repeat(256 * 1024);
+    const page = Array.from({ length: 16 }, (_, i) => ({
+      type: "file",
+      oid: "b".repeat(40),
+      size: 1,
+      path: `f/${i}.txt`,
+      pad,
+    }));
+    const { fake } = recordingFetch({ [url]: () => Response.json(page) });
+    const access = { endpoint: HUB, token: null, fetch: fake, offline: false, timeoutMs: 10_000 };
+    const read = await turnsDuring(() => listRepoFiles(access, "org/m", "main"));
+    expect(read.value).toHaveLength(16);
+    const listed = await turnsDuring(() =>
+      new HubClient({ endpoint: HUB, fetch: fake }).listFiles("org/m", "main"),
+    );
+    expect(listed.value).toHaveLength(16);
+    // The read of the body alone takes a turn or two; a turn at least a piece of 256 KiB.
+    expect(Math.min(read.turns, listed.turns)).toBeGreaterThanOrEqual(15);
+  });
 });
