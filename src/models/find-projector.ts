@@ -1,4 +1,4 @@
-import { readdirSync } from "node:fs";
+import { readdir } from "node:fs/promises";
 import { homedir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { readGgufHeader } from "../plan/gguf-read.ts";
@@ -43,7 +43,7 @@ export async function findProjector(
   const path = hf ? resolveModelPath(setting, process.env, undefined, key) : setting;
   if (setting !== "auto")
     return { kind: "found", source: "config", info: await configured(path, model, key, options) };
-  return auto(model);
+  return auto(model, options);
 }
 
 /** `path`'s stat answered, else the projector `setting` is unreadable (its drive did not answer). */
@@ -97,8 +97,15 @@ async function readProjector(path: string): Promise<Read> {
   }
 }
 
-/** Where `auto` looks: the model's hub snapshot, else the model's folder. */
-function candidates(modelPath: string): { where: "snapshot" | "folder"; files: string[] } {
+/**
+ * Where `auto` looks: the model's hub snapshot, else the model's folder. The folder is listed off
+ * the loop after its stat answered (util/drive-answers.ts): a readdirSync of a folder on a dead
+ * network mount froze the whole core, `ping` and `cancel` with it.
+ */
+async function candidates(
+  modelPath: string,
+  options: MemoOptions,
+): Promise<{ where: "snapshot" | "folder"; files: string[]; late?: string }> {
   const snapshot = snapshotRootOf(modelPath);
   if (snapshot !== null)
     return {
@@ -107,18 +114,18 @@ function candidates(modelPath: string): { where: "snapshot" | "folder"; files: s
         .filter(isProjector)
         .map((f) => join(snapshot, f)),
     };
-  let names: string[] = [];
-  try {
-    names = readdirSync(dirname(modelPath));
-  } catch {
-    // A folder that cannot be listed holds no projector we could use.
-  }
+  const folder = dirname(modelPath);
+  const late = await statLate(answersFor(options), folder);
+  if (late) return { where: "folder", files: [], late };
+  // A folder that cannot be listed holds no projector we could use.
+  const names = await readdir(folder).catch(() => [] as string[]);
   const files = names.filter((n) => isGgufPath(n) && isProjector(n)).sort();
-  return { where: "folder", files: files.map((n) => join(dirname(modelPath), n)) };
+  return { where: "folder", files: files.map((n) => join(folder, n)) };
 }
 
-async function auto(model: ModelInfo): Promise<ProjectorChoice> {
-  const { where, files } = candidates(model.path);
+async function auto(model: ModelInfo, options: MemoOptions): Promise<ProjectorChoice> {
+  const { where, files, late } = await candidates(model.path, options);
+  if (late) return { kind: "none", reason: `mmproj: auto could not list the model's folder: ${late}` };
   if (files.length === 0)
     return { kind: "none", reason: `mmproj: auto found no mmproj*.gguf ${placeOf(where)}` };
   if (where === "folder" && files.length > 1)

@@ -157,6 +157,17 @@ describe("mmproj: a path (recordings 105b–105d: llama-server would exit)", () 
 });
 
 describe("mmproj: auto beside the model", () => {
+  test("a folder whose stat does not answer (a dead network mount) is not listed: auto finds none, saying why", async () => {
+    using dir = tmpdir();
+    const model = await modelIn(dir.path);
+    writeGguf(dir.path, "mmproj-F16.gguf", mmproj());
+    // The model's drive answered; its folder's stat never does: a readdirSync would hold the core.
+    const never = () => new Promise<void>(() => {});
+    const found = await findProjector("auto", model, "model.mmproj", { stat: never, statWaitMs: 1 });
+    expect(found).toMatchObject({ kind: "none" });
+    expect((found as { reason: string }).reason).toContain("did not answer");
+  });
+
   test("the only mmproj*.gguf beside it, when its width matches", async () => {
     using dir = tmpdir();
     const model = await modelIn(dir.path);
