@@ -6,6 +6,7 @@ import {
   fstatSync,
   fsync,
   fsyncSync,
+  lstatSync,
   open,
   openSync,
   write,
@@ -45,8 +46,7 @@ const ZERO_OPEN = constants.O_RDWR | (constants.O_NOFOLLOW ?? 0) | (constants.O_
  * Best effort, as SQLite's `secure_delete` is: a flash or copy-on-write disk may keep old blocks.
  */
 export function zeroFileSync(path: string): void {
-  refuseLink(path);
-  const fd = openSync(path, ZERO_OPEN);
+  const fd = openNoLink(path, ZERO_OPEN);
   try {
     zeroOpenSync(fd, 1);
   } finally {
@@ -58,12 +58,41 @@ export function zeroFileSync(path: string): void {
  * A file about to be unlinked or replaced by a rename, opened to be zeroed through after (never
  * through a link, never waiting on a FIFO); none when it cannot be opened for writing.
  */
-export function openToZero(path: string): number | undefined {
+export function openToZero(path: string, flags = ZERO_OPEN): number | undefined {
   try {
-    return openSync(path, ZERO_OPEN);
+    return openNoLink(path, flags);
   } catch {
     return undefined;
   }
+}
+
+/**
+ * `path` opened with `flags`, never through a link: O_NOFOLLOW refuses one on POSIX, but Windows
+ * has none (0), and a link or junction planted in data_dir had its target zeroed by an erase. So a
+ * link is refused by a look first, and the file opened must be the one at the name after, should
+ * a link have been put there between the look and the open.
+ */
+function openNoLink(path: string, flags: number): number {
+  refuseLink(path);
+  const fd = openSync(path, flags);
+  try {
+    refuseSwapped(fd, path);
+  } catch (err) {
+    closeSync(fd);
+    throw err;
+  }
+  return fd;
+}
+
+/** Throws ELOOP unless `fd` is the file at `path` itself (a link there was followed). */
+function refuseSwapped(fd: number, path: string): void {
+  const opened = fstatSync(fd);
+  const named = lstatSync(path);
+  if (!named.isSymbolicLink() && named.dev === opened.dev && named.ino === opened.ino) return;
+  throw Object.assign(new Error(`ELOOP: ${path} was a link when opened, which the core does not follow`), {
+    code: "ELOOP",
+    path,
+  });
 }
 
 /**
@@ -95,6 +124,12 @@ export interface FileIdentity {
 export async function zeroFile(path: string, only?: FileIdentity): Promise<void> {
   refuseLink(path);
   const fd = await openAsync(path, ZERO_OPEN);
+  try {
+    refuseSwapped(fd, path);
+  } catch (err) {
+    await closeAsync(fd).catch(() => {});
+    throw err;
+  }
   await zeroOpen(fd, { only, names: 1 });
 }
 

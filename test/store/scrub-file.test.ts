@@ -4,7 +4,14 @@ import * as fs from "node:fs";
 import { join } from "node:path";
 import { exportToFile } from "../../src/store/export-file.ts";
 import { sweepExportTemps } from "../../src/store/export-temps.ts";
-import { OtherName, zeroFile, zeroFileSync, zeroOpen, zeroOpenSync } from "../../src/store/scrub-file.ts";
+import {
+  OtherName,
+  openToZero,
+  zeroFile,
+  zeroFileSync,
+  zeroOpen,
+  zeroOpenSync,
+} from "../../src/store/scrub-file.ts";
 import { type HeldFile, holdOpen } from "../fixtures/held-file.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
@@ -99,6 +106,42 @@ describe("zeroFileSync / zeroFile", () => {
     zeroFileSync(fifo);
     await zeroFile(fifo);
     expect(fs.lstatSync(fifo).isFIFO()).toBe(true);
+  });
+});
+
+// Windows has no O_NOFOLLOW (undefined there, so 0 in the flags): openToZero, which relied on it
+// alone, opened a link or junction planted at a KV file's name in data_dir/kv, and the erase
+// zeroed its target, a file of the user's own. Faked here by the flags without it.
+describe("openToZero where the platform has no O_NOFOLLOW", () => {
+  const noNofollow = fs.constants.O_RDWR | fs.constants.O_NONBLOCK;
+
+  test("a link at the name is not opened, its target left as it was", () => {
+    using dir = tmpdir();
+    const target = join(dir.path, "target");
+    fs.writeFileSync(target, WORDS);
+    fs.symlinkSync(target, join(dir.path, "link"));
+    expect(openToZero(join(dir.path, "link"), noNofollow)).toBeUndefined();
+    expect(fs.readFileSync(target, "utf8")).toBe(WORDS);
+  });
+
+  test("a link put at the name between the look and the open is not kept open", () => {
+    using dir = tmpdir();
+    const target = join(dir.path, "target");
+    const file = join(dir.path, "f");
+    fs.writeFileSync(target, WORDS);
+    fs.writeFileSync(file, WORDS);
+    const real = fs.openSync;
+    const open = spyOn(fs, "openSync").mockImplementation(((p: fs.PathLike, flags: number) => {
+      fs.rmSync(file);
+      fs.symlinkSync(target, file);
+      return real(p, flags);
+    }) as typeof fs.openSync);
+    try {
+      expect(openToZero(file, noNofollow)).toBeUndefined();
+      expect(open).toHaveBeenCalledTimes(1);
+    } finally {
+      open.mockRestore();
+    }
   });
 });
 
