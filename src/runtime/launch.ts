@@ -90,6 +90,11 @@ export interface LaunchView extends LlamaEndpoint {
   /** `id#sleeps`: changes whenever the server's slots were emptied (a restart, an idle sleep). */
   readonly epoch: string;
   readonly died: AbortSignal;
+  /**
+   * Its process's exit, once seen: `died` is told as its stop begins, and a stopping llama-server
+   * still ends the task it runs (a slot file written on). None known (a stand-in): at once.
+   */
+  readonly exited: Promise<void>;
   /** Times it was learned asleep: each sleep emptied its slots. */
   readonly sleeps: number;
   /** Asleep, waking or awake, as last learned. */
@@ -143,6 +148,8 @@ export interface LaunchInit extends LlamaEndpoint {
   files?: LaunchFiles;
   /** Whether its process still runs, as /proc says (proc-info.ts); none: taken as running. */
   running?: () => boolean;
+  /** Its process's exit (spawn.ts); none: taken as seen. */
+  exited?: Promise<unknown>;
 }
 
 /** How long a first read of /props may take. */
@@ -165,6 +172,7 @@ export class Launch implements LaunchView {
   readonly extraArgs: readonly string[] | null;
   readonly files: LaunchFiles | null;
   readonly rpcWorkers: readonly string[];
+  readonly exited: Promise<void>;
   private readonly sleep: SleepWatch;
   private readonly ended: AbortController;
   private known: LlamaProps | undefined;
@@ -190,6 +198,10 @@ export class Launch implements LaunchView {
     this.extraArgs = init.extraArgs ?? null;
     this.files = init.files ?? null;
     this.running = init.running ?? (() => true);
+    this.exited = (init.exited ?? Promise.resolve()).then(
+      () => {},
+      () => {},
+    );
     this.sleep = new SleepWatch({
       ...(init.sleep ?? { idleMs: 0, isAsleep: async () => null, rouse: async () => {} }),
       inUse: () => this.slots.leases,

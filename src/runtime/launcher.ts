@@ -320,6 +320,7 @@ export class Launcher {
       files,
       rpcWorkers: plan.rpc_workers,
       running: () => childRunning(pid) !== false,
+      exited: spawned.child.exited,
       sleep: {
         idleMs: plan.idle_sleep_s * 1000,
         pushed: states.speaks,

@@ -7,7 +7,7 @@ import { entryOf } from "./kv-entry.ts";
 import type { Later } from "./later.ts";
 import { noteSources, type PromptRecord } from "./prompt-record.ts";
 import { keyOf } from "./session-key.ts";
-import { emptyBehind } from "./slot-clear.ts";
+import { emptyBehind, exitSeen } from "./slot-clear.ts";
 import type { UnderWay } from "./under-way.ts";
 
 /**
@@ -61,12 +61,16 @@ export async function saveSlotState(s: SlotSave): Promise<void> {
     launch.slots.saveFailed(slot, holder);
     // Past its limit, llama-server writes on (into the file just removed, or a new one it has yet
     // to open): zeroed once an erase queued behind it answers, a file made since removed then.
-    writing = limit.aborted && !launch.died.aborted;
-    if (writing)
-      emptyBehind(launch, slot, "a save", () => {
-        disk.discard(temp);
-        disk.zeroes.settled(path);
-      });
+    // Its server stopping (`died` is told as the stop begins), it may end the save before its
+    // exit: zeroed once that is seen.
+    const stopping = launch.died.aborted;
+    writing = limit.aborted || stopping;
+    const over = () => {
+      disk.discard(temp);
+      disk.zeroes.settled(path);
+    };
+    if (stopping) void exitSeen(launch).then(over);
+    else if (writing) emptyBehind(launch, slot, "a save", over);
     return s.failed(err, `saving session ${key.sessionId}'s KV state from slot ${slot}`);
   } finally {
     if (!writing) disk.zeroes.settled(path);

@@ -4,6 +4,24 @@ import { logger } from "../../util/logger.ts";
 
 /** How long an erase may take: a busy slot is emptied only once its task ends. */
 const ERASE_TIMEOUT_MS = 60_000;
+/**
+ * The longest a stopping server's exit is waited for: its stop kills it after the grace
+ * (launch-steps.ts stopChild), so only a process the kill does not end (stuck in the kernel) waits it out.
+ */
+export const EXIT_WAIT_MS = 60_000;
+
+/**
+ * Once a server that died (`died`, told as its stop begins) has exited, or `EXIT_WAIT_MS`: until
+ * then it may still end the slot task it runs, writing a file a removal would zero under it, the
+ * words it wrote after kept in the blocks (docs/agent.md, "Prompt reuse").
+ */
+export function exitSeen(launch: LaunchView): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const bound = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, EXIT_WAIT_MS);
+  });
+  return Promise.race([launch.exited, bound]).finally(() => clearTimeout(timer));
+}
 
 /**
  * An erased session's slots emptied in llama-server too (docs/agent.md, "Prompt reuse"). Left
@@ -58,15 +76,20 @@ export function emptyBehind(launch: LaunchView, slot: number, what: string, sett
     else died.addEventListener("abort", heard, { once: true });
   });
   const erased = eraseSlot(launch, slot, AbortSignal.timeout(ERASE_TIMEOUT_MS)).then(
-    () => {},
-    (err: unknown) =>
+    () => true,
+    (err: unknown) => {
       logger.debug(
         `slot ${slot} was not emptied after ${what} that did not answer: ${(err as Error).message}`,
-      ),
+      );
+      return false;
+    },
   );
-  const over = Promise.race([erased, death]).finally(() => {
-    died.removeEventListener("abort", heard);
-    settled();
-  });
+  // Answered, the task before it is over; not, a server that died may still run it until its exit.
+  const over = Promise.race([erased, death.then(() => false)])
+    .then((answered) => (answered || !died.aborted ? undefined : exitSeen(launch)))
+    .finally(() => {
+      died.removeEventListener("abort", heard);
+      settled();
+    });
   launch.slots.working(slot, over);
 }

@@ -1,0 +1,126 @@
+import { expect, test } from "bun:test";
+import * as fs from "node:fs";
+import { join } from "node:path";
+import { dropFile, Zeroes } from "../../../src/agent/kv/drop-file.ts";
+import { KvDisk } from "../../../src/agent/kv/kv-disk.ts";
+import { emptyRecord } from "../../../src/agent/kv/prompt-record.ts";
+import { saveSlotState } from "../../../src/agent/kv/save-slot.ts";
+import { emptyBehind } from "../../../src/agent/kv/slot-clear.ts";
+import { UnderWay } from "../../../src/agent/kv/under-way.ts";
+import { Launch } from "../../../src/runtime/launch.ts";
+import { type HeldFile, holdOpen } from "../../fixtures/held-file.ts";
+import { tmpdir } from "../../fixtures/tmpdir.ts";
+
+// A server's `died` is told as its stop BEGINS (supervisor.ts halt), not at its exit: a stopping
+// llama-server ends the slot task it runs first (tasks run to their end, 93b), so a removal zeroed
+// at `died` was zeroed while the server still wrote the file, and what it wrote after stayed in the
+// blocks. It is zeroed once the process's exit is seen (launch.ts `exited`). A descriptor the test
+// holds (fixtures/held-file.ts) still reads the blocks after the core's name is gone.
+const TOKENS = "tokens of my secret diagnosis\n".repeat(4_000);
+const bytes = Buffer.byteLength(TOKENS);
+
+/** A stand-in llama-server whose save or restore never answers, nor its erase: it is stopping. */
+function stalling(first: (req: Request) => Promise<void> | void = () => {}) {
+  const stalled = Promise.withResolvers<void>();
+  const erase = Promise.withResolvers<void>();
+  const server = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch: async (req) => {
+      if (new URL(req.url).searchParams.get("action") === "erase") erase.resolve();
+      else {
+        await first(req);
+        stalled.resolve();
+      }
+      return new Promise<Response>(() => {});
+    },
+  });
+  return { server, stalled: stalled.promise, eraseAsked: erase.promise };
+}
+
+/** A launch whose `died` and process exit the test tells. */
+function stopping(port: number) {
+  const died = new AbortController();
+  const exit = Promise.withResolvers<void>();
+  const launch = new Launch({
+    baseUrl: `http://127.0.0.1:${port}`,
+    apiKey: "k",
+    slots: 1,
+    died,
+    exited: exit.promise,
+  });
+  return { launch, died, exit };
+}
+
+/** A bound only on when a regression shows: the zeroing would have run within these turns. */
+async function turns(): Promise<void> {
+  for (let t = 0; t < 200; t++) await new Promise((r) => setImmediate(r));
+}
+
+test("a save cut off by its server's stop is zeroed only once the server's exit is seen", async () => {
+  using dir = tmpdir();
+  const disk = new KvDisk(dir.path, 10_000_000);
+  let kept: HeldFile | undefined;
+  const fake = stalling(async (req) => {
+    const { filename } = (await req.json()) as { filename: string };
+    fs.writeFileSync(join(dir.path, filename), TOKENS);
+    kept = holdOpen(join(dir.path, filename));
+  });
+  const { launch, died, exit } = stopping(fake.server.port as number);
+  try {
+    const saving = saveSlotState({
+      launch,
+      slot: 0,
+      holder: "u/s",
+      fingerprint: "f".repeat(32),
+      disk,
+      underWay: new UnderWay(),
+      wanted: () => true,
+      record: emptyRecord,
+      failed: () => {},
+    });
+    await fake.stalled;
+    // The stop: `died` first, then its connections close (SIGTERM), the process still writing.
+    died.abort(new Error("llama-server was stopped (unload)"));
+    fake.server.stop(true);
+    await saving;
+    await turns();
+    expect(kept?.read().toString()).toBe(TOKENS);
+    kept?.append(TOKENS); // the save's end, written before the exit
+    exit.resolve();
+    await disk.zeroes.done();
+    expect(kept?.zeroed()).toEqual({ size: 2 * bytes, allZero: true });
+  } finally {
+    kept?.[Symbol.dispose]();
+    fake.server.stop(true);
+  }
+});
+
+// A restore that did not answer: the zeroing of its file waits for an erase queued behind it, or
+// for its server's death (slot-clear.ts `emptyBehind`), which a stop tells as it begins.
+test("a removal parked behind a slot's erase, its server then stopped, is zeroed once the exit is seen", async () => {
+  using dir = tmpdir();
+  // A state file read by a restore of this core, removed meanwhile: its zeroing parked.
+  const zeroes = new Zeroes();
+  const read = join(dir.path, "u-s.bin");
+  fs.writeFileSync(read, TOKENS);
+  using kept = holdOpen(read);
+  zeroes.begin(read);
+  expect(dropFile(read, zeroes)).toBe(true);
+  const fake = stalling();
+  const { launch, died, exit } = stopping(fake.server.port as number);
+  try {
+    emptyBehind(launch, 0, "a restore", () => zeroes.settled(read));
+    await fake.eraseAsked;
+    died.abort(new Error("llama-server was stopped (unload)"));
+    const state = { zeroed: false };
+    const done = zeroes.done().finally(() => Object.assign(state, { zeroed: true }));
+    await turns();
+    expect({ ...state, read: kept.read().toString() }).toEqual({ zeroed: false, read: TOKENS });
+    exit.resolve();
+    await done;
+    expect(kept.zeroed()).toEqual({ size: bytes, allZero: true });
+  } finally {
+    fake.server.stop(true);
+  }
+});
