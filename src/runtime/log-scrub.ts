@@ -132,8 +132,10 @@ async function redactFile(path: string, zeroing: Promise<boolean>[], stop: Abort
     const fd = openToZero(aside);
     // One the core cannot write goes all the same (a kept name keeps the words readable); one
     // that cannot go either throws here, the folder left unmarked, never into a promise no one awaits.
-    if (fd === undefined) rmSync(aside, { force: true });
-    else zeroing.push(zeroThenRemove(aside, fd, stop));
+    if (fd === undefined) {
+      rmSync(aside, { force: true });
+      notZeroed(path, new Error("it could not be opened for writing; removed all the same"));
+    } else zeroing.push(zeroThenRemove(aside, fd, stop));
     return;
   }
   let redactor = new LogRedactor();
@@ -167,6 +169,7 @@ async function redactFile(path: string, zeroing: Promise<boolean>[], stop: Abort
   }
   // Its name is gone: a shutdown waits for this zeroing (earlierLogsSettled), as a next start cannot find it.
   if (old !== undefined) zeroing.push(zeroOpen(old).then(yes, (e) => notZeroed(path, e)));
+  else notZeroed(path, new Error("it could not be opened for writing; replaced all the same"));
 }
 
 /** Names tried for one file set aside: a stopped pass's file may hold the first (next one's). */
@@ -229,6 +232,6 @@ async function zeroThenRemove(path: string, fd: number, stop: AbortSignal): Prom
 const yes = () => true;
 
 function notZeroed(path: string, err: unknown): true {
-  logger.warn(`the earlier log ${path} could not be zeroed: ${(err as Error).message}`);
+  logger.warn(`the earlier log ${path} was not zeroed: ${(err as Error).message}`);
   return true;
 }

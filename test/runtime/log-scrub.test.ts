@@ -1,4 +1,5 @@
-import { describe, expect, test } from "bun:test";
+import { describe, expect, spyOn, test } from "bun:test";
+import * as fs from "node:fs";
 import {
   existsSync,
   mkdirSync,
@@ -13,6 +14,7 @@ import { join } from "node:path";
 import { NOT_LOGGED } from "../../src/runtime/log-redact.ts";
 import { REDACTED_MARK, redactEarlierLogs } from "../../src/runtime/log-scrub.ts";
 import { RotatingLog } from "../../src/runtime/log-sink.ts";
+import { logger } from "../../src/util/logger.ts";
 import { holdOpen } from "../fixtures/held-file.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
@@ -122,5 +124,31 @@ describe("redactEarlierLogs, on the disk", () => {
     await redactEarlierLogs(dir.path);
     expect(existsSync(log)).toBe(false);
     expect(blocks.read().includes("ZQX-4417")).toBe(false);
+  });
+
+  // docs/agent.md (The store): a file the core cannot open for writing (a read-only mount, another
+  // owner's) goes all the same, logged, so that its blocks still holding the words is known. The
+  // earlier log replaced by its redacted copy went without a word. Root opens any file for writing:
+  // the refusal is faked on the open.
+  test("one replaced that could not be opened to be zeroed is logged", async () => {
+    await using dir = tmpdir();
+    const log = join(dir.path, "llama-server.log");
+    writeFileSync(log, OLD, { mode: 0o600 });
+    const real = fs.openSync;
+    const open = spyOn(fs, "openSync").mockImplementation(((p: fs.PathLike, flags: number, mode?: number) => {
+      if (p === log && flags & fs.constants.O_RDWR)
+        throw Object.assign(new Error(`EACCES: permission denied, open '${log}'`), { code: "EACCES" });
+      return real(p, flags, mode);
+    }) as typeof fs.openSync);
+    const lines: string[] = [];
+    const warn = spyOn(logger, "warn").mockImplementation((line: string) => void lines.push(line));
+    try {
+      await redactEarlierLogs(dir.path);
+    } finally {
+      open.mockRestore();
+      warn.mockRestore();
+    }
+    expect(readFileSync(log, "utf8")).not.toContain("ZQX-4417");
+    expect(lines.filter((l) => l.includes(log) && l.includes("not zeroed"))).toHaveLength(1);
   });
 });
