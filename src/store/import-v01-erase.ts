@@ -263,6 +263,7 @@ function rewrite(path: string, value: unknown, imported: boolean, what: "delete"
       return;
     }
     if (old !== undefined) zeroReplaced(old, path);
+    else logger.warn(`the replaced 0.1 file ${path} was not zeroed: it could not be opened for writing`);
   } finally {
     if (old !== undefined) closeSync(old);
   }

@@ -1,7 +1,8 @@
-import { expect, test } from "bun:test";
+import { expect, spyOn, test } from "bun:test";
 import * as fs from "node:fs";
 import { join } from "node:path";
 import { eraseImported, eraseImportedTail } from "../../src/store/import-v01-erase.ts";
+import { logger } from "../../src/util/logger.ts";
 import { type HeldFile, holdOpen } from "../fixtures/held-file.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
@@ -70,4 +71,29 @@ test("an edit's rewritten history keeps no erased turn in the old file's blocks"
   expect(fs.readFileSync(l.history, "utf8")).not.toContain(SECRET);
   expect(fs.readFileSync(l.history, "utf8")).toContain("hello");
   expect(holdsSecret(oldHistory as HeldFile)).toBe(false);
+});
+
+// A file the core cannot open for writing (a read-only file, another owner's) is replaced all the
+// same, logged, so that its blocks still holding the words is known (docs/agent.md, The store):
+// the memory file an erase rewrote went without a word. Root opens any file for writing: the
+// refusal is faked on the open.
+test("a rewritten 0.1 file that could not be opened to be zeroed is logged", () => {
+  using dir = tmpdir();
+  const l = layout(dir.path);
+  const real = fs.openSync;
+  const open = spyOn(fs, "openSync").mockImplementation(((p: fs.PathLike, flags: number, mode?: number) => {
+    if (p === l.turns && typeof flags === "number" && flags & fs.constants.O_RDWR)
+      throw Object.assign(new Error(`EACCES: permission denied, open '${l.turns}'`), { code: "EACCES" });
+    return real(p, flags, mode);
+  }) as typeof fs.openSync);
+  const lines: string[] = [];
+  const warn = spyOn(logger, "warn").mockImplementation((line: string) => void lines.push(line));
+  try {
+    eraseImported(dir.path, "ann", "trip");
+  } finally {
+    open.mockRestore();
+    warn.mockRestore();
+  }
+  expect(fs.readFileSync(l.turns, "utf8")).not.toContain(SECRET);
+  expect(lines.filter((line) => line.includes(l.turns) && line.includes("not zeroed"))).toHaveLength(1);
 });
