@@ -1,5 +1,4 @@
 import { describe, expect, spyOn, test } from "bun:test";
-import * as fs from "node:fs";
 import {
   existsSync,
   mkdirSync,
@@ -16,6 +15,7 @@ import { REDACTED_MARK, redactEarlierLogs } from "../../src/runtime/log-scrub.ts
 import { RotatingLog } from "../../src/runtime/log-sink.ts";
 import { logger } from "../../src/util/logger.ts";
 import { holdOpen } from "../fixtures/held-file.ts";
+import { refuseOpenForWriting } from "../fixtures/refused-open.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 // A core from before the redactor kept llama-server's lines as they came: a reply quoted in
@@ -134,18 +134,12 @@ describe("redactEarlierLogs, on the disk", () => {
     await using dir = tmpdir();
     const log = join(dir.path, "llama-server.log");
     writeFileSync(log, OLD, { mode: 0o600 });
-    const real = fs.openSync;
-    const open = spyOn(fs, "openSync").mockImplementation(((p: fs.PathLike, flags: number, mode?: number) => {
-      if (p === log && flags & fs.constants.O_RDWR)
-        throw Object.assign(new Error(`EACCES: permission denied, open '${log}'`), { code: "EACCES" });
-      return real(p, flags, mode);
-    }) as typeof fs.openSync);
+    using _refused = refuseOpenForWriting(log);
     const lines: string[] = [];
     const warn = spyOn(logger, "warn").mockImplementation((line: string) => void lines.push(line));
     try {
       await redactEarlierLogs(dir.path);
     } finally {
-      open.mockRestore();
       warn.mockRestore();
     }
     expect(readFileSync(log, "utf8")).not.toContain("ZQX-4417");

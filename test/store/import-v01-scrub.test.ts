@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { eraseImported, eraseImportedTail } from "../../src/store/import-v01-erase.ts";
 import { logger } from "../../src/util/logger.ts";
 import { type HeldFile, holdOpen } from "../fixtures/held-file.ts";
+import { refuseOpenForWriting } from "../fixtures/refused-open.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 // The 0.1 layout's files an erase removes or rewrites hold the erased words: unlinked alone (or
@@ -80,18 +81,12 @@ test("an edit's rewritten history keeps no erased turn in the old file's blocks"
 test("a rewritten 0.1 file that could not be opened to be zeroed is logged", () => {
   using dir = tmpdir();
   const l = layout(dir.path);
-  const real = fs.openSync;
-  const open = spyOn(fs, "openSync").mockImplementation(((p: fs.PathLike, flags: number, mode?: number) => {
-    if (p === l.turns && typeof flags === "number" && flags & fs.constants.O_RDWR)
-      throw Object.assign(new Error(`EACCES: permission denied, open '${l.turns}'`), { code: "EACCES" });
-    return real(p, flags, mode);
-  }) as typeof fs.openSync);
+  using _refused = refuseOpenForWriting(l.turns);
   const lines: string[] = [];
   const warn = spyOn(logger, "warn").mockImplementation((line: string) => void lines.push(line));
   try {
     eraseImported(dir.path, "ann", "trip");
   } finally {
-    open.mockRestore();
     warn.mockRestore();
   }
   expect(fs.readFileSync(l.turns, "utf8")).not.toContain(SECRET);
