@@ -84,12 +84,14 @@ export function emptyBehind(launch: LaunchView, slot: number, what: string, sett
       return false;
     },
   );
-  // Answered, the task before it is over; not, a server that died may still run it until its exit.
-  const over = Promise.race([erased, death.then(() => false)])
-    .then((answered) => (answered || !died.aborted ? undefined : exitSeen(launch)))
-    .finally(() => {
-      died.removeEventListener("abort", heard);
-      settled();
-    });
-  launch.slots.working(slot, over);
+  const ended = Promise.race([erased, death.then(() => false)]).finally(() =>
+    died.removeEventListener("abort", heard),
+  );
+  // Answered, the task before it is over; not, a server that died may still run it until its exit
+  // (the slot's next user, on a server that died, waits for none of that).
+  void ended.then((answered) => (answered || !died.aborted ? undefined : exitSeen(launch))).finally(settled);
+  launch.slots.working(
+    slot,
+    ended.then(() => {}),
+  );
 }

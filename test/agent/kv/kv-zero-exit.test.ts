@@ -113,10 +113,16 @@ test("a removal parked behind a slot's erase, its server then stopped, is zeroed
     emptyBehind(launch, 0, "a restore", () => zeroes.settled(read));
     await fake.eraseAsked;
     died.abort(new Error("llama-server was stopped (unload)"));
-    const state = { zeroed: false };
+    const state = { zeroed: false, slotFree: false };
     const done = zeroes.done().finally(() => Object.assign(state, { zeroed: true }));
+    // The slot's next user does not wait for the exit: a turn moves on to a restarted server.
+    void launch.slots.workOn(0)?.then(() => Object.assign(state, { slotFree: true }));
     await turns();
-    expect({ ...state, read: kept.read().toString() }).toEqual({ zeroed: false, read: TOKENS });
+    expect({ ...state, read: kept.read().toString() }).toEqual({
+      zeroed: false,
+      slotFree: true,
+      read: TOKENS,
+    });
     exit.resolve();
     await done;
     expect(kept.zeroed()).toEqual({ size: bytes, allZero: true });
