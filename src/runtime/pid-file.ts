@@ -164,7 +164,7 @@ export type ReapOutcome = { file: string; kind: ChildKind } & (
   | { action: "unexplained"; pid: number; reason: string }
   | { action: "failed"; pid: number; error: string }
   | { action: "unreadable" }
-  /** Written by another user (`uid`): never acted on, nor removed. */
+  /** Written by another user (`uid`), its process alive: never acted on, nor removed. */
   | { action: "foreign"; uid: number }
 );
 
@@ -235,7 +235,7 @@ async function reapFile(
   deps: Deps,
 ): Promise<ReapOutcome | null> {
   const r = readRecord(file, deps.uid);
-  if (r instanceof NotOwnFile) return { file, kind, action: "foreign", uid: r.uid };
+  if (r instanceof NotOwnFile) return foreign(file, kind, r.uid, deps);
   if (!r) return { file, kind, action: "unreadable" };
   const pid = r.pid;
   if (ownerAlive(r, deps))
@@ -251,6 +251,18 @@ async function reapFile(
   if (v.verdict === "unexplained") return { file, kind, action: "unexplained", pid, reason: v.reason };
   const stopped = await stop(pid, r.group === true, deps);
   return { file, kind, pid, ...stopped };
+}
+
+/**
+ * Another user's record is never acted on. One whose process is gone names nothing to signal
+ * (asking costs no signal): it goes, or on a file system that shows every file as another's (or
+ * after a sudo core) each dead core's record stayed, a warning at every start, for good.
+ */
+function foreign(file: string, kind: ChildKind, uid: number, deps: Deps): ReapOutcome {
+  const r = readRecord(file, undefined);
+  if (r && !(r instanceof NotOwnFile) && !deps.alive(r.pid))
+    return { file, kind, action: "gone", pid: r.pid };
+  return { file, kind, action: "foreign", uid };
 }
 
 /**

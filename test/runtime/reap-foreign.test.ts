@@ -45,3 +45,28 @@ test.skipIf(process.platform !== "linux")(
     }
   },
 );
+
+// A data_dir on a file system that shows every file as another user's (FAT mounted without uid=,
+// docs/supervisor.md), or a core once run with sudo: each record of a core that died stayed
+// forever, one warning per record at every start. One whose process is gone names nothing to
+// signal and goes; nothing is signalled to find that out.
+test("another user's record whose process is gone is removed, nothing signalled", async () => {
+  await using dir = tmpdir();
+  const data = join(dir.path, "data");
+  const gone = Bun.spawn(["true"]);
+  await gone.exited;
+  writePidRecord(data, { pid: process.pid, port: 0, binary: "/x/llama-server", argv: [], group: false });
+  const file = pidFilePath(data);
+  const record = JSON.parse(readFileSync(file, "utf8")) as PidRecord;
+  writeFileSync(
+    file,
+    JSON.stringify({ ...record, pid: gone.pid, owner: { pid: gone.pid, start_time: null } }),
+  );
+  const outcomes = await reapLeftover(data, {
+    configured: { "llama-server": ["/x/llama-server"] },
+    uid: statSync(file).uid + 1,
+    alive: (pid) => pid !== gone.pid,
+  });
+  expect(outcomes.map((o) => o.action)).toEqual(["gone"]);
+  expect(existsSync(file)).toBe(false);
+});
