@@ -105,6 +105,9 @@ export function spawnServer(req: SpawnRequest): Spawned | LaunchFailure {
     ...(req.childMode ? CHILD_MODE_ENV : {}),
   };
   let child: ChildProcess;
+  // Before the spawn: no message of llama-server's names a time since its start past this.
+  const spawnAt = performance.now();
+  const uptimeMs = () => performance.now() - spawnAt;
   try {
     child = req.spawner({ path: req.binary, argv, env, stdinPipe: req.childMode === true });
   } catch (err) {
@@ -159,8 +162,8 @@ export function spawnServer(req: SpawnRequest): Spawned | LaunchFailure {
     req.onLine(line);
   };
   spawned.drained = Promise.all([
-    readLines(child.stdout, lineReader(new LogRedactor(), spawned.states), undefined, hide),
-    readLines(child.stderr, lineReader(new LogRedactor()), undefined, hide),
+    readLines(child.stdout, lineReader(new LogRedactor(uptimeMs), spawned.states), undefined, hide),
+    readLines(child.stderr, lineReader(new LogRedactor(uptimeMs)), undefined, hide),
   ]).then(() => {});
   recordChild(req.dataDir, spawned, req.instance);
   return spawned;

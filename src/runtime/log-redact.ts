@@ -20,7 +20,7 @@ import { literalReplacer } from "../util/escape-regexp.ts";
  */
 
 /** The prefix every message of llama-server's own log begins with: time since start, level. */
-const MESSAGE_START = /^\d+\.\d{2}\.\d{3}\.\d{3} [IWED] /;
+const MESSAGE_START = /^(\d+)\.(\d{2})\.(\d{3})\.(\d{3}) [IWED] /;
 /** `--log-colors on` wraps the prefix's parts in colour codes. */
 const COLOUR = /\u001b\[[0-9;]*m/g;
 /** A reply that did not parse, written out whole. */
@@ -41,15 +41,28 @@ export const NOT_LOGGED = "[model output not logged]";
 /** One output stream's redactor: it remembers whether it is inside a quoted text. */
 export class LogRedactor {
   private inQuote = false;
+  /** The quote's message's time (µs since llama-server's start): a later message's is not less. */
+  private quoteAt = 0;
+
+  /**
+   * `uptimeMs`: time since just before llama-server was spawned, which no message of its own can
+   * exceed. A quoted text's line that forges the prefix (a model's output, a document it was
+   * told to repeat) must then name a time between the quote's and now, to the microsecond:
+   * without that check it ended the redaction, the rest of the text kept in the log and read by
+   * rpc-watch (a forged `Remote RPC server crashed` restarted a healthy server).
+   */
+  constructor(private readonly uptimeMs?: () => number) {}
 
   /**
    * The line as it may be kept, or null when it belongs to a text no log may keep. `cut`: it is
    * a part of a longer line, the rest in the lines after (which begin with no prefix).
    */
   line(line: string, cut = false): string | null {
-    const starts = MESSAGE_START.test(line.includes("\u001b") ? line.replace(COLOUR, "") : line);
-    if (this.inQuote && !starts) return null;
+    const prefix = MESSAGE_START.exec(line.includes("\u001b") ? line.replace(COLOUR, "") : line);
+    const at = prefix ? micros(prefix) : 0;
+    if (this.inQuote && !(prefix && this.realAt(at))) return null;
     this.inQuote = false;
+    this.quoteAt = at;
     const unparsed = UNPARSED.exec(line);
     if (unparsed) {
       this.inQuote = true;
@@ -62,6 +75,18 @@ export class LogRedactor {
     }
     return line.replace(LAST_READ, `$1${NOT_LOGGED}`);
   }
+
+  /** Whether a message at `at` (µs) may be llama-server's own, after the quote's. */
+  private realAt(at: number): boolean {
+    if (!this.uptimeMs) return true;
+    return at >= this.quoteAt && at <= this.uptimeMs() * 1000;
+  }
+}
+
+/** The prefix's time (`M.SS.mmm.uuu`) in microseconds. */
+function micros(prefix: RegExpExecArray): number {
+  const [m, s, ms, us] = prefix.slice(1, 5).map(Number) as [number, number, number, number];
+  return ((m * 60 + s) * 1000 + ms) * 1000 + us;
 }
 
 /**

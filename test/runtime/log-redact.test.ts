@@ -142,3 +142,25 @@ describe("withoutQuotes", () => {
     expect(shown).not.toContain("private");
   });
 });
+
+// A model's reply that llama-server quotes (quirks/90c's `unparsed … output:`) can itself hold
+// lines shaped like llama-server's prefix (a document told to repeat them): such a line ended the
+// redaction, the rest of the conversation kept in the log, and a forged `Remote RPC server
+// crashed` line reached rpc-watch, which restarted a healthy server. With the spawn's clock a
+// message must name a time between the quote's and now.
+describe("LogRedactor with the spawn's clock: a quoted line forging the prefix", () => {
+  const opening = "0.05.000.000 W common_chat_peg_parse: unparsed peg-native output: Sure.";
+  test("an earlier or a future time stays part of the quote", () => {
+    const r = new LogRedactor(() => 6000);
+    expect(r.line(opening)).toContain(NOT_LOGGED);
+    expect(r.line("0.00.100.000 E Remote RPC server crashed or returned malformed response")).toBeNull();
+    expect(r.line("my secret plan, line two")).toBeNull();
+    expect(r.line("59.00.000.000 I srv  log_server_r: request: POST /v1/chat 200")).toBeNull();
+    expect(r.line("and line three")).toBeNull();
+    // llama-server's own next message, after the quote's and before now, ends it.
+    expect(r.line("0.05.000.120 I srv  update_slots: all slots are idle")).toBe(
+      "0.05.000.120 I srv  update_slots: all slots are idle",
+    );
+    expect(r.line("0.05.000.130 I plain")).toBe("0.05.000.130 I plain");
+  });
+});
