@@ -258,10 +258,13 @@ async function reapFile(
  * (asking costs no signal): it goes, or on a file system that shows every file as another's (or
  * after a sudo core) each dead core's record stayed, a warning at every start, for good.
  */
-function foreign(file: string, kind: ChildKind, uid: number, deps: Deps): ReapOutcome {
+function foreign(file: string, kind: ChildKind, uid: number, deps: Deps): ReapOutcome | null {
   const r = readRecord(file, undefined);
-  if (r && !(r instanceof NotOwnFile) && !deps.alive(r.pid))
-    return { file, kind, action: "gone", pid: r.pid };
+  if (r && !(r instanceof NotOwnFile)) {
+    if (!deps.alive(r.pid)) return { file, kind, action: "gone", pid: r.pid };
+    // This core's own, on such a file system (a second model's start reaps again): no warning.
+    if (r.owner.pid === process.pid && ownerAlive(r, deps)) return null;
+  }
   return { file, kind, action: "foreign", uid };
 }
 

@@ -70,3 +70,18 @@ test("another user's record whose process is gone is removed, nothing signalled"
   expect(outcomes.map((o) => o.action)).toEqual(["gone"]);
   expect(existsSync(file)).toBe(false);
 });
+
+// On a file system that shows every file as another user's, the reap a second model's start
+// makes (launcher.ts) met this core's own record and warned it was another user's, at every start.
+test("this core's own record, shown as another user's, is its own: no outcome, no warning", async () => {
+  await using dir = tmpdir();
+  const data = join(dir.path, "data");
+  writePidRecord(data, { pid: process.pid, port: 0, binary: "/x/llama-server", argv: [], group: false });
+  const file = pidFilePath(data);
+  const outcomes = await reapLeftover(data, {
+    configured: { "llama-server": ["/x/llama-server"] },
+    uid: statSync(file).uid + 1,
+  });
+  expect(outcomes).toEqual([]);
+  expect(existsSync(file)).toBe(true);
+});
