@@ -105,9 +105,10 @@ export function spawnServer(req: SpawnRequest): Spawned | LaunchFailure {
     ...(req.childMode ? CHILD_MODE_ENV : {}),
   };
   let child: ChildProcess;
-  // Before the spawn: no message of llama-server's names a time since its start past this.
-  const spawnAt = performance.now();
-  const uptimeMs = () => performance.now() - spawnAt;
+  // Before the spawn: no message of llama-server's names a time since its start past this. The
+  // larger of two clocks: one may stop while the machine sleeps where llama-server's does not.
+  const spawnAt = [performance.now(), Date.now()] as const;
+  const uptimeMs = () => Math.max(performance.now() - spawnAt[0], Date.now() - spawnAt[1]);
   try {
     child = req.spawner({ path: req.binary, argv, env, stdinPipe: req.childMode === true });
   } catch (err) {
