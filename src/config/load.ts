@@ -142,8 +142,10 @@ export function parseConfigText(text: string, file: string): LoadedConfig {
   const keys = new KeyIndex();
   const lineOfKey = (key: string) => lineOfPath(doc, keys, lineCounter, key.split("."));
   const unknown = unknownKeys(ConfigSchema, raw);
-  refuseMergeKey(unknown, file, lineOfKey, (key) => shownPath(key.split(".")));
   const parsed = ConfigSchema.safeParse(raw, { reportInput: true });
+  // Also one in a map of free names (env), where the merged mapping is a wrong value.
+  const refused = parsed.success ? [] : parsed.error.issues.map((i) => i.path.map(String).join("."));
+  refuseMergeKey([...unknown, ...refused], file, lineOfKey, (key) => shownPath(key.split(".")));
   if (!parsed.success) {
     const issue = parsed.error.issues[0] as z.core.$ZodIssue;
     const keyPath = issue.path.map(String);

@@ -192,6 +192,12 @@ describe("YAML that fails while converting (issue 10 item 11)", () => {
       line: 2,
       key: "mcp_servers.0.<<",
     });
+    // In a map of free names (an MCP server's env) the merged mapping was refused as a value
+    // ("expected string, got a mapping"), which never named the merge key as what went wrong.
+    const env = "x-env: &e {A: '1'}\nmcp_servers:\n  - name: a\n    command: x\n    env:\n      <<: *e\n";
+    const envErr = coreErrorOf(() => parseConfigText(env, "/c/config.yaml"));
+    expect(envErr).toMatchObject({ code: "config_invalid", data: { line: 6, key: "mcp_servers.0.env.<<" } });
+    expect(envErr.message).toContain("YAML merge keys are not supported");
     // Inside a section the core does not read, it is that section's warning as before.
     expect(parseConfigText("x-base: {<<: {a: 1}}\n", "/c/config.yaml").warnings).toEqual([
       "/c/config.yaml:1: unknown key 'x-base' is ignored",
