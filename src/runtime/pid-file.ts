@@ -199,7 +199,8 @@ export async function reapLeftover(dataDir: string, options: ReapOptions): Promi
     graceMs: options.graceMs ?? 3000,
     identity: options.identity ?? procIdentity,
     alive: options.alive ?? isAlive,
-    uid: options.uid ?? process.getuid?.(),
+    // No owners on Windows (a file's uid reads 0): whatever a runtime's getuid says there, no check.
+    uid: options.uid ?? (process.platform === "win32" ? undefined : process.getuid?.()),
   };
   const files: { file: string; kind: ChildKind }[] = [];
   if (options.configured["llama-server"])
