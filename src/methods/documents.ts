@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { addDocument } from "../documents/add-document.ts";
 import { documentFileSize, readDocumentFile } from "../documents/document-file.ts";
 import { IndexBeat } from "../documents/index-beat.ts";
+import { refuseOwnFile } from "../documents/own-files.ts";
 import {
   DocumentsAddEventFields,
   DocumentsAddParamsSchema,
@@ -46,7 +47,11 @@ export const documentsAdd = defineMethod({
       const store = await abortable(Promise.resolve(storeFor(services, params.session_id)), ctx.signal);
       return await addDocument(params, {
         store,
-        readFile: readDocumentFile,
+        readFile: async (path, room) => {
+          const { config, file } = services.loadedConfig();
+          await refuseOwnFile(path, { dataDir: config.app.data_dir, configFile: file });
+          return await readDocumentFile(path, room);
+        },
         sizeOf: documentFileSize,
         embedChunks: services.embedChunks,
         forget: (id) => kvErased(services.forgetKvSource(params.user_id, `document:${id}`), services),
