@@ -29,6 +29,8 @@ test("a stopped server's exit seen after the next start leaves that start's work
   cleanup.push(() => worker.kill());
   const binary = writeFakeLlamaServer(dir.path, fakeLlamaKnobs({ FAKE_LLAMA_LOAD_MS: "20" }));
   const config = ConfigSchema.parse({
+    // The plan makes its slot folder under data_dir: the default, ./data, is the repository's.
+    app: { data_dir: join(dir.path, "data") },
     model: { path: writeFakeModel(dir.path), context: 4096 },
     hardware: { ram_bytes: 2_000_000 },
     llama: { rpc: [worker.endpoint], kv_disk_bytes: 0 },
