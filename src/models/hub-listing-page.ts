@@ -1,8 +1,11 @@
 import { readCapped } from "../util/capped-body.ts";
-import { eachJsonArrayPiece } from "../util/sliced-json-array.ts";
+import { eachJsonArrayPiece, JsonElementTooLarge } from "../util/sliced-json-array.ts";
 
 /** The most all of a listing's pages together may bring (a real listing is far less). */
 export const MAX_LISTING_BYTES = 64 * 1024 * 1024;
+
+/** Why a page with one entry past util/sliced-json-array.ts's MAX_ELEMENT_BYTES is refused. */
+export const TOO_LARGE_ENTRY = "the hub's file listing has an entry larger than 1 MiB";
 
 /**
  * One page of the hub's file listing, read to at most `budget` bytes and handed to `each` a piece
@@ -29,7 +32,7 @@ export async function readListingPage(
     isList = await eachJsonArrayPiece(read.bytes, each);
   } catch (err) {
     if (!(err instanceof SyntaxError)) throw err;
-    throw bad("the hub's answer is not JSON");
+    throw bad(err instanceof JsonElementTooLarge ? TOO_LARGE_ENTRY : "the hub's answer is not JSON");
   }
   if (!isList) throw bad("the hub's file listing is not a list");
   return read.bytes.byteLength;

@@ -1,10 +1,11 @@
 import { z } from "zod";
 import { CoreError } from "../protocol/errors.ts";
 import { readCapped } from "../util/capped-body.ts";
-import { eachJsonArrayPiece } from "../util/sliced-json-array.ts";
+import { eachJsonArrayPiece, JsonElementTooLarge } from "../util/sliced-json-array.ts";
 import { wholeCharCut } from "../util/text-cut.ts";
 import { type Env, endpointProblem, hubEndpoint, isOffline, shownEndpoint } from "./hf-cache.ts";
 import { nextLink } from "./hub-client.ts";
+import { TOO_LARGE_ENTRY } from "./hub-listing-page.ts";
 import { readToken, UnusableToken, withoutToken } from "./hub-token.ts";
 import { refusedEntry } from "./listed-entry.ts";
 
@@ -154,7 +155,9 @@ async function listingPieces(bytes: Uint8Array, each: (piece: unknown[]) => Prom
     isList = await eachJsonArrayPiece(bytes, each);
   } catch (err) {
     if (!(err instanceof SyntaxError)) throw err;
-    throw new Error("the hub's file listing is not JSON");
+    throw new Error(
+      err instanceof JsonElementTooLarge ? TOO_LARGE_ENTRY : "the hub's file listing is not JSON",
+    );
   }
   if (!isList) throw new Error("the hub's file listing is not a list of files");
 }

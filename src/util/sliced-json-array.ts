@@ -11,6 +11,21 @@
 export const PIECE_BYTES = 256 * 1024;
 
 /**
+ * The most one element may span. A piece ends only between elements, so one element of 64 MiB
+ * was one piece: ~2 s of cutting and parsing in one turn. A hub listing's entry is well under
+ * a KiB; one larger than this is refused.
+ */
+export const MAX_ELEMENT_BYTES = 1024 * 1024;
+
+/** An element of the array spans more than MAX_ELEMENT_BYTES (a SyntaxError: the page is refused). */
+export class JsonElementTooLarge extends SyntaxError {
+  constructor() {
+    super(`an element of the JSON array is larger than ${MAX_ELEMENT_BYTES / 1024 / 1024} MiB`);
+    this.name = "JsonElementTooLarge";
+  }
+}
+
+/**
  * Hands the array's elements to `each` a piece at a time, in order (the loop is given back in
  * `each`, which may also vet a piece and keep only what it needs: a hostile page is refused at
  * its first bad piece, not after all of it is parsed). False when the bytes hold some other
@@ -44,10 +59,12 @@ export async function eachJsonArrayPiece(
 
 /**
  * The first comma between the array's elements at least PIECE_BYTES past `start`, or the `]`
- * that closes the array, or the end; a plain function, so the engine compiles its loop.
+ * that closes the array, or the end; a plain function, so the engine compiles its loop. Throws
+ * JsonElementTooLarge when an element spans more than MAX_ELEMENT_BYTES.
  */
 function nextCut(bytes: Uint8Array, start: number): number {
   let depth = 0;
+  let element = start;
   for (let i = start; i < bytes.length; i++) {
     const b = bytes[i];
     if (b === BYTE.quote) i = stringEnd(bytes, i);
@@ -55,7 +72,11 @@ function nextCut(bytes: Uint8Array, start: number): number {
     else if (b === BYTE.closeSquare || b === BYTE.closeCurly) {
       if (depth === 0) return i;
       depth--;
-    } else if (depth === 0 && b === BYTE.comma && i - start >= PIECE_BYTES) return i;
+    } else if (depth === 0 && b === BYTE.comma) {
+      if (i - start >= PIECE_BYTES) return i;
+      element = i;
+    }
+    if (i - element > MAX_ELEMENT_BYTES) throw new JsonElementTooLarge();
   }
   return bytes.length;
 }

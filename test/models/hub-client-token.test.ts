@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { HubBadAnswer, HubClient, HubError } from "../../src/models/hub-client.ts";
 import { hubFetch, listRepoFiles } from "../../src/models/hub-listing.ts";
+import { TOO_LARGE_ENTRY } from "../../src/models/hub-listing-page.ts";
 import { fromHub } from "../../src/models/pull-errors.ts";
 import type { CoreError } from "../../src/protocol/errors.ts";
 
@@ -271,5 +272,23 @@ describe("a listing of many files", () => {
     expect(listed.value).toHaveLength(16);
     // The read of the body alone takes a turn or two; a turn at least a piece of 256 KiB.
     expect(Math.min(read.turns, listed.turns)).toBeGreaterThanOrEqual(15);
+  });
+});
+
+describe("a page of one huge entry", () => {
+  test("is refused by both readers as having too large an entry, not parsed in one turn", async () => {
+    // One 2 MiB entry was one piece of the sliced parse (util/sliced-json-array.ts), cut and
+    // parsed in one turn: a 64 MiB one held the loop ~2 s.
+    const url = `${HUB}/api/models/org/m/tree/main?recursive=true`;
+    const entry = { type: "file", oid: "b".repeat(40), size: 1, path: "f.txt", pad: Array(1 << 20).fill(0) };
+    const { fake } = recordingFetch({ [url]: () => Response.json([entry]) });
+    const access = { endpoint: HUB, token: null, fetch: fake, offline: false, timeoutMs: 10_000 };
+    const remote = await listRepoFiles(access, "org/m", "main").catch((e: Error) => e);
+    expect((remote as Error).message).toContain(TOO_LARGE_ENTRY);
+    const pull = await new HubClient({ endpoint: HUB, fetch: fake })
+      .listFiles("org/m", "main")
+      .catch((e) => e);
+    expect(pull).toBeInstanceOf(HubBadAnswer);
+    expect((pull as Error).message).toContain(TOO_LARGE_ENTRY);
   });
 });

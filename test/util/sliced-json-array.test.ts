@@ -1,5 +1,10 @@
 import { describe, expect, test } from "bun:test";
-import { eachJsonArrayPiece, PIECE_BYTES } from "../../src/util/sliced-json-array.ts";
+import {
+  eachJsonArrayPiece,
+  JsonElementTooLarge,
+  MAX_ELEMENT_BYTES,
+  PIECE_BYTES,
+} from "../../src/util/sliced-json-array.ts";
 
 const enc = (s: string) => new TextEncoder().encode(s);
 
@@ -67,5 +72,26 @@ describe("eachJsonArrayPiece", () => {
     expect(await run('{"a":1}')).toEqual({ elements: [], pieces: 0, isArray: false });
     expect(await run(`{"a":"${"x".repeat(PIECE_BYTES)}"}`)).toBe("SyntaxError");
     expect(await run("<html>")).toBe("SyntaxError");
+  });
+});
+
+describe("one huge element", () => {
+  test("is refused as too large, not scanned and parsed whole in one turn of the loop", async () => {
+    // A hostile mirror's page of one 64 MiB entry ({"a":[0,0,…]}) was one piece: ~2 s of
+    // cutting and parsing in one turn, ping and cancel unanswered (measured on the dev box).
+    const nested = `[{"a":[${"0,".repeat(MAX_ELEMENT_BYTES)}0]}]`;
+    const long = `[1,"${"x".repeat(MAX_ELEMENT_BYTES + 1)}",2]`;
+    for (const text of [nested, long]) {
+      const pieces: unknown[][] = [];
+      const err = await eachJsonArrayPiece(enc(text), async (e) => {
+        pieces.push(e);
+      }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(JsonElementTooLarge);
+      expect(err).toBeInstanceOf(SyntaxError);
+    }
+    // An element just under the bound is taken whole.
+    const fits = `[{"a":"${"x".repeat(MAX_ELEMENT_BYTES - 16)}"}]`;
+    const got = await run(fits);
+    expect(typeof got === "string" ? got : got.elements).toEqual(JSON.parse(fits));
   });
 });
