@@ -15,6 +15,7 @@ import {
 import { isCoreError } from "../protocol/errors.ts";
 import { HF_PREFIX } from "../protocol/model-ref.ts";
 import { answersFor, statLate } from "../util/drive-answers.ts";
+import { within } from "../util/within.ts";
 import { hubCacheDir, snapshotRootOf } from "./hf-cache.ts";
 import { isGgufPath, isProjector, namesText } from "./pick-gguf.ts";
 import { resolveModelPath, snapshotFiles } from "./resolve.ts";
@@ -32,7 +33,7 @@ export async function findProjector(
   setting: string,
   model: ModelInfo,
   key = "model.mmproj",
-  options: MemoOptions = {},
+  options: ProjectorOptions = {},
 ): Promise<ProjectorChoice> {
   if (setting === "none") return { kind: "none", reason: "mmproj: none" };
   // An `hf:org/name:mmproj-F16.gguf` is a file of the cache, found as a model path is: the cache
@@ -104,7 +105,7 @@ async function readProjector(path: string): Promise<Read> {
  */
 async function candidates(
   modelPath: string,
-  options: MemoOptions,
+  options: ProjectorOptions,
 ): Promise<{ where: "snapshot" | "folder"; files: string[]; late?: string }> {
   const snapshot = snapshotRootOf(modelPath);
   if (snapshot !== null)
@@ -115,15 +116,43 @@ async function candidates(
         .map((f) => join(snapshot, f)),
     };
   const folder = dirname(modelPath);
-  const late = await statLate(answersFor(options), folder);
+  const answers = answersFor(options);
+  const late = await statLate(answers, folder);
   if (late) return { where: "folder", files: [], late };
-  // A folder that cannot be listed holds no projector we could use.
-  const names = await readdir(folder).catch(() => [] as string[]);
+  const names = await within(listingOf(folder, options), answers.waitMs, null);
+  if (names === null)
+    return {
+      where: "folder",
+      files: [],
+      late: `its listing did not answer within ${answers.waitMs / 1000} s (a network drive offline?)`,
+    };
   const files = names.filter((n) => isGgufPath(n) && isProjector(n)).sort();
   return { where: "folder", files: files.map((n) => join(folder, n)) };
 }
 
-async function auto(model: ModelInfo, options: MemoOptions): Promise<ProjectorChoice> {
+/** Tests: the folder's listing. */
+export interface ProjectorOptions extends MemoOptions {
+  readdir?: (folder: string) => Promise<string[]>;
+}
+
+/** The listings out, by folder: each holds a file thread until its drive answers, so one at a time. */
+const listings = new Map<string, Promise<string[]>>();
+
+/**
+ * The folder's names, waited for no longer than its stat: a stat can answer where its listing
+ * hangs (an NFS client answers from cached attributes, its server gone), and an unbounded wait
+ * hung the plan for good. A folder that cannot be listed holds no projector we could use.
+ */
+function listingOf(folder: string, options: ProjectorOptions): Promise<string[]> {
+  const out = listings.get(folder);
+  if (out) return out;
+  const mine = (options.readdir ?? readdir)(folder).catch(() => [] as string[]);
+  listings.set(folder, mine);
+  void mine.then(() => listings.delete(folder));
+  return mine;
+}
+
+async function auto(model: ModelInfo, options: ProjectorOptions): Promise<ProjectorChoice> {
   const { where, files, late } = await candidates(model.path, options);
   if (late) return { kind: "none", reason: `mmproj: auto could not list the model's folder: ${late}` };
   if (files.length === 0)

@@ -168,6 +168,28 @@ describe("mmproj: auto beside the model", () => {
     expect((found as { reason: string }).reason).toContain("did not answer");
   });
 
+  test("a folder whose stat answered but whose listing never does (an NFS mount's cached attributes, its server gone) ends the wait, listed once", async () => {
+    using dir = tmpdir();
+    const model = await modelIn(dir.path);
+    // The stat answers at once (the client's cached attributes); the listing needs the server.
+    let listings = 0;
+    const options = {
+      stat: async () => ({ ino: 1 }),
+      statWaitMs: 1,
+      readdir: () => {
+        listings++;
+        return new Promise<string[]>(() => {});
+      },
+    };
+    for (let i = 0; i < 2; i++) {
+      const found = await findProjector("auto", model, "model.mmproj", options);
+      expect(found).toMatchObject({ kind: "none" });
+      expect((found as { reason: string }).reason).toContain("did not answer");
+    }
+    // Each listing out holds a file thread until it answers: a second plan waits on the first.
+    expect(listings).toBe(1);
+  });
+
   test("the only mmproj*.gguf beside it, when its width matches", async () => {
     using dir = tmpdir();
     const model = await modelIn(dir.path);
