@@ -38,6 +38,8 @@ export class HtmlBlocks {
   /** The next `<` at or after `at` (the length when none), found once, not once per slice. */
   private lt = -1;
   private heading: number | undefined;
+  /** The next `-->` and `--!>` where they were last looked for (the length when none): see `commentEnd`. */
+  private readonly ends = { dashes: -1, bang: -1 };
   /** A tag whose `>` is not reached yet: read on in the next slice (a tag may be megabytes long). */
   private reading: { name: string; closing: boolean } | undefined;
   private readonly out: Block[] = [];
@@ -82,12 +84,27 @@ export class HtmlBlocks {
     }
   }
 
+  /**
+   * Just past the end of the comment opened at `lt`, or the end, as HTML's tokenizer ends one: a
+   * `-->` from its second dash (`<!-->` and `<!--->` are whole, empty comments; looked for past
+   * `<!--`, they hid the text up to the next comment's end, often all of it), or a `--!>` after
+   * `<!--` (`<!-- a --!>`: with `-->` alone looked for, it hid the text after it alike). Each
+   * token's next place is found once, not once per comment: a page of comments ended by one
+   * kind, the other far off or absent, was read to the end again for every comment.
+   */
+  private commentEnd(lt: number): number {
+    const h = this.html;
+    if (this.ends.dashes < lt + 2) this.ends.dashes = at(h.indexOf("-->", lt + 2), h.length);
+    if (this.ends.bang < lt + 4) this.ends.bang = at(h.indexOf("--!>", lt + 4), h.length);
+    const { dashes, bang } = this.ends;
+    if (bang < dashes) return bang + 4;
+    return dashes === h.length ? h.length : dashes + 3;
+  }
+
   /** The markup at `lt`; returns where the text after it starts, or where a tag's reading stopped at `until`. */
   private markup(lt: number, until: number): number {
     const h = this.html;
-    // From its second dash, as HTML reads it: `<!-->` and `<!--->` are whole (empty) comments;
-    // looked for past `<!--`, they hid the text up to the next comment's end, often all of it.
-    if (h.startsWith("<!--", lt)) return after(h, "-->", lt + 2);
+    if (h.startsWith("<!--", lt)) return this.commentEnd(lt);
     if (h[lt + 1] === "!" || h[lt + 1] === "?") return after(h, ">", lt + 2);
     const name = TAG_NAME.exec(h.slice(lt, lt + 64))?.[1]?.toLowerCase();
     if (!name) {

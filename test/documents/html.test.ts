@@ -31,6 +31,15 @@ describe("HTML's text, never its markup", () => {
     expect(blocks(html).map((b) => b.text)).toEqual(["one", "two", "three", "four"]);
   });
 
+  test("a comment ended by `--!>` ends there, as HTML ends it: the text after it was dropped up to the next `-->`", () => {
+    // `<!--!>` and `<!---!>` are not ended by it (HTML's comment start states): text in them stays hidden.
+    const texts = (html: string) => blocks(html).map((b) => b.text);
+    expect(texts("<p>one</p><!-- a --!><p>two</p>")).toEqual(["one", "two"]);
+    expect(texts("<!----!><p>two</p>")).toEqual(["two"]);
+    expect(texts("<!--!><p>hidden</p>--><p>two</p>")).toEqual(["two"]);
+    expect(texts("<!---!><p>hidden</p>--><p>two</p>")).toEqual(["two"]);
+  });
+
   test("a quote inside an unquoted attribute value opens nothing: the text up to the next such quote was dropped", () => {
     const html = "<p>one</p><img alt=Bob's src=x><p>two</p><p>three</p><p title='a>b'>it's four</p>";
     expect(blocks(html).map((b) => b.text)).toEqual(["one", "two", "three", "it's four"]);
