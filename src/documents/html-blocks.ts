@@ -29,6 +29,8 @@ const DROPPED = new Set([
   "object",
 ]);
 const TAG_NAME = /^<\/?([a-zA-Z][a-zA-Z0-9-]*)/;
+/** HTML's white space: tab, LF, FF, CR, space. */
+const HTML_SPACE = new Set(["\t", "\n", "\f", "\r", " "]);
 
 export class HtmlBlocks {
   private at = 0;
@@ -181,11 +183,12 @@ function textCut(text: string, max: number): number {
 /**
  * Whether the quote at `i` opens an attribute's value: right after its `=` (white space between),
  * as HTML reads it. One inside an unquoted value (`alt=Bob's`) is a character of it: taken for
- * an opening, it hid the text up to the next such quote. The look back is over white space only.
+ * an opening, it hid the text up to the next such quote. The look back is over white space only,
+ * HTML's own (`\s` took a no-break space for it: `alt=\u00a0'x` hid the text up to the next quote).
  */
 function opensValue(h: string, i: number): boolean {
   let k = i - 1;
-  while (k > 0 && /\s/.test(h[k] as string)) k--;
+  while (k > 0 && HTML_SPACE.has(h[k] as string)) k--;
   return h[k] === "=";
 }
 

@@ -40,6 +40,12 @@ describe("HTML's text, never its markup", () => {
     expect(texts("<!---!><p>hidden</p>--><p>two</p>")).toEqual(["two"]);
   });
 
+  test("a quote after a no-break space after `=` opens nothing: HTML skips its own white space only", () => {
+    // HTML's white space is tab, LF, FF, CR and space: `alt=\u00a0'x` is an unquoted value.
+    const html = "<p>one</p><img alt=\u00a0'x><p>two</p><p>it's three</p>";
+    expect(blocks(html).map((b) => b.text)).toEqual(["one", "two", "it's three"]);
+  });
+
   test("a quote inside an unquoted attribute value opens nothing: the text up to the next such quote was dropped", () => {
     const html = "<p>one</p><img alt=Bob's src=x><p>two</p><p>three</p><p title='a>b'>it's four</p>";
     expect(blocks(html).map((b) => b.text)).toEqual(["one", "two", "three", "it's four"]);
