@@ -1,6 +1,6 @@
 import { readCapped } from "../util/capped-body.ts";
 import { causeText } from "../util/cause-text.ts";
-import { readListingPage } from "./hub-listing-page.ts";
+import { nextLinkTarget, readListingPage } from "./hub-listing-page.ts";
 import { withoutToken } from "./hub-token.ts";
 import { refusedEntry } from "./listed-entry.ts";
 
@@ -340,12 +340,9 @@ function redirectTarget(res: Response, url: string): string {
  * (`<http://[>`) is the hub's bad answer: new URL's TypeError reached the pull as internal_error.
  */
 export function nextLink(header: string | null, base: string): string | null {
-  if (!header) return null;
-  for (const part of header.split(",")) {
-    const m = /<([^>]+)>\s*;.*\brel="?next"?/.exec(part);
-    if (m) return URL.parse(m[1]!, base)?.toString() ?? badNext(base);
-  }
-  return null;
+  const target = header ? nextLinkTarget(header) : null;
+  if (target === null) return null;
+  return URL.parse(target, base)?.toString() ?? badNext(base);
 }
 
 const badNext = (url: string): never => {

@@ -37,3 +37,56 @@ export async function readListingPage(
   if (!isList) throw bad("the hub's file listing is not a list");
   return read.bytes.byteLength;
 }
+
+/**
+ * The URI reference of the link whose `rel` holds `next` in a `Link` header, as RFC 8288 §3
+ * reads it: a URL is whatever stands between `<` and `>` (a cursor's comma included) and a
+ * quoted parameter's text is text, so neither splits the header. `rel` is a space-separated list,
+ * compared without case. A piece that is not a link is skipped to the next comma.
+ */
+export function nextLinkTarget(header: string): string | null {
+  let at = 0;
+  while (at < header.length) {
+    const open = header.indexOf("<", at);
+    if (open < 0) return null;
+    const close = header.indexOf(">", open + 1);
+    if (close < 0) return null;
+    const params = readLinkParams(header, close + 1);
+    const rel = params.rels.find(([name]) => name === "rel")?.[1] ?? "";
+    if (rel.split(/[ \t]+/).some((r) => r.toLowerCase() === "next")) return header.slice(open + 1, close);
+    at = params.end;
+  }
+  return null;
+}
+
+/** The `; name=value` parameters after a link's `>`, up to the comma that ends the link (or the header). */
+function readLinkParams(header: string, from: number): { rels: [string, string][]; end: number } {
+  const rels: [string, string][] = [];
+  let at = from;
+  let name = "";
+  let value = "";
+  let inName = true;
+  const flush = () => {
+    if (name.trim()) rels.push([name.trim().toLowerCase(), value.trim()]);
+    name = "";
+    value = "";
+    inName = true;
+  };
+  while (at < header.length) {
+    const c = header[at]!;
+    if (c === ",") break;
+    if (c === ";") flush();
+    else if (c === "=" && inName) inName = false;
+    else if (c === '"' && !inName) {
+      // A quoted string, `\` escaping the next character (RFC 9110 §5.6.4).
+      for (at++; at < header.length && header[at] !== '"'; at++) {
+        if (header[at] === "\\") at++;
+        value += header[at] ?? "";
+      }
+    } else if (inName) name += c;
+    else value += c;
+    at++;
+  }
+  flush();
+  return { rels, end: at + 1 };
+}

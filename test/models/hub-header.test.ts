@@ -106,6 +106,26 @@ describe("the hub's file listing", () => {
     expect(nextLink(null, "https://h/api")).toBeNull();
   });
 
+  test("a Link header is read as RFC 8288 says: a comma inside the URL or a quoted parameter splits nothing", () => {
+    // A cursor with a comma in it (the URL's own `,`, legal unescaped in a query) was cut at the
+    // comma and the next page asked with half its cursor.
+    expect(nextLink('<https://h/api?cursor=a,b>; rel="next"', "https://h/api")).toBe(
+      "https://h/api?cursor=a,b",
+    );
+    expect(nextLink('<https://h/p1>; rel="prev", <https://h/api?c=x,y>; rel="next"', "https://h/api")).toBe(
+      "https://h/api?c=x,y",
+    );
+    // A quoted title holding `, <…>; rel="next"` is text, not a second link.
+    expect(
+      nextLink('<https://h/a>; title="x, <https://evil/>; rel=next"; rel="prev"', "https://h/api"),
+    ).toBeNull();
+    // rel is a space-separated list, compared without case; "nextpage" is not "next".
+    expect(nextLink('<https://h/b>; rel="prev NEXT"', "https://h/api")).toBe("https://h/b");
+    expect(nextLink('<https://h/c>; rel="nextpage"', "https://h/api")).toBeNull();
+    expect(nextLink("<https://h/d>; rel=next", "https://h/api")).toBe("https://h/d");
+    expect(nextLink("garbage, <https://h/e>; rel=next", "https://h/api")).toBe("https://h/e");
+  });
+
   test("an entry that would leave the repo, or an LFS oid that is not a sha256, is refused naming it (issue 19 item 5)", async () => {
     const file = (path: string, lfsOid = "ab".repeat(32)) => ({
       type: "file",
