@@ -16,6 +16,7 @@ import { open } from "node:fs/promises";
 import { dirname, join, relative } from "node:path";
 import { pipeline } from "node:stream/promises";
 import { cancelledError } from "../protocol/errors.ts";
+import { liveTemps, snapshotTemp, sweepDeadTemps } from "./snapshot-temps.ts";
 
 /**
  * The cache's names for a downloaded blob, written so that a reader never sees a half-made
@@ -53,7 +54,8 @@ export async function linkSnapshot(
   const already = namingBlob(pointer, blob);
   if (already) return already;
   mkdirSync(dirname(pointer), { recursive: true });
-  const temp = join(dirname(pointer), `.${randomBytes(6).toString("hex")}.tmp`);
+  sweepDeadTemps(dirname(pointer));
+  const temp = snapshotTemp(dirname(pointer));
   const ways: ["link" | "hardlink", () => void][] = [
     ["link", () => (links.symlink ?? defaultSymlink)(relative(dirname(pointer), blob), temp)],
     ["hardlink", () => (links.hardlink ?? defaultHardlink)(blob, temp)],
@@ -77,6 +79,7 @@ export async function linkSnapshot(
     }
     return how;
   }
+  liveTemps.add(temp);
   try {
     await copyBlob(blob, temp, links.signal);
     await flushed(links.flushCopy ?? flushFile, temp);
@@ -89,6 +92,8 @@ export async function linkSnapshot(
     if (links.signal?.aborted)
       throw cancelledError("the pull was cancelled while its snapshot's copy was made");
     throw err;
+  } finally {
+    liveTemps.delete(temp);
   }
 }
 

@@ -1,0 +1,55 @@
+import { describe, expect, test } from "bun:test";
+import { mkdirSync, readdirSync, utimesSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { linkSnapshot } from "../../src/models/snapshot-link.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+// A core killed mid snapshot-copy (a folder that takes no links: FAT, exFAT) left its hidden temp,
+// the model's size, in the snapshot folder for good: nothing ever removed it.
+describe("a snapshot copy's temp a dead pull left", () => {
+  const HOUR = 3600 * 1000;
+  /** A pid no process has: over Linux's largest pid_max (2^22) and macOS's. */
+  const DEAD = 9_999_999;
+
+  function folder() {
+    const dir = tmpdir("local-ai-snaptemp-");
+    const blob = join(dir.path, "blobs", "ab".repeat(32));
+    const snap = join(dir.path, "snapshots", "c".repeat(40));
+    mkdirSync(join(dir.path, "blobs"));
+    mkdirSync(snap, { recursive: true });
+    writeFileSync(blob, "model bytes");
+    const temp = (name: string, ageMs: number) => {
+      const path = join(snap, name);
+      writeFileSync(path, "half a copy");
+      const at = (Date.now() - ageMs) / 1000;
+      utimesSync(path, at, at);
+      return name;
+    };
+    return { dir, blob, snap, temp };
+  }
+
+  test("one whose maker is gone, untouched an hour, is removed by the next pull's link", async () => {
+    const { dir, blob, snap, temp } = folder();
+    using _ = dir;
+    temp(`.${DEAD}-0123456789ab.tmp`, 2 * HOUR);
+    // An earlier build's name (no pid in it), untouched a day: no pull is still making it.
+    temp(".abcdef012345.tmp", 25 * HOUR);
+    expect(await linkSnapshot(blob, join(snap, "m.gguf"))).toBe("link");
+    expect(readdirSync(snap)).toEqual(["m.gguf"]);
+  });
+
+  test("one a live pull may still be making is kept: its maker alive, or written to lately", async () => {
+    const { dir, blob, snap, temp } = folder();
+    using _ = dir;
+    // Another core's copy under way (its pid alive: this test's parent stands for it).
+    const alive = temp(`.${process.ppid}-0123456789ab.tmp`, 2 * HOUR);
+    // Its maker unknown here (another pid namespace, a container sharing the cache) but written
+    // to minutes ago: a copy goes on writing, its flush takes minutes at most.
+    const recent = temp(`.${DEAD}-abcdef012345.tmp`, 10 * 60 * 1000);
+    const earlier = temp(".0123456789ab.tmp", 2 * HOUR);
+    // Not a temp's name at all: a repo's file is never touched.
+    const other = temp(".hidden.tmp", 48 * HOUR);
+    await linkSnapshot(blob, join(snap, "m.gguf"));
+    expect(readdirSync(snap).sort()).toEqual([alive, recent, earlier, other, "m.gguf"].sort());
+  });
+});
