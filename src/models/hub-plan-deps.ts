@@ -7,7 +7,7 @@ import { answersFor } from "../util/drive-answers.ts";
 import { type Env, hubCacheDir } from "./hf-cache.ts";
 import { type RemoteDeps, readRemoteModel } from "./hub-header.ts";
 import { hubAccess } from "./hub-listing.ts";
-import { isNotDownloaded, resolveModelPath } from "./resolve.ts";
+import { isNotDownloaded, resolveModelPath, withPullAgain } from "./resolve.ts";
 
 /**
  * The plan's edges with one addition: an `hf:` model that is not in the cache is judged from
@@ -32,7 +32,8 @@ export function planDepsWithHub(
       } catch (err) {
         const ref = isNotDownloaded(err) ? parseHfModelPath(path) : undefined;
         const access = hubAccess(env, home, deps.fetch);
-        if (!ref || access.offline) throw err;
+        // A cached file cut short is no missing one (the hub's header would hide it): said, with its pull.
+        if (!ref || access.offline) throw withPullAgain(path, err);
         try {
           const remote = await readRemoteModel(ref, access, deps.signal);
           const note = `not downloaded; judged from the hub's header (${ref.repo} ${remote.file} at ${ref.revision}): fetch it with: ${pullCommand(ref)}`;

@@ -7,7 +7,7 @@ import { HF_PREFIX } from "../protocol/model-ref.ts";
 import { checkWorkers } from "../rpc/check.ts";
 import { findProjector } from "./find-projector.ts";
 import { hubCacheDir } from "./hf-cache.ts";
-import { resolveModelPath } from "./resolve.ts";
+import { resolveModelPath, withPullAgain } from "./resolve.ts";
 
 /**
  * The plan's edges as the core runs them, offline. The plan is a floor below the models, so
@@ -28,7 +28,8 @@ export const probeAhead = new ProbeAhead((binary) => probeHardware(undefined, bi
 
 export const defaultPlanDeps: PlanDeps = {
   probe: (binary) => probeAhead.take(binary),
-  readModel: (path, key) => modelMemo.read(path, key),
+  readModel: (path, key) =>
+    modelMemo.read(path, key).catch((err) => Promise.reject(withPullAgain(path, err))),
   workers: (workers, options) => checkWorkers(workers, options),
   findProjector: (setting, model, key) => findProjector(setting, model, key),
 };

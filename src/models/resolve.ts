@@ -2,7 +2,7 @@ import { type Dirent, existsSync, readdirSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, relative } from "node:path";
 import { REQUEST_MODEL_KEY, settingData } from "../config/model-entry.ts";
-import { CoreError } from "../protocol/errors.ts";
+import { CoreError, isCoreError } from "../protocol/errors.ts";
 import { HF_PREFIX, type ModelRef, parseHfModelPath, pullCommand } from "../protocol/model-ref.ts";
 import { FileTooLarge, kindOf, NotRegularFile, readSmallFile } from "../util/read-file.ts";
 import { type Env, hubCacheDir, refPath, repoPaths } from "./hf-cache.ts";
@@ -204,4 +204,25 @@ const REF_MAX_BYTES = 4096;
 /** What a ref file holds, trimmed; never a blocking read (a FIFO is NotRegularFile). */
 export function readRef(file: string): string {
   return readSmallFile(file, REF_MAX_BYTES).trim();
+}
+
+/**
+ * An `hf:` model whose cached file reads as cut short (`truncated`) names the pull that fetches
+ * it again: a core before the blob's flush (download.ts) could rename a verified download whose
+ * bytes a power cut then lost, and offline nothing knows its listed size to find it sooner. A
+ * pull again sees the short blob and downloads it (docs/models.md "The cache").
+ */
+export function withPullAgain(path: string, err: unknown): unknown {
+  if (!isCoreError(err) || err.data?.problem !== "truncated" || err.data.pull !== undefined) return err;
+  let ref: ModelRef | undefined;
+  try {
+    ref = parseHfModelPath(path);
+  } catch {
+    return err;
+  }
+  if (!ref) return err;
+  const pull = pullCommand(ref);
+  const again = new CoreError(err.code, `${err.message}; pull it again with: ${pull}`, { ...err.data, pull });
+  again.stack = err.stack;
+  return again;
 }

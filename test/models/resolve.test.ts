@@ -101,6 +101,15 @@ describe("the config and its consumers", () => {
   const deps: PlanDeps = { readModel: defaultPlanDeps.readModel, probe: async () => HW };
   // The default cache of this test file (test/preload.ts gives it its own XDG_CACHE_HOME).
   const cache = hubCacheDir(process.env, process.env.HOME!);
+  /** Doctor's model check of a config whose model.path is `path`. */
+  async function doctorModelCheck(dir: string, path: string) {
+    writeFileSync(join(dir, "config.yaml"), `model:\n  path: ${path}\n`);
+    const report = await runDoctor(
+      { loadedConfig: () => loadConfig("config.yaml", dir) },
+      { ...deps, run: async () => ({ kind: "exit", code: 0, stdout: "", stderr: "version: 1 (x)" }) },
+    );
+    return report.checks.find((c) => c.id === "model")!;
+  }
 
   test("the loader keeps hf: paths as written and refuses a malformed one with its line", () => {
     using dir = tmpdir();
@@ -133,15 +142,28 @@ describe("the config and its consumers", () => {
 
   test("doctor's model check fails with the pull command as its fix", async () => {
     using dir = tmpdir();
-    writeFileSync(join(dir.path, "config.yaml"), "model:\n  path: hf:org/nowhere:Q4_K_M\n");
-    const report = await runDoctor(
-      { loadedConfig: () => loadConfig("config.yaml", dir.path) },
-      { ...deps, run: async () => ({ kind: "exit", code: 0, stdout: "", stderr: "version: 1 (x)" }) },
-    );
-    const model = report.checks.find((c) => c.id === "model")!;
+    const model = await doctorModelCheck(dir.path, "hf:org/nowhere:Q4_K_M");
     expect(model.status).toBe("fail");
     expect(model.message).toContain("not in the cache");
     expect(model.fix).toBe("fetch it with: local-ai pull org/nowhere:Q4_K_M");
     expect(model.data).toMatchObject({ code: "model_missing", problem: "not_downloaded" });
+  });
+
+  test("an hf: model whose blob is cut short says to pull it again, with the command", async () => {
+    // A core before the blob's flush (download.ts) could rename a verified download whose bytes
+    // a power cut then lost: offline nothing knows the listed size, so the file resolves and its
+    // read finds it truncated. The fix said "download the model again", not how.
+    using dir = tmpdir();
+    layRepo(cache, "org/short", { "s-Q4_K_M.gguf": { ...tinyModel(), truncateBy: 4096 } });
+    try {
+      const model = await doctorModelCheck(dir.path, "hf:org/short:Q4_K_M");
+      expect(model.status).toBe("fail");
+      expect(model.message).toContain("truncated");
+      expect(model.message).toContain("pull it again with: local-ai pull org/short:Q4_K_M");
+      expect(model.fix).toBe("fetch it with: local-ai pull org/short:Q4_K_M");
+      expect(model.data).toMatchObject({ problem: "truncated", pull: "local-ai pull org/short:Q4_K_M" });
+    } finally {
+      rmSync(join(cache, "models--org--short"), { recursive: true, force: true });
+    }
   });
 });
