@@ -55,8 +55,11 @@ export function unstorableName(path: string, platform: NodeJS.Platform = process
  */
 const PATH_BYTES: Partial<Record<NodeJS.Platform, number>> = { darwin: 1023, linux: 4095, freebsd: 1023 };
 
-/** Beside a snapshot entry its temp name is made first (snapshot-link.ts): `/.` + 12 hex + `.tmp`. */
-const TEMP_NAME_BYTES = 18;
+/**
+ * Beside a snapshot entry its temp name is made first (snapshot-temps.ts): `/.` + its maker's pid
+ * (at most 10 digits) + `-` + 12 hex + `.tmp`.
+ */
+const TEMP_NAME_BYTES = 29;
 
 /**
  * Why the absolute path a file will be stored at (its snapshot entry) is longer than this system

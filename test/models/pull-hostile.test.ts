@@ -452,6 +452,13 @@ describe("a listed path longer than this system's paths", () => {
     expect(unstorablePath(`/c/${four}`, "darwin")).not.toBeNull();
     expect(unstorablePath(`/c/${four}`, "linux")).toBeNull();
   });
+
+  test("the entry's temp beside it is counted as it is named: with its maker's pid", () => {
+    // snapshot-temps.ts names it `.<pid>-<12 hex>.tmp`: counted as the 12 hex alone, a folder
+    // 20 bytes under the limit passed, and the link failed ENAMETOOLONG after the download.
+    const folder = `/${"a".repeat(250)}`.repeat(17).slice(0, 4095 - 20);
+    expect(unstorablePath(`${folder}/m.gguf`, "linux")).not.toBeNull();
+  });
 });
 
 describe("a listed path whose snapshot link is longer than a link may be", () => {
