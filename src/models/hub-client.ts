@@ -118,12 +118,12 @@ export class HubClient {
   async commitOf(repo: string, revision: string, signal?: AbortSignal): Promise<string> {
     const url = `${this.options.endpoint}/api/models/${repo}/revision/${encodeURIComponent(revision)}`;
     return this.api(url, signal, async (res) => {
-      const body = (await readJson(res, url, "the hub's answer for the revision", MAX_JSON_BYTES)).value as {
-        sha?: unknown;
-      };
-      if (typeof body.sha !== "string" || !/^[0-9a-f]{40}$/.test(body.sha))
+      const { value } = await readJson(res, url, "the hub's answer for the revision", MAX_JSON_BYTES);
+      // JSON `null` too: its `.sha` threw a TypeError, the pull's internal_error.
+      const sha = value && typeof value === "object" ? (value as { sha?: unknown }).sha : undefined;
+      if (typeof sha !== "string" || !/^[0-9a-f]{40}$/.test(sha))
         throw new HubBadAnswer(url, "the hub's answer for the revision has no commit sha");
-      return body.sha;
+      return sha;
     });
   }
 

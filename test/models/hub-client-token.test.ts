@@ -292,3 +292,19 @@ describe("a page of one huge entry", () => {
     expect((pull as Error).message).toContain(TOO_LARGE_ENTRY);
   });
 });
+
+describe("a hostile revision answer", () => {
+  // JSON that is not an object (`null`, a number): reading its `sha` threw a TypeError, which
+  // reached the pull as internal_error, not the hub's bad answer.
+  test("JSON null or a bare value is the hub's bad answer", async () => {
+    for (const body of ["null", "7", '"x"', "[]"]) {
+      const url = `${HUB}/api/models/org/m/revision/main`;
+      const { fake } = recordingFetch({ [url]: () => new Response(body) });
+      const err = await new HubClient({ endpoint: HUB, fetch: fake })
+        .commitOf("org/m", "main")
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(HubBadAnswer);
+      expect((err as Error).message).toBe("the hub's answer for the revision has no commit sha");
+    }
+  });
+});
