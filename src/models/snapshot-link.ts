@@ -15,7 +15,7 @@ import {
 import { open } from "node:fs/promises";
 import { dirname, join, relative } from "node:path";
 import { pipeline } from "node:stream/promises";
-import { cancelledError } from "../protocol/errors.ts";
+import { CoreError } from "../protocol/errors.ts";
 import { liveTemps, snapshotTemp, sweepDeadTemps } from "./snapshot-temps.ts";
 
 /**
@@ -89,12 +89,30 @@ export async function linkSnapshot(
     return "copy";
   } catch (err) {
     rmSync(temp, { force: true });
-    if (links.signal?.aborted)
-      throw cancelledError("the pull was cancelled while its snapshot's copy was made");
+    if (links.signal?.aborted) throw copyCancelled(blob);
     throw err;
   } finally {
     liveTemps.delete(temp);
   }
+}
+
+/**
+ * A cancel during the copy or its flush: the blob is whole and verified, only the entry is left
+ * to make. Its sizes say so (`bytes_done` = `total`), as download.ts's cancel during the blob's
+ * flush does: without them the CLI said "the partial download is kept … to resume".
+ */
+function copyCancelled(blob: string): CoreError {
+  let size: number | undefined;
+  try {
+    size = statSync(blob).size;
+  } catch {
+    // Gone meanwhile: the cancel is said without sizes.
+  }
+  return new CoreError(
+    "cancelled",
+    "the pull was cancelled while its snapshot's copy was made; the downloaded file is kept",
+    size === undefined ? undefined : { bytes_done: size, total: size },
+  );
 }
 
 /**

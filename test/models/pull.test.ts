@@ -508,6 +508,9 @@ describe("pull into the Hugging Face cache", () => {
       ac.signal,
     );
     expect(r.error?.code).toBe("cancelled");
+    // The blob is whole and verified: the CLI read no sizes and said "the partial download is
+    // kept … to resume" (cli/pull.ts stopLeft reads bytes_done = total as the file kept whole).
+    expect(r.error?.data).toMatchObject({ bytes_done: MB, total: MB });
     const snapshot = dirname(snapshotPath(cache, "org/model-GGUF", hub.commitOf("org/model-GGUF"), "x"));
     expect(existsSync(snapshot) ? readdirSync(snapshot) : []).toEqual([]);
   });
