@@ -1,4 +1,4 @@
-import { closeSync, lstatSync, unlinkSync } from "node:fs";
+import { closeSync, fstatSync, lstatSync, unlinkSync } from "node:fs";
 import { isAlive } from "../../runtime/proc-info.ts";
 import { openToZero, zeroOpen } from "../../store/scrub-file.ts";
 import { logger } from "../../util/logger.ts";
@@ -23,7 +23,7 @@ export function dropFile(path: string, zeroes?: Zeroes): boolean {
       logger.warn(`${path} is a directory where a KV state file belongs: left as it is`);
       return true;
     }
-    if (zeroes) fd = openToZero(path);
+    if (zeroes) fd = openAtName(path, zeroes);
     unlinkSync(path);
     if (zeroes && fd === undefined) logger.warn(`${path} was removed but not zeroed: it could not be opened`);
   } catch (err) {
@@ -35,6 +35,35 @@ export function dropFile(path: string, zeroes?: Zeroes): boolean {
   }
   if (fd !== undefined) zeroes?.zero(fd, path);
   return true;
+}
+
+/** Opens of a name whose file another core keeps renaming over, before it is unlinked as it is. */
+const SWAPS = 3;
+
+/**
+ * `path` opened to be zeroed, still the file at that name: another core renaming its fresh save
+ * of the session onto the name after the open had that save unlinked unzeroed, its tokens left in
+ * the blocks after an erase. The one opened (nameless now) is zeroed, and the new one opened in
+ * turn; the look and the unlink are not one step, a window we accept (docs/agent.md, The store).
+ */
+function openAtName(path: string, zeroes: Zeroes): number | undefined {
+  for (let tries = 1; ; tries++) {
+    const fd = openToZero(path);
+    if (fd === undefined || tries >= SWAPS || stillAt(fd, path)) return fd;
+    zeroes.zero(fd, path);
+  }
+}
+
+/** Whether `fd` is the file at `path` (gone: the unlink tells). */
+function stillAt(fd: number, path: string): boolean {
+  let named: { dev: number; ino: number };
+  try {
+    named = lstatSync(path);
+  } catch {
+    return true;
+  }
+  const opened = fstatSync(fd);
+  return named.dev === opened.dev && named.ino === opened.ino;
 }
 
 /**
