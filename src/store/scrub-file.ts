@@ -66,33 +66,50 @@ export function openToZero(path: string, flags = ZERO_OPEN): number | undefined 
   }
 }
 
+/** Opens of a name another core keeps renaming its files onto, before that is given up. */
+const OPEN_TRIES = 3;
+
 /**
  * `path` opened with `flags`, never through a link: O_NOFOLLOW refuses one on POSIX, but Windows
  * has none (0), and a link or junction planted in data_dir had its target zeroed by an erase. So a
  * link is refused by a look first, and the file opened must be the one at the name after, should
- * a link have been put there between the look and the open.
+ * a link have been put there between the look and the open. Another file there (another core's
+ * rename onto the name, or a link put and taken back: the two look alike) is opened in turn.
  */
 function openNoLink(path: string, flags: number): number {
-  refuseLink(path);
-  const fd = openSync(path, flags);
-  try {
-    refuseSwapped(fd, path);
-  } catch (err) {
+  for (let tries = 1; ; tries++) {
+    refuseLink(path);
+    const fd = openSync(path, flags);
+    let at: boolean;
+    try {
+      at = isAtName(fd, path);
+    } catch (err) {
+      closeSync(fd);
+      throw err;
+    }
+    if (at) return fd;
     closeSync(fd);
-    throw err;
+    if (tries >= OPEN_TRIES)
+      throw Object.assign(new Error(`${path} was replaced by another file each time it was opened`), {
+        code: "ECHANGED",
+        path,
+      });
   }
-  return fd;
 }
 
-/** Throws ELOOP unless `fd` is the file at `path` itself (a link there was followed). */
-function refuseSwapped(fd: number, path: string): void {
+/**
+ * Whether `fd` is the file at `path`; throws ELOOP where a link is there now (one was followed),
+ * ENOENT where nothing is.
+ */
+function isAtName(fd: number, path: string): boolean {
   const opened = fstatSync(fd);
   const named = lstatSync(path);
-  if (!named.isSymbolicLink() && named.dev === opened.dev && named.ino === opened.ino) return;
-  throw Object.assign(new Error(`ELOOP: ${path} was a link when opened, which the core does not follow`), {
-    code: "ELOOP",
-    path,
-  });
+  if (named.isSymbolicLink())
+    throw Object.assign(new Error(`ELOOP: ${path} was a link when opened, which the core does not follow`), {
+      code: "ELOOP",
+      path,
+    });
+  return named.dev === opened.dev && named.ino === opened.ino;
 }
 
 /**
@@ -124,11 +141,17 @@ export interface FileIdentity {
 export async function zeroFile(path: string, only?: FileIdentity): Promise<void> {
   refuseLink(path);
   const fd = await openAsync(path, ZERO_OPEN);
+  let at: boolean;
   try {
-    refuseSwapped(fd, path);
+    at = isAtName(fd, path);
   } catch (err) {
     await closeAsync(fd).catch(() => {});
     throw err;
+  }
+  // Another file at the name since the write (`only`'s case): not the core's to zero.
+  if (!at) {
+    await closeAsync(fd).catch(() => {});
+    return;
   }
   await zeroOpen(fd, { only, names: 1 });
 }

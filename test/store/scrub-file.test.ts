@@ -145,6 +145,57 @@ describe("openToZero where the platform has no O_NOFOLLOW", () => {
   });
 });
 
+// Two cores on one data folder each rename whole files into place (docs/agent.md, The store): one
+// renamed onto the name between the open and the check after it was taken for a link (ELOOP),
+// which a folder's erase passes over in silence, so the file then at the name went unzeroed. The
+// name is opened again: the file at it is the one zeroed.
+describe("a file renamed onto the name right after the open", () => {
+  /** `f` in `dir`, with `fresh` renamed onto it by the first open of it (restored on dispose). */
+  function renamedOnOpen(dir: string) {
+    const file = join(dir, "f");
+    const fresh = join(dir, "fresh");
+    for (const p of [file, fresh]) fs.writeFileSync(p, WORDS);
+    const freshIno = fs.statSync(fresh).ino;
+    const real = fs.openSync;
+    let done = false;
+    const open = spyOn(fs, "openSync").mockImplementation(((p: fs.PathLike, flags: number) => {
+      const fd = real(p, flags);
+      if (p === file && !done) {
+        done = true;
+        fs.renameSync(fresh, file);
+      }
+      return fd;
+    }) as typeof fs.openSync);
+    return { file, fresh, freshIno, [Symbol.dispose]: () => open.mockRestore() };
+  }
+
+  test("zeroFileSync zeroes the file now at the name", () => {
+    using dir = tmpdir();
+    const swap = renamedOnOpen(dir.path);
+    using kept = holdOpen(swap.fresh);
+    try {
+      zeroFileSync(swap.file);
+    } finally {
+      swap[Symbol.dispose]();
+    }
+    expect(kept.zeroed()).toEqual({ size: Buffer.byteLength(WORDS), allZero: true });
+  });
+
+  test("openToZero opens the file now at the name", () => {
+    using dir = tmpdir();
+    let fd: number | undefined;
+    let freshIno: number;
+    {
+      using swap = renamedOnOpen(dir.path);
+      freshIno = swap.freshIno;
+      fd = openToZero(swap.file);
+    }
+    expect(fd).toBeDefined();
+    expect(fs.fstatSync(fd as number).ino).toBe(freshIno);
+    fs.closeSync(fd as number);
+  });
+});
+
 describe("an export's temp file", () => {
   test("a failed export's temp file is zeroed before it goes", async () => {
     using dir = tmpdir();
