@@ -148,7 +148,7 @@ export interface LaunchInit extends LlamaEndpoint {
   files?: LaunchFiles;
   /** Whether its process still runs, as /proc says (proc-info.ts); none: taken as running. */
   running?: () => boolean;
-  /** Its process's exit (spawn.ts); none: taken as seen. */
+  /** Its process's exit, a wrapper's llama-server's with it (spawn.ts `wholeExit`); none: taken as seen. */
   exited?: Promise<unknown>;
 }
 

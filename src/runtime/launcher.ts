@@ -30,7 +30,7 @@ import { memoryReleased, modelIntake } from "./proc-memory.ts";
 import type { Unstamped } from "./progress-beat.ts";
 import type { RpcWatch } from "./rpc-watch.ts";
 import { withSlotFolder } from "./slot-folder.ts";
-import { bunSpawner } from "./spawn.ts";
+import { bunSpawner, wholeExit } from "./spawn.ts";
 import {
   type StartFailure,
   type StartFailureSlot,
@@ -320,7 +320,7 @@ export class Launcher {
       files,
       rpcWorkers: plan.rpc_workers,
       running: () => childRunning(pid) !== false,
-      exited: spawned.child.exited,
+      exited: wholeExit(spawned.child),
       sleep: {
         idleMs: plan.idle_sleep_s * 1000,
         pushed: states.speaks,

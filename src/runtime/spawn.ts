@@ -174,3 +174,15 @@ export async function groupEnds(child: ChildProcess, deadline: number): Promise<
   }
   return true;
 }
+
+/** How long `wholeExit` waits for a wrapper's group after the shell's exit (a stuck member's). */
+const GROUP_EXIT_WAIT_MS = 60_000;
+
+/**
+ * The child's exit and its group's end (launch.ts `exited`): a `llama.binary` wrapper that does
+ * not `exec` dies of a stop's SIGTERM at once, its llama-server still ending the task it runs (a
+ * KV save written on, which a zeroing waiting for the exit would have run under).
+ */
+export function wholeExit(child: ChildProcess): Promise<boolean> {
+  return child.exited.then(() => groupEnds(child, Date.now() + GROUP_EXIT_WAIT_MS));
+}
