@@ -102,6 +102,18 @@ describe("redactEarlierLogs, on a quote cut for length", () => {
 
 // Renamed over or unlinked alone, an earlier log's blocks keep the reply it quoted (docs/agent.md,
 // The store). A descriptor the test holds (fixtures/held-file.ts) reads the file's blocks after.
+/** The warnings logged while `run` ran. */
+async function warnedWhile(run: () => Promise<unknown>): Promise<string[]> {
+  const lines: string[] = [];
+  const warn = spyOn(logger, "warn").mockImplementation((line: string) => void lines.push(line));
+  try {
+    await run();
+  } finally {
+    warn.mockRestore();
+  }
+  return lines;
+}
+
 describe("redactEarlierLogs, on the disk", () => {
   test("the file a redacted one replaced is zeroed", async () => {
     await using dir = tmpdir();
@@ -126,6 +138,19 @@ describe("redactEarlierLogs, on the disk", () => {
     expect(blocks.read().includes("ZQX-4417")).toBe(false);
   });
 
+  // The same for one too large to read, removed rather than replaced (48210bc7 logged both; only
+  // the replaced one was tested). Set aside first: the refusal is on its aside name.
+  test("one too large to read that could not be opened to be zeroed is removed, logged", async () => {
+    await using dir = tmpdir();
+    const log = join(dir.path, "llama-server.log.1");
+    writeFileSync(log, OLD, { mode: 0o600 });
+    truncateSync(log, 65 * 1024 * 1024);
+    using _refused = refuseOpenForWriting(`${log}.zeroing`);
+    const lines = await warnedWhile(() => redactEarlierLogs(dir.path));
+    expect(existsSync(log) || existsSync(`${log}.zeroing`)).toBe(false);
+    expect(lines.filter((l) => l.includes(log) && l.includes("removed all the same"))).toHaveLength(1);
+  });
+
   // docs/agent.md (The store): a file the core cannot open for writing (a read-only mount, another
   // owner's) goes all the same, logged, so that its blocks still holding the words is known. The
   // earlier log replaced by its redacted copy went without a word. Root opens any file for writing:
@@ -135,13 +160,7 @@ describe("redactEarlierLogs, on the disk", () => {
     const log = join(dir.path, "llama-server.log");
     writeFileSync(log, OLD, { mode: 0o600 });
     using _refused = refuseOpenForWriting(log);
-    const lines: string[] = [];
-    const warn = spyOn(logger, "warn").mockImplementation((line: string) => void lines.push(line));
-    try {
-      await redactEarlierLogs(dir.path);
-    } finally {
-      warn.mockRestore();
-    }
+    const lines = await warnedWhile(() => redactEarlierLogs(dir.path));
     expect(readFileSync(log, "utf8")).not.toContain("ZQX-4417");
     expect(lines.filter((l) => l.includes(log) && l.includes("not zeroed"))).toHaveLength(1);
   });
