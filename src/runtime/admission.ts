@@ -59,16 +59,18 @@ export async function admit(
     const held = deps.held(model);
     const d = decideFit(held, footprint.budget, { name: model, bytes: footprint.bytes });
     if (d.kind === "never") throw neverFits(model, d.devices);
-    if (d.kind === "fits" || d.kind === "evict") {
+    // A spare load (model-state.ts) unloads nothing: the idle models it would unload hold the room.
+    if (d.kind === "fits" || (d.kind === "evict" && !job.spare)) {
       job.admitted = true;
       deps.admissions.count += 1;
       if (d.kind === "evict") await deps.evict(d.models);
       return;
     }
+    const holders = d.kind === "evict" ? d.models : d.holders;
     const elapsed = () => deps.timers.now() - t0;
-    const report = () => emit({ phase: "waiting_for_memory", models: d.holders, elapsed_ms: elapsed() });
+    const report = () => emit({ phase: "waiting_for_memory", models: holders, elapsed_ms: elapsed() });
     const left = limitMs - elapsed();
-    if (left <= 0) throw noRoom(model, d.holders, pinnedOf(held), elapsed());
+    if (left <= 0) throw noRoom(model, holders, pinnedOf(held), elapsed());
     report();
     await deps.room.wait(Math.min(left, LOOK_AGAIN_MS), signal, report);
   }

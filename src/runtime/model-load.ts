@@ -37,6 +37,7 @@ export function startLoad<T extends LoadTarget>(
   t: T,
   from: Extract<ModelState, { kind: "unloaded" | "failed" }>,
   deps: LoadDeps<T>,
+  spare = false,
 ): LoadJob {
   const runtime = from.kind === "failed" && from.runtime ? from.runtime : deps.runtime(t.name);
   const done = Promise.withResolvers<Live>();
@@ -47,6 +48,7 @@ export function startLoad<T extends LoadTarget>(
     listeners: new Set(),
     waiting: 0,
     explicit: false,
+    spare,
     runtime,
     restart: from.kind === "failed" && from.runtime === runtime,
     admitted: false,

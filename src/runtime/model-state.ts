@@ -17,6 +17,11 @@ export interface LoadJob {
   /** Callers waiting on it; a `models.load` keeps it going alone. */
   waiting: number;
   explicit: boolean;
+  /**
+   * Begun by a spare ask (recall's query vector): it takes free room only, unloading nothing for
+   * it; an ordinary caller joining it makes it an ordinary load (scheduler.ts `ready`).
+   */
+  spare: boolean;
   /** Its runtime and planned bytes once made, and whether it was admitted (then its bytes count as held). */
   runtime?: ModelRuntime;
   /** Its runtime is a dead server's, kept (see `failed`): a failure keeps it again rather than stop it. */

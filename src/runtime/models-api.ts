@@ -37,12 +37,16 @@ export interface ModelsApi {
    * `force`. `keepPin`: the core restarts it (not the host): a `models.load` pin and load stand.
    */
   unload(model: ModelChoice, options: { force: boolean; keepPin?: boolean }): Promise<ModelsUnloadResult>;
-  /** One vector per string, in order; loads the model first. `onLaunch`: the server that makes them. */
+  /**
+   * One vector per string, in order; loads the model first. `onLaunch`: the server that makes
+   * them. `spare`: its load unloads no model to make room (recall's query: scheduler.ts `acquire`).
+   */
   embed(
     model: ModelChoice,
     input: string[],
     signal: AbortSignal,
     onLaunch?: (launch: LaunchView) => void,
+    options?: { spare?: boolean },
   ): Promise<Omit<EmbedResult, "model">>;
   /** Every configured model and any loaded by path, and the memory budget per device: no I/O. */
   status(): { models: ModelStatus[]; memory: MemoryStatus[] };

@@ -75,13 +75,15 @@ export class Scheduler {
    * A lease on `model`'s llama-server, loading the model first when needed (sharing a load in
    * progress, making room or waiting for it). The model counts as busy from this call until
    * the lease is released. Rejects as the model's runtime does, with `model_plan_error` when it
-   * cannot fit, `cancelled` at shutdown or a forced unload, or the signal's reason.
+   * cannot fit, `cancelled` at shutdown or a forced unload, or the signal's reason. `spare`: an
+   * ask its caller gives up on soon (recall's query vector): its load unloads no model to make
+   * room, so a chat's recall does not unload the chat's own model (docs/models.md "Several models").
    */
   async acquire(
     model: string,
     signal: AbortSignal,
     onProgress?: (p: SchedulerProgress) => void,
-    options?: AcquireOptions,
+    { spare = false, ...options }: AcquireOptions & { spare?: boolean } = {},
   ): Promise<ModelLease> {
     if (this.closing) throw schedulerClosed();
     const entry = this.entry(model);
@@ -89,7 +91,7 @@ export class Scheduler {
     try {
       // A warmup's (explicit) load is the host's own, as models.load's: it restarts a dead server
       // whatever the restart budget, and its cancel ends the wait, not the load.
-      const live = await this.ready(entry, signal, onProgress, options?.explicit === true);
+      const live = await this.ready(entry, signal, onProgress, options.explicit === true, spare);
       entry.leases += 1;
       try {
         const lease = await live.runtime.acquire(signal, onProgress, options);
@@ -339,7 +341,13 @@ export class Scheduler {
   }
 
   /** The model loaded: at once, after an unload in progress, or by a load (begun or joined). */
-  private async ready(e: Entry, signal: AbortSignal, onProgress: Progress, explicit: boolean): Promise<Live> {
+  private async ready(
+    e: Entry,
+    signal: AbortSignal,
+    onProgress: Progress,
+    explicit: boolean,
+    spare = false,
+  ): Promise<Live> {
     for (;;) {
       if (this.closing) throw schedulerClosed();
       const s = settleDead(e, this.timers);
@@ -348,7 +356,12 @@ export class Scheduler {
         await unloadedFor(e, s.done, signal);
         continue;
       }
-      const job = s.kind === "loading" ? s.job : startLoad(e, s, this.loads);
+      const job = s.kind === "loading" ? s.job : startLoad(e, s, this.loads, spare);
+      if (job.spare && !spare) {
+        // A caller that needs the model: its load makes room now, not at its next look.
+        job.spare = false;
+        this.room.notify();
+      }
       return await joinLoad(job, signal, onProgress, explicit);
     }
   }

@@ -8,7 +8,7 @@ import { resolveModelPath } from "../models/resolve.ts";
 import { adapterFiles } from "../plan/adapter-files.ts";
 import { shownArgs } from "../plan/secret-args.ts";
 import { HF_PREFIX } from "../protocol/model-ref.ts";
-import { filesUnchangedNow, type LaunchFiles } from "../runtime/launch.ts";
+import { filesUnchangedNow, type LaunchFiles, type LaunchView } from "../runtime/launch.ts";
 import type { ModelsApi } from "../runtime/models-api.ts";
 import { MemoryEmbedder } from "../store/memory-embedder.ts";
 import type { Store } from "../store/store.ts";
@@ -41,7 +41,7 @@ export function memoryEmbedder(
     store,
     model: name,
     fingerprint: fingerprintNow,
-    embed: (texts, signal) => embedWith(models, choice, texts, signal, path, ask),
+    embed: (texts, signal, spare) => embedWith(models, choice, texts, signal, path, ask, spare),
   });
   // Rows left without a vector (the folders indexed at the first open, another model's vectors,
   // a failure last time) are embedded once the core is up; the folders once they are read.
@@ -166,7 +166,8 @@ async function startedOnCurrent(
  * would be kept under the new file's identity (`embeddingFingerprint` reads the file as it is
  * now) though made by the old weights. The server is unloaded then, so the next try loads the
  * new file; meanwhile recall uses words alone. A restart, not the host's `models.unload`: a pin
- * its `models.load` gave, and a load of it waiting, stand (`keepPin`).
+ * its `models.load` gave, and a load of it waiting, stand (`keepPin`). `spare`: recall's query,
+ * whose load takes free room only (runtime/scheduler.ts `acquire`).
  */
 export async function embedWith(
   models: ModelsApi,
@@ -175,11 +176,13 @@ export async function embedWith(
   signal: AbortSignal,
   path?: string,
   ask: DriveAnswers = drives,
+  spare = false,
 ): Promise<number[][]> {
   let files: LaunchFiles | null = null;
-  const out = await models.embed(choice, texts, signal, (launch) => {
+  const onLaunch = (launch: LaunchView) => {
     files = launch.files;
-  });
+  };
+  const out = await models.embed(choice, texts, signal, onLaunch, spare ? { spare } : undefined);
   // Asked off the loop (each turn's recall embeds): a model on a dead network mount held the core
   // here. A cancel (the chat's, its recall) ends the wait at once, not after the drive's 30 s.
   const same = await abortable(filesUnchangedNow(files, ask), signal);

@@ -295,11 +295,12 @@ export class SeveralModels implements ModelsApi {
     input: string[],
     signal: AbortSignal,
     onLaunch?: (launch: LaunchView) => void,
+    options?: { spare?: boolean },
   ): Promise<Omit<EmbedResult, "model">> {
     const watch = this.chatSignal(model, signal);
     let lease: Awaited<ReturnType<Scheduler["acquire"]>> | undefined;
     try {
-      lease = await this.scheduler.acquire(model.name, watch.signal);
+      lease = await this.scheduler.acquire(model.name, watch.signal, undefined, options);
       onLaunch?.(lease.launch);
       const suspects = this.suspectsOf(model.name, lease.launch);
       const out = await watchedEmbed(lease, input, watch.signal, this.deps.embedDeadline, suspects);

@@ -27,8 +27,11 @@ export interface MemoryEmbedderDeps {
    * stat is asked off the loop (a model on a dead network mount): rejects when it does not answer.
    */
   fingerprint(): string | Promise<string>;
-  /** One L2-normalized vector per text, in order (several models' `embed`); throws CoreError. */
-  embed(texts: string[], signal: AbortSignal): Promise<number[][]>;
+  /**
+   * One L2-normalized vector per text, in order (several models' `embed`); throws CoreError.
+   * `spare`: recall's query, which takes free room only (runtime/scheduler.ts `acquire`).
+   */
+  embed(texts: string[], signal: AbortSignal, spare?: boolean): Promise<number[][]>;
   /** Tests: rows per request, the wait after a turn before embedding, the retry back-off. */
   batch?: number;
   settleMs?: number;
@@ -196,7 +199,8 @@ export class MemoryEmbedder {
    * lose recall by meaning on every turn that sends it.
    */
   async queryVector(text: string, signal: AbortSignal): Promise<QueryVector | undefined> {
-    const [vector] = await this.embedShortened([text.slice(0, MAX_CHARS)], signal);
+    // Spare: on a machine with room for one model, its load unloaded the chat's own model.
+    const [vector] = await this.embedShortened([text.slice(0, MAX_CHARS)], signal, true);
     // Read once it came back: the model it was made by (a pull may have moved it meanwhile).
     const fingerprint = await this.fingerprintNow(signal);
     return vector && meaningful(vector) ? { fingerprint, vector } : undefined;
@@ -321,10 +325,10 @@ export class MemoryEmbedder {
   }
 
   /** One request, an input the server finds too long shortened by the ratio it gives and sent again. */
-  private async embedShortened(texts: string[], signal: AbortSignal): Promise<number[][]> {
+  private async embedShortened(texts: string[], signal: AbortSignal, spare = false): Promise<number[][]> {
     for (let tries = 0; ; tries++) {
       try {
-        return await this.deps.embed(texts, signal);
+        return await this.deps.embed(texts, signal, spare);
       } catch (err) {
         const i = tooLong(err);
         const text = i === undefined ? undefined : texts[i.index];
