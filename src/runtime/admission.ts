@@ -2,7 +2,7 @@ import { decideFit, type HeldModel } from "./memory-fit.ts";
 import type { ModelFootprint, SchedulerProgress, Timers } from "./model-runtime.ts";
 import type { LoadJob } from "./model-state.ts";
 import type { Room } from "./room.ts";
-import { neverFits, noRoom } from "./scheduler-errors.ts";
+import { neverFits, noRoom, noSpareRoom } from "./scheduler-errors.ts";
 
 /**
  * The longest a waiting load goes without deciding again. Not every freeing is told to the room:
@@ -59,7 +59,6 @@ export async function admit(
     const held = deps.held(model);
     const d = decideFit(held, footprint.budget, { name: model, bytes: footprint.bytes });
     if (d.kind === "never") throw neverFits(model, d.devices);
-    // A spare load (model-state.ts) unloads nothing: the idle models it would unload hold the room.
     if (d.kind === "fits" || (d.kind === "evict" && !job.spare)) {
       job.admitted = true;
       deps.admissions.count += 1;
@@ -67,6 +66,8 @@ export async function admit(
       return;
     }
     const holders = d.kind === "evict" ? d.models : d.holders;
+    // A spare load (model-state.ts) unloads nothing and waits for nothing: its caller goes on without it.
+    if (job.spare) throw noSpareRoom(model, holders);
     const elapsed = () => deps.timers.now() - t0;
     const report = () => emit({ phase: "waiting_for_memory", models: holders, elapsed_ms: elapsed() });
     const left = limitMs - elapsed();

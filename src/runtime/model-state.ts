@@ -19,7 +19,8 @@ export interface LoadJob {
   explicit: boolean;
   /**
    * Begun by a spare ask (recall's query vector): it takes free room only, unloading nothing for
-   * it; an ordinary caller joining it makes it an ordinary load (scheduler.ts `ready`).
+   * it and waiting for none (`noSpareRoom`); an ordinary caller joining it before its admission
+   * makes it an ordinary load (scheduler.ts `ready`).
    */
   spare: boolean;
   /** Its runtime and planned bytes once made, and whether it was admitted (then its bytes count as held). */

@@ -76,6 +76,25 @@ export function noRoom(
   );
 }
 
+/** A spare load's refusals (`noSpareRoom`): its caller goes on without the model. */
+const spareRefused = new WeakSet<object>();
+
+export const refusedSpare = (err: unknown): boolean => err instanceof CoreError && spareRefused.has(err);
+
+/**
+ * A spare load (recall's query vector, model-state.ts) that does not fit now: it unloads no model
+ * and waits for none, so a turn's recall goes on by words at once rather than after its 1.5 s.
+ */
+export function noSpareRoom(model: string, holders: readonly string[]): CoreError {
+  const err = new CoreError(
+    "model_plan_error",
+    `model "${model}" was not loaded for a spare ask: ${quoted(holders)} hold the room it needs`,
+    { model, holders: [...holders] },
+  );
+  spareRefused.add(err);
+  return waitedTooLong(err);
+}
+
 /**
  * A load that waited `load_wait_s` for other models' admitted loads to end (its plan is made once
  * they have taken their memory, model-load.ts): the models still loading.

@@ -77,7 +77,8 @@ export class Scheduler {
    * the lease is released. Rejects as the model's runtime does, with `model_plan_error` when it
    * cannot fit, `cancelled` at shutdown or a forced unload, or the signal's reason. `spare`: an
    * ask its caller gives up on soon (recall's query vector): its load unloads no model to make
-   * room, so a chat's recall does not unload the chat's own model (docs/models.md "Several models").
+   * room and waits for none (refused `noSpareRoom`), so a chat's recall does not unload the chat's
+   * own model (docs/supervisor.md "What is unloaded, when").
    */
   async acquire(
     model: string,
@@ -357,11 +358,8 @@ export class Scheduler {
         continue;
       }
       const job = s.kind === "loading" ? s.job : startLoad(e, s, this.loads, spare);
-      if (job.spare && !spare) {
-        // A caller that needs the model: its load makes room now, not at its next look.
-        job.spare = false;
-        this.room.notify();
-      }
+      // A caller that needs the model: its load makes room as any does.
+      if (!spare) job.spare = false;
       return await joinLoad(job, signal, onProgress, explicit);
     }
   }

@@ -10,6 +10,7 @@ import { shownArgs } from "../plan/secret-args.ts";
 import { HF_PREFIX } from "../protocol/model-ref.ts";
 import { filesUnchangedNow, type LaunchFiles, type LaunchView } from "../runtime/launch.ts";
 import type { ModelsApi } from "../runtime/models-api.ts";
+import { refusedSpare } from "../runtime/scheduler-errors.ts";
 import { MemoryEmbedder } from "../store/memory-embedder.ts";
 import type { Store } from "../store/store.ts";
 import { abortable } from "../util/abortable.ts";
@@ -182,7 +183,11 @@ export async function embedWith(
   const onLaunch = (launch: LaunchView) => {
     files = launch.files;
   };
-  const out = await models.embed(choice, texts, signal, onLaunch, spare ? { spare } : undefined);
+  const out = await models
+    .embed(choice, texts, signal, onLaunch, spare ? { spare } : undefined)
+    // Not loaded for a spare ask (no free room for it): no vector, and nothing to log every turn.
+    .catch((err) => (spare && refusedSpare(err) ? undefined : Promise.reject(err)));
+  if (!out) return [];
   // Asked off the loop (each turn's recall embeds): a model on a dead network mount held the core
   // here. A cancel (the chat's, its recall) ends the wait at once, not after the drive's 30 s.
   const same = await abortable(filesUnchangedNow(files, ask), signal);

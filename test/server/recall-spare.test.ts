@@ -10,11 +10,11 @@ import { Store } from "../../src/store/store.ts";
 import { DriveAnswers } from "../../src/util/drive-answers.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { FakeFleet, signal } from "../runtime/helpers/fake-model-runtime.ts";
-import { settle } from "../runtime/helpers/fake-timers.ts";
 
 // A machine with room for one model of two (6 GiB each on a 10 GiB gpu0): a chat's recall asks its
 // input's vector (agent/turn/memory.ts, given up after 1.5 s). It unloaded the chat's own model to
-// load the embedding model, and the chat then loaded its model again: two swaps every turn.
+// load the embedding model, and the chat then loaded its model again: two swaps every turn. Now
+// the query goes without a vector at once, and nothing is logged for it.
 
 describe("recall's query vector on a machine with room for one model", () => {
   test("unloads no model to load the embedding model: recall goes on by words", async () => {
@@ -47,13 +47,8 @@ describe("recall's query vector on a machine with room for one model", () => {
       const chat = findModel(config, "chat");
       await several.load(chat, { pin: undefined, signal: signal(), onProgress: () => {} });
       const turn = several.chatSignal(chat, signal());
-      const recall = new AbortController();
-      const asked = job?.queryVector("what did I say about cats?", recall.signal).catch((e: Error) => e);
-      await settle();
-      expect(row("chat")?.state).toBe("loaded");
-      recall.abort(new Error("recall gave up")); // memory.ts, after QUERY_VECTOR_WAIT_MS
-      expect(((await asked) as Error).message).toBe("recall gave up");
-      await settle();
+      // Before the fix: the chat's model unloaded for the embedder, the recall waiting 1.5 s for it.
+      expect(await job?.queryVector("what did I say about cats?", signal())).toBeUndefined();
       expect(row("chat")?.state).toBe("loaded");
       expect(row("embed")?.state).toBe("unloaded");
       expect(fleet.log.filter((l) => l.startsWith("chat."))).toEqual(["chat.start"]);
