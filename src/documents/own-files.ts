@@ -1,5 +1,7 @@
 import { realpath, stat } from "node:fs/promises";
-import { resolve, sep } from "node:path";
+import * as nodePath from "node:path";
+import { windowsDevicePath } from "../util/device-path.ts";
+import { isFullPath, type PathRules } from "../util/full-path.ts";
 import { documentProblem } from "./refusal.ts";
 
 /** The core's own places a document's path is compared with (the memory folders' walk leaves them out too). */
@@ -17,12 +19,20 @@ export interface OwnFiles {
  * config file is matched by its identity too (a hard link to it elsewhere). A link swapped in
  * after the check is not caught: the host names the path.
  */
-export async function refuseOwnFile(path: string, own: OwnFiles): Promise<void> {
+export async function refuseOwnFile(path: string, own: OwnFiles, how: OwnFileChecks = {}): Promise<void> {
+  const rules = how.rules ?? nodePath;
+  // Refused by its spelling in the read (document-file.ts), before any stat: on Windows a realpath
+  // or a stat opens a device or pipe path (a pipe's server connected to, a COM port opened).
+  if (!isFullPath(path, rules) || windowsDevicePath(path, rules)) return;
+  const fs = how.fs ?? { realpath, stat };
+  const real = (p: string) => fs.realpath(p).catch(() => rules.resolve(p));
+  // The path as the OS resolves it; as written when it cannot be (missing: the read says why).
   const file = key(await real(path));
   const data = key(await real(own.dataDir));
-  const under = file === data || file.startsWith(data.endsWith(sep) ? data : data + sep);
+  const under = file === data || file.startsWith(data.endsWith(rules.sep) ? data : data + rules.sep);
   const config = own.configFile;
-  const isConfig = config !== null && (file === key(await real(config)) || (await sameFile(path, config)));
+  const isConfig =
+    config !== null && (file === key(await real(config)) || (await sameFile(fs.stat, path, config)));
   if (under || isConfig)
     throw documentProblem(
       "unreadable",
@@ -31,11 +41,16 @@ export async function refuseOwnFile(path: string, own: OwnFiles): Promise<void> 
     );
 }
 
-/** The path as the OS resolves it; as written when it cannot be (missing: the read says why). */
-const real = (p: string) => realpath(p).catch(() => resolve(p));
+/** Tests' stand-ins: Windows' path rules, the file system's answers. */
+export interface OwnFileChecks {
+  rules?: PathRules;
+  fs?: { realpath: (p: string) => Promise<string>; stat: StatOf };
+}
 
-async function sameFile(a: string, b: string): Promise<boolean> {
-  const [x, y] = await Promise.all([stat(a).catch(() => null), stat(b).catch(() => null)]);
+type StatOf = (p: string) => Promise<{ dev: number; ino: number }>;
+
+async function sameFile(statOf: StatOf, a: string, b: string): Promise<boolean> {
+  const [x, y] = await Promise.all([statOf(a).catch(() => null), statOf(b).catch(() => null)]);
   return x !== null && y !== null && x.dev === y.dev && x.ino === y.ino && x.ino !== 0;
 }
 
