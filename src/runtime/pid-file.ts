@@ -262,9 +262,10 @@ async function reapFile(
 function foreign(file: string, kind: ChildKind, uid: number, deps: Deps): ReapOutcome | null {
   const r = readRecord(file, undefined);
   if (r && !(r instanceof NotOwnFile)) {
-    if (!deps.alive(r.pid)) return { file, kind, action: "gone", pid: r.pid };
-    // This core's own, on such a file system (a second model's start reaps again): no warning.
+    // This core's own, on such a file system (a second model's start reaps again): no warning,
+    // and never removed, its child gone or not, as on any other: a restart rewrites that file.
     if (r.owner.pid === process.pid && ownerAlive(r, deps)) return null;
+    if (!deps.alive(r.pid)) return { file, kind, action: "gone", pid: r.pid };
   }
   return { file, kind, action: "foreign", uid };
 }

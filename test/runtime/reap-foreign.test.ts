@@ -53,15 +53,7 @@ test.skipIf(process.platform !== "linux")(
 test("another user's record whose process is gone is removed, nothing signalled", async () => {
   await using dir = tmpdir();
   const data = join(dir.path, "data");
-  const gone = Bun.spawn(["true"]);
-  await gone.exited;
-  writePidRecord(data, { pid: process.pid, port: 0, binary: "/x/llama-server", argv: [], group: false });
-  const file = pidFilePath(data);
-  const record = JSON.parse(readFileSync(file, "utf8")) as PidRecord;
-  writeFileSync(
-    file,
-    JSON.stringify({ ...record, pid: gone.pid, owner: { pid: gone.pid, start_time: null } }),
-  );
+  const { gone, file } = await goneChildRecord(data, (pid) => ({ pid, start_time: null }));
   const outcomes = await reapLeftover(data, {
     configured: { "llama-server": ["/x/llama-server"] },
     uid: statSync(file).uid + 1,
@@ -85,3 +77,35 @@ test("this core's own record, shown as another user's, is its own: no outcome, n
   expect(outcomes).toEqual([]);
   expect(existsSync(file)).toBe(true);
 });
+
+// The same file system: this core's own record whose llama-server just exited (a crash the
+// supervisor is restarting) read as gone and was removed, where on any other file system this
+// core's own records are never reaped. The restart rewrites that same file (pidFilePath names it
+// by this core's pid) while the reap awaits other records' stops: the new child's record was the
+// one removed, and after this core's own crash nothing reaped that llama-server.
+test("this core's own record, shown as another user's, is kept while its child is gone too", async () => {
+  await using dir = tmpdir();
+  const data = join(dir.path, "data");
+  // Its owner this core, as the record wrote it.
+  const { gone, file } = await goneChildRecord(data);
+  const options = {
+    configured: { "llama-server": ["/x/llama-server"] },
+    alive: (pid: number) => pid !== gone.pid,
+  };
+  // Where the file shows this user as its owner: not reaped.
+  expect(await reapLeftover(data, options)).toEqual([]);
+  expect(existsSync(file)).toBe(true);
+  expect(await reapLeftover(data, { ...options, uid: statSync(file).uid + 1 })).toEqual([]);
+  expect(existsSync(file)).toBe(true);
+});
+
+/** A record whose llama-server's pid is one that exited; `owner` replaces the owner it wrote (this core). */
+async function goneChildRecord(data: string, owner?: (gone: number) => PidRecord["owner"]) {
+  const gone = Bun.spawn(["true"]);
+  await gone.exited;
+  writePidRecord(data, { pid: process.pid, port: 0, binary: "/x/llama-server", argv: [], group: false });
+  const file = pidFilePath(data);
+  const record = JSON.parse(readFileSync(file, "utf8")) as PidRecord;
+  writeFileSync(file, JSON.stringify({ ...record, pid: gone.pid, owner: owner?.(gone.pid) ?? record.owner }));
+  return { gone, file };
+}
