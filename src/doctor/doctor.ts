@@ -11,6 +11,7 @@ import { dataDirCheck } from "./data-dir-check.ts";
 import { memoryFoldersCheck } from "./folders-check.ts";
 import { modelChecks, readConfiguredModels } from "./model-checks.ts";
 import { rpcChecksFrom } from "./rpc-checks.ts";
+import { runRecordsCheck } from "./run-records-check.ts";
 import { storeCheck } from "./store-check.ts";
 
 export type { Check, CheckStatus } from "./checks.ts";
@@ -86,6 +87,7 @@ export async function runDoctor(
     ...models.files,
     hardwareCheck(hardware),
     dataDirCheck(config),
+    runRecordsCheck(config),
     store,
     ...folders,
     ...mcpChecks(config),

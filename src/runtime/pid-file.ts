@@ -59,7 +59,7 @@ export function pidFilePath(dataDir: string, ownerPid = process.pid, instance?: 
   return join(runDir(dataDir), `llama-server-${ownerPid}${instance ? `-${instance}` : ""}.json`);
 }
 
-function mcpDir(dataDir: string): string {
+export function mcpDir(dataDir: string): string {
   return join(runDir(dataDir), "mcp");
 }
 
@@ -278,7 +278,7 @@ const readRecordText = (file: string) => readSmallFile(file, RECORD_BYTES, { fol
 /** The most of a record read: past any command line the OS takes (2 MiB on Linux), twice (cmdline, argv). */
 const RECORD_BYTES = 8 * 2 ** 20;
 
-function readRecord(file: string, owner: number | undefined): PidRecord | NotOwnFile | null {
+export function readRecord(file: string, owner: number | undefined): PidRecord | NotOwnFile | null {
   try {
     const r = JSON.parse(readSmallFile(file, RECORD_BYTES, { follow: false, owner })) as PidRecord;
     if (!isPid(r.pid) || typeof r.start_time !== "string" || typeof r.cmdline !== "string") return null;
@@ -301,7 +301,7 @@ function isPid(n: unknown): n is number {
   return Number.isSafeInteger(n) && (n as number) > 1;
 }
 
-function ownerAlive(r: PidRecord, deps: Deps): boolean {
+export function ownerAlive(r: PidRecord, deps: Pick<Deps, "alive" | "identity">): boolean {
   if (!deps.alive(r.owner.pid)) return false;
   // Alive under the same pid: ours only if it started when the record says (else pid reuse).
   const id = deps.identity(r.owner.pid);

@@ -77,6 +77,7 @@ describe("doctor", () => {
       ["model", "ok"],
       ["hardware", "ok"],
       ["data_dir", "ok"],
+      ["run_records", "ok"],
       ["store", "ok"],
       ["plan", "ok"],
     ]);

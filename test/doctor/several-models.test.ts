@@ -44,6 +44,7 @@ describe("doctor over several models", () => {
       ["model:gone", "fail"],
       ["hardware", "ok"],
       ["data_dir", "ok"],
+      ["run_records", "ok"],
       ["store", "ok"],
       ["plan", "ok"],
       ["plan:q", "ok"],

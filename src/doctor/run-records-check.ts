@@ -1,0 +1,118 @@
+import { join } from "node:path";
+import type { Config } from "../config/schema.ts";
+import { mcpDir, ownerAlive, type PidRecord, readRecord, runDir } from "../runtime/pid-file.ts";
+import { isAlive, type ProcIdentity, procIdentity } from "../runtime/proc-info.ts";
+import { namesIn } from "../util/names-in.ts";
+import { NotOwnFile } from "../util/read-file.ts";
+import type { Check } from "./checks.ts";
+
+/** The most records read (each may cost a `ps` off Linux): a run/ of thousands is counted, not read. */
+export const MAX_RECORDS_READ = 200;
+/** The most records named in `data.records`: the report stays small whatever run/ holds. */
+const MAX_NAMED = 20;
+
+/** Tests pose as another user, and answer for processes. */
+export interface RunRecordsOptions {
+  uid?: number;
+  alive?: (pid: number) => boolean;
+  identity?: (pid: number) => ProcIdentity | null;
+  maxRead?: number;
+}
+
+type Finding =
+  | { file: string; finding: "foreign"; uid: number }
+  | { file: string; finding: "leftover"; pid: number; kind: string };
+
+/**
+ * `run_records` (docs/doctor.md): the pid records under data_dir/run (runtime/pid-file.ts) the
+ * next start will not clear, read only: nothing signalled, removed or written. Warns about a
+ * record another user wrote (the core never acts on one, so its process and the record stay for
+ * good, unseen) and about a process of a dead core still running (an orphaned llama-server
+ * holding its memory until the next start stops it, or for good where the start cannot prove it
+ * is the one launched). A running core's records and those whose process is gone are fine.
+ */
+export function runRecordsCheck(config: Config, options: RunRecordsOptions = {}): Check {
+  const dataDir = config.app.data_dir;
+  const uid = options.uid ?? (process.platform === "win32" ? undefined : process.getuid?.());
+  const deps = { alive: options.alive ?? isAlive, identity: options.identity ?? procIdentity };
+  const files = [
+    ...namesIn(runDir(dataDir))
+      .filter((n) => /^llama-server-\d+(-[A-Za-z0-9._-]+)?\.json$/.test(n))
+      .map((n) => join(runDir(dataDir), n)),
+    ...namesIn(mcpDir(dataDir))
+      .filter((n) => /^\d+-\d+\.json$/.test(n))
+      .map((n) => join(mcpDir(dataDir), n)),
+  ];
+  const read = files.slice(0, options.maxRead ?? MAX_RECORDS_READ);
+  const findings = read.map((file) => judge(file, uid, deps)).filter((f): f is Finding => f !== null);
+  const unread = files.length - read.length;
+  const foreign = findings.filter((f) => f.finding === "foreign");
+  const leftover = findings.filter((f) => f.finding === "leftover");
+  const data = {
+    records: files.length,
+    unread,
+    foreign: foreign.length,
+    leftover: leftover.length,
+    findings: findings.slice(0, MAX_NAMED),
+  };
+  const more = unread > 0 ? ` (the first ${read.length} of ${files.length} read)` : "";
+  if (findings.length === 0)
+    return { id: "run_records", status: "ok", message: `${files.length} process record(s)${more}`, data };
+  const parts = [
+    ...(leftover.length > 0
+      ? [
+          `${leftover.length} process(es) of a core no longer running still run (${leftover
+            .slice(0, 5)
+            .map((f) => `${f.kind} pid ${f.pid}`)
+            .join(", ")})`,
+        ]
+      : []),
+    ...(foreign.length > 0
+      ? [`${foreign.length} record(s) written by another user, which the core leaves alone`]
+      : []),
+  ];
+  const fixes = [
+    ...(leftover.length > 0
+      ? [
+          "start the core once (it stops the leftovers it can show to be its own), or stop those pids yourself",
+        ]
+      : []),
+    ...(foreign.length > 0
+      ? [
+          `that user's cores (or a core run with sudo) share ${dataDir}: give each user a data_dir of their own, and remove those records once their processes are gone`,
+        ]
+      : []),
+  ];
+  return {
+    id: "run_records",
+    status: "warn",
+    message: `${parts.join("; ")}${more}`,
+    fix: fixes.join("; "),
+    data,
+  };
+}
+
+/** One record's finding; null when the next start has nothing to say about it (or clears it). */
+function judge(
+  file: string,
+  uid: number | undefined,
+  deps: { alive: (pid: number) => boolean; identity: (pid: number) => ProcIdentity | null },
+): Finding | null {
+  const r = readRecord(file, uid);
+  if (r instanceof NotOwnFile) {
+    // The reaper removes another user's record whose process is gone (pid-file.ts `foreign`).
+    const other = readRecord(file, undefined);
+    if (other && !(other instanceof NotOwnFile) && !deps.alive(other.pid)) return null;
+    return { file, finding: "foreign", uid: r.uid };
+  }
+  // Unreadable: removed by the next start, naming nothing to stop.
+  if (!r) return null;
+  if (ownerAlive(r, deps) || !deps.alive(r.pid)) return null;
+  // Another process at the pid since (a reuse): the next start removes the record.
+  const now = deps.identity(r.pid);
+  if (now && now.start_time !== r.start_time) return null;
+  return { file, finding: "leftover", pid: r.pid, kind: kindOf(r) };
+}
+
+const kindOf = (r: PidRecord): string =>
+  r.kind === "mcp" ? `MCP server ${r.name ?? ""}`.trim() : "llama-server";

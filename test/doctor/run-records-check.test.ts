@@ -1,0 +1,95 @@
+import { describe, expect, test } from "bun:test";
+import { chownSync, mkdirSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { ConfigSchema } from "../../src/config/schema.ts";
+import { runDoctor } from "../../src/doctor/doctor.ts";
+import { runRecordsCheck } from "../../src/doctor/run-records-check.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+import { checkById, coreWithConfig, doctorDeps } from "./helpers/config-core.ts";
+
+const configAt = (dataDir: string) => ConfigSchema.parse({ app: { data_dir: dataDir } });
+
+/** A record as runtime/pid-file.ts writes one (the fields its reader requires). */
+function record(pid: number, ownerPid: number, start = "100", ownerStart = "50") {
+  return JSON.stringify({
+    kind: "llama-server",
+    pid,
+    start_time: start,
+    cmdline: "llama-server -m x.gguf",
+    owner: { pid: ownerPid, start_time: ownerStart },
+    written_at: "2026-12-06T00:00:00Z",
+  });
+}
+
+/** Processes as the test says: pid 1000 (a llama-server started at 100) runs; its core, 999, is dead. */
+const alive = (pid: number) => pid === 1000 || pid === 2000;
+const identity = (pid: number) =>
+  pid === 1000 || pid === 2000 ? { start_time: pid === 1000 ? "100" : "50", cmdline: "x" } : null;
+
+describe.skipIf(process.platform === "win32")("doctor: run_records", () => {
+  test("a dead core's llama-server still running is a warning naming its pid; nothing is written", () => {
+    using dir = tmpdir();
+    const run = join(dir.path, "run");
+    mkdirSync(run);
+    writeFileSync(join(run, "llama-server-999.json"), record(1000, 999));
+    const before = statSync(run).mtimeMs;
+    const c = runRecordsCheck(configAt(dir.path), { uid: process.getuid!(), alive, identity });
+    expect(c).toMatchObject({ id: "run_records", status: "warn", data: { records: 1, leftover: 1 } });
+    expect(c.message).toContain("llama-server pid 1000");
+    expect(readdirSync(run)).toEqual(["llama-server-999.json"]);
+    expect(statSync(run).mtimeMs).toBe(before);
+  });
+
+  test("a running core's record, one whose process is gone, and one whose pid was reused: ok", () => {
+    using dir = tmpdir();
+    const run = join(dir.path, "run");
+    mkdirSync(run);
+    writeFileSync(join(run, "llama-server-2000.json"), record(1000, 2000));
+    writeFileSync(join(run, "llama-server-998.json"), record(3000, 998));
+    writeFileSync(join(run, "llama-server-997.json"), record(1000, 997, "77"));
+    writeFileSync(join(run, "llama-server-996.json"), "{not json");
+    const c = runRecordsCheck(configAt(dir.path), { uid: process.getuid!(), alive, identity });
+    expect(c).toMatchObject({ status: "ok", data: { records: 4, leftover: 0, foreign: 0 } });
+  });
+
+  test("another user's record with its process alive: a warning (the core never acts on it)", () => {
+    using dir = tmpdir();
+    const run = join(dir.path, "run");
+    mkdirSync(run);
+    const file = join(run, "llama-server-999.json");
+    writeFileSync(file, record(1000, 999));
+    const me = process.getuid!();
+    if (me === 0) chownSync(file, 4321, 4321);
+    // Not root: this user's file read as another's by posing as another uid.
+    const c = runRecordsCheck(configAt(dir.path), { uid: me === 0 ? 0 : me + 1, alive, identity });
+    expect(c).toMatchObject({ status: "warn", data: { foreign: 1, leftover: 0 } });
+    expect(c.message).toContain("another user");
+  });
+
+  test("thousands of records: the report names at most 20 and reads a bounded number", () => {
+    using dir = tmpdir();
+    const run = join(dir.path, "run");
+    mkdirSync(run);
+    for (let i = 0; i < 300; i++)
+      writeFileSync(join(run, `llama-server-${5000 + i}.json`), record(1000, 5000 + i));
+    const c = runRecordsCheck(configAt(dir.path), { uid: process.getuid!(), alive, identity, maxRead: 100 });
+    expect(c.data).toMatchObject({ records: 300, unread: 200, leftover: 100 });
+    expect((c.data as { findings: unknown[] }).findings).toHaveLength(20);
+    expect(c.message).toContain("the first 100 of 300 read");
+    expect(c.message.length).toBeLessThan(400);
+  });
+
+  test("no data_dir or no run/: ok, nothing created", () => {
+    using dir = tmpdir();
+    const data = join(dir.path, "missing");
+    expect(runRecordsCheck(configAt(data)).status).toBe("ok");
+    expect(readdirSync(dir.path)).toEqual([]);
+  });
+});
+
+test("doctor's report has the run_records check, over the configured data_dir", async () => {
+  using dir = tmpdir();
+  const core = coreWithConfig(dir.path, "app:\n  data_dir: ./data\n");
+  const r = await runDoctor(core, doctorDeps);
+  expect(checkById(r, "run_records")).toMatchObject({ status: "ok", data: { records: 0 } });
+});
