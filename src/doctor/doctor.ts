@@ -65,7 +65,7 @@ export async function runDoctor(
   const config: Config = loaded.config;
   const rpc = config.llama.rpc;
   const server = llamaServerOf(config);
-  const [binary, reads, hardware, workers, folders, store] = await Promise.all([
+  const [binary, reads, hardware, workers, folders, store, records] = await Promise.all([
     binaryCheck(config, deps.run),
     readConfiguredModels(
       config,
@@ -78,6 +78,7 @@ export async function runDoctor(
     memoryFoldersCheck(config, loaded.file),
     // Off the main loop, beside the probes: a database of several GB takes seconds to read.
     storeCheck(config, undefined, { signal: stopping }),
+    runRecordsCheck(config),
   ]);
   // Every configured model, each planned as if alone (docs/doctor.md, "Several models").
   const models = modelChecks(reads, hardware, workers);
@@ -87,7 +88,7 @@ export async function runDoctor(
     ...models.files,
     hardwareCheck(hardware),
     dataDirCheck(config),
-    runRecordsCheck(config),
+    records,
     store,
     ...folders,
     ...mcpChecks(config),

@@ -27,20 +27,20 @@ const identity = (pid: number) =>
   pid === 1000 || pid === 2000 ? { start_time: pid === 1000 ? "100" : "50", cmdline: "x" } : null;
 
 describe.skipIf(process.platform === "win32")("doctor: run_records", () => {
-  test("a dead core's llama-server still running is a warning naming its pid; nothing is written", () => {
+  test("a dead core's llama-server still running is a warning naming its pid; nothing is written", async () => {
     using dir = tmpdir();
     const run = join(dir.path, "run");
     mkdirSync(run);
     writeFileSync(join(run, "llama-server-999.json"), record(1000, 999));
     const before = statSync(run).mtimeMs;
-    const c = runRecordsCheck(configAt(dir.path), { uid: process.getuid!(), alive, identity });
+    const c = await runRecordsCheck(configAt(dir.path), { uid: process.getuid!(), alive, identity });
     expect(c).toMatchObject({ id: "run_records", status: "warn", data: { records: 1, leftover: 1 } });
     expect(c.message).toContain("llama-server pid 1000");
     expect(readdirSync(run)).toEqual(["llama-server-999.json"]);
     expect(statSync(run).mtimeMs).toBe(before);
   });
 
-  test("a running core's record, one whose process is gone, and one whose pid was reused: ok", () => {
+  test("a running core's record, one whose process is gone, and one whose pid was reused: ok", async () => {
     using dir = tmpdir();
     const run = join(dir.path, "run");
     mkdirSync(run);
@@ -48,11 +48,11 @@ describe.skipIf(process.platform === "win32")("doctor: run_records", () => {
     writeFileSync(join(run, "llama-server-998.json"), record(3000, 998));
     writeFileSync(join(run, "llama-server-997.json"), record(1000, 997, "77"));
     writeFileSync(join(run, "llama-server-996.json"), "{not json");
-    const c = runRecordsCheck(configAt(dir.path), { uid: process.getuid!(), alive, identity });
+    const c = await runRecordsCheck(configAt(dir.path), { uid: process.getuid!(), alive, identity });
     expect(c).toMatchObject({ status: "ok", data: { records: 4, leftover: 0, foreign: 0 } });
   });
 
-  test("another user's record with its process alive: a warning (the core never acts on it)", () => {
+  test("another user's record with its process alive: a warning (the core never acts on it)", async () => {
     using dir = tmpdir();
     const run = join(dir.path, "run");
     mkdirSync(run);
@@ -61,28 +61,33 @@ describe.skipIf(process.platform === "win32")("doctor: run_records", () => {
     const me = process.getuid!();
     if (me === 0) chownSync(file, 4321, 4321);
     // Not root: this user's file read as another's by posing as another uid.
-    const c = runRecordsCheck(configAt(dir.path), { uid: me === 0 ? 0 : me + 1, alive, identity });
+    const c = await runRecordsCheck(configAt(dir.path), { uid: me === 0 ? 0 : me + 1, alive, identity });
     expect(c).toMatchObject({ status: "warn", data: { foreign: 1, leftover: 0 } });
     expect(c.message).toContain("another user");
   });
 
-  test("thousands of records: the report names at most 20 and reads a bounded number", () => {
+  test("thousands of records: the report names at most 20 and reads a bounded number", async () => {
     using dir = tmpdir();
     const run = join(dir.path, "run");
     mkdirSync(run);
     for (let i = 0; i < 300; i++)
       writeFileSync(join(run, `llama-server-${5000 + i}.json`), record(1000, 5000 + i));
-    const c = runRecordsCheck(configAt(dir.path), { uid: process.getuid!(), alive, identity, maxRead: 100 });
+    const c = await runRecordsCheck(configAt(dir.path), {
+      uid: process.getuid!(),
+      alive,
+      identity,
+      maxRead: 100,
+    });
     expect(c.data).toMatchObject({ records: 300, unread: 200, leftover: 100 });
     expect((c.data as { findings: unknown[] }).findings).toHaveLength(20);
     expect(c.message).toContain("the first 100 of 300 read");
     expect(c.message.length).toBeLessThan(400);
   });
 
-  test("no data_dir or no run/: ok, nothing created", () => {
+  test("no data_dir or no run/: ok, nothing created", async () => {
     using dir = tmpdir();
     const data = join(dir.path, "missing");
-    expect(runRecordsCheck(configAt(data)).status).toBe("ok");
+    expect((await runRecordsCheck(configAt(data))).status).toBe("ok");
     expect(readdirSync(dir.path)).toEqual([]);
   });
 });
@@ -92,4 +97,26 @@ test("doctor's report has the run_records check, over the configured data_dir", 
   const core = coreWithConfig(dir.path, "app:\n  data_dir: ./data\n");
   const r = await runDoctor(core, doctorDeps);
   expect(checkById(r, "run_records")).toMatchObject({ status: "ok", data: { records: 0 } });
+});
+
+test("one record a turn of the loop: a ping queued meanwhile is answered before the last is read", async () => {
+  using dir = tmpdir();
+  const run = join(dir.path, "run");
+  mkdirSync(run);
+  for (let i = 0; i < 5; i++)
+    writeFileSync(join(run, `llama-server-${5000 + i}.json`), record(1000, 5000 + i));
+  let asked = 0;
+  let askedWhenPinged = -1;
+  const counting = (pid: number) => {
+    if (pid === 1000 && asked++ === 0)
+      setImmediate(() => {
+        askedWhenPinged = asked;
+      });
+    return identity(pid);
+  };
+  await runRecordsCheck(configAt(dir.path), { uid: process.getuid!(), alive, identity: counting });
+  expect(asked).toBe(5);
+  // Answered at all by the time the check ended, and before the fifth record was judged.
+  expect(askedWhenPinged).toBeGreaterThan(0);
+  expect(askedWhenPinged).toBeLessThan(5);
 });
