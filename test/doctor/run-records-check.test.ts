@@ -21,6 +21,14 @@ function record(pid: number, ownerPid: number, start = "100", ownerStart = "50")
   });
 }
 
+/** `count` records of dead cores (pids 5000…), each naming the live llama-server 1000. */
+function deadCoresRecords(dataDir: string, count: number): void {
+  const run = join(dataDir, "run");
+  mkdirSync(run);
+  for (let i = 0; i < count; i++)
+    writeFileSync(join(run, `llama-server-${5000 + i}.json`), record(1000, 5000 + i));
+}
+
 /** Processes as the test says: pid 1000 (a llama-server started at 100) runs; its core, 999, is dead. */
 const alive = (pid: number) => pid === 1000 || pid === 2000;
 const identity = (pid: number) =>
@@ -68,10 +76,7 @@ describe.skipIf(process.platform === "win32")("doctor: run_records", () => {
 
   test("thousands of records: the report names at most 20 and reads a bounded number", async () => {
     using dir = tmpdir();
-    const run = join(dir.path, "run");
-    mkdirSync(run);
-    for (let i = 0; i < 300; i++)
-      writeFileSync(join(run, `llama-server-${5000 + i}.json`), record(1000, 5000 + i));
+    deadCoresRecords(dir.path, 300);
     const c = await runRecordsCheck(configAt(dir.path), {
       uid: process.getuid!(),
       alive,
@@ -101,10 +106,7 @@ test("doctor's report has the run_records check, over the configured data_dir", 
 
 test("one record a turn of the loop: a ping queued meanwhile is answered before the last is read", async () => {
   using dir = tmpdir();
-  const run = join(dir.path, "run");
-  mkdirSync(run);
-  for (let i = 0; i < 5; i++)
-    writeFileSync(join(run, `llama-server-${5000 + i}.json`), record(1000, 5000 + i));
+  deadCoresRecords(dir.path, 5);
   let asked = 0;
   let askedWhenPinged = -1;
   const counting = (pid: number) => {
