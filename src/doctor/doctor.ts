@@ -6,6 +6,7 @@ import { type RunResult, runWithTimeout } from "../plan/probe.ts";
 import type { DoctorResult } from "../protocol/doctor.ts";
 import { isCoreError } from "../protocol/errors.ts";
 import { checkWorkers } from "../rpc/check.ts";
+import { type DriveAnswers, drives } from "../util/drive-answers.ts";
 import { binaryCheck, type Check, hardwareCheck, mcpChecks, skipped } from "./checks.ts";
 import { dataDirCheck } from "./data-dir-check.ts";
 import { memoryFoldersCheck } from "./folders-check.ts";
@@ -26,6 +27,8 @@ export interface DoctorConfig {
 /** The edges doctor reads through: the plan's (model, probes) and a command runner. */
 export interface DoctorDeps extends PlanDeps {
   run(cmd: string, args: string[], timeoutMs: number): Promise<RunResult>;
+  /** Whether data_dir's drive answers, asked off the loop (tests: one that never does). */
+  drive?: DriveAnswers;
 }
 
 /** Diagnosing loads nothing: the shared probe looked at, `initialize`'s read-ahead left to the first chat. */
@@ -65,6 +68,10 @@ export async function runDoctor(
   const config: Config = loaded.config;
   const rpc = config.llama.rpc;
   const server = llamaServerOf(config);
+  // The checks of data_dir call the file system on the loop (a stat, a listing): on a dead network
+  // mount each held the core for good, ping and cancel with it. Its drive is asked first, bounded.
+  const answered = (deps.drive ?? drives).answers(config.app.data_dir);
+  const late = "the data directory's drive did not answer";
   const [binary, reads, hardware, workers, folders, store, records] = await Promise.all([
     binaryCheck(config, deps.run),
     readConfiguredModels(
@@ -77,8 +84,10 @@ export async function runDoctor(
     rpc.length > 0 ? (deps.workers ?? checkWorkers)(rpc, server ? { server } : {}) : Promise.resolve([]),
     memoryFoldersCheck(config, loaded.file),
     // Off the main loop, beside the probes: a database of several GB takes seconds to read.
-    storeCheck(config, undefined, { signal: stopping }),
-    runRecordsCheck(config),
+    answered.then((ok) =>
+      ok ? storeCheck(config, undefined, { signal: stopping }) : skipped("store", late),
+    ),
+    answered.then((ok) => (ok ? runRecordsCheck(config) : skipped("run_records", late))),
   ]);
   // Every configured model, each planned as if alone (docs/doctor.md, "Several models").
   const models = modelChecks(reads, hardware, workers);
@@ -87,7 +96,7 @@ export async function runDoctor(
     binary,
     ...models.files,
     hardwareCheck(hardware),
-    dataDirCheck(config),
+    (await answered) ? dataDirCheck(config) : dataDirLate(config.app.data_dir, (deps.drive ?? drives).waitMs),
     records,
     store,
     ...folders,
@@ -146,4 +155,15 @@ function configFix(err: { code: string; data?: unknown }): string {
   if (typeof where.key === "string") return "correct the key named in the message";
   if (typeof where.line === "number") return "correct the file at the line named in the message";
   return "point --config at a readable YAML file of at most 1 MiB (the message says what this one is)";
+}
+
+/** data_dir's drive did not answer a stat within its wait (a network share gone, a disk asleep). */
+function dataDirLate(dir: string, waitMs: number): Check {
+  return {
+    id: "data_dir",
+    status: "fail",
+    message: `data directory ${dir} did not answer within ${waitMs / 1000} s (a network share offline, or a drive that hangs)`,
+    fix: "bring its drive or share back online, or set app.data_dir to a folder on a local disk",
+    data: { path: dir, problem: "ETIMEDOUT" },
+  };
 }

@@ -1,0 +1,23 @@
+import { expect, test } from "bun:test";
+import { stat } from "node:fs/promises";
+import { runDoctor } from "../../src/doctor/doctor.ts";
+import { DriveAnswers } from "../../src/util/drive-answers.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+import { checkById, coreWithConfig, doctorDeps } from "./helpers/config-core.ts";
+
+test("a data_dir whose drive never answers a stat: data_dir fails saying so, store and run_records are skipped", async () => {
+  using dir = tmpdir();
+  const core = coreWithConfig(dir.path, "app:\n  data_dir: ./share/data\n");
+  // Stands in for a hard-mounted NFS share whose server is gone (its stat never returns, as
+  // docs/agent.md describes of a share gone offline); every other path answers as the disk does.
+  const drive = new DriveAnswers({
+    stat: (path) => (String(path).includes("/share/") ? new Promise(() => {}) : stat(path)),
+    statWaitMs: 20,
+  });
+  const r = await runDoctor(core, { ...doctorDeps, drive });
+  expect(checkById(r, "data_dir")).toMatchObject({ status: "fail", data: { problem: "ETIMEDOUT" } });
+  expect(checkById(r, "data_dir")!.message).toContain("did not answer");
+  expect(checkById(r, "store")?.status).toBe("skip");
+  expect(checkById(r, "run_records")?.status).toBe("skip");
+  expect(r.ok).toBe(false);
+});
