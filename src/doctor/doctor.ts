@@ -1,3 +1,4 @@
+import { resolve, sep } from "node:path";
 import { llamaServerOf } from "../config/find-binary.ts";
 import type { Config, LoadedConfig } from "../config/schema.ts";
 import { defaultPlanDeps, probeAhead } from "../models/local-plan-deps.ts";
@@ -70,8 +71,14 @@ export async function runDoctor(
   const server = llamaServerOf(config);
   // The checks of data_dir call the file system on the loop (a stat, a listing): on a dead network
   // mount each held the core for good, ping and cancel with it. Its drive is asked first, bounded.
-  const answered = (deps.drive ?? drives).answers(config.app.data_dir);
-  const late = "the data directory's drive did not answer";
+  const drive = deps.drive ?? drives;
+  // One cause, one failure: with data_dir itself unusable (a file, a link loop, not writable, its
+  // drive silent) the database and pid records under it are skipped, not "ok, none yet".
+  const dataDir = drive
+    .answers(config.app.data_dir)
+    .then((ok) => (ok ? dataDirCheck(config) : dataDirLate(config.app.data_dir, drive.waitMs)));
+  const usable = dataDir.then((c) => !dataDirItselfFails(c, config.app.data_dir));
+  const unusable = "the data directory cannot be used";
   const [binary, reads, hardware, workers, folders, store, records] = await Promise.all([
     binaryCheck(config, deps.run),
     readConfiguredModels(
@@ -84,10 +91,10 @@ export async function runDoctor(
     rpc.length > 0 ? (deps.workers ?? checkWorkers)(rpc, server ? { server } : {}) : Promise.resolve([]),
     memoryFoldersCheck(config, loaded.file),
     // Off the main loop, beside the probes: a database of several GB takes seconds to read.
-    answered.then((ok) =>
-      ok ? storeCheck(config, undefined, { signal: stopping }) : skipped("store", late),
+    usable.then((ok) =>
+      ok ? storeCheck(config, undefined, { signal: stopping }) : skipped("store", unusable),
     ),
-    answered.then((ok) => (ok ? runRecordsCheck(config) : skipped("run_records", late))),
+    usable.then((ok) => (ok ? runRecordsCheck(config) : skipped("run_records", unusable))),
   ]);
   // Every configured model, each planned as if alone (docs/doctor.md, "Several models").
   const models = modelChecks(reads, hardware, workers);
@@ -96,7 +103,7 @@ export async function runDoctor(
     binary,
     ...models.files,
     hardwareCheck(hardware),
-    (await answered) ? dataDirCheck(config) : dataDirLate(config.app.data_dir, (deps.drive ?? drives).waitMs),
+    await dataDir,
     records,
     store,
     ...folders,
@@ -166,4 +173,14 @@ function dataDirLate(dir: string, waitMs: number): Check {
     fix: "bring its drive or share back online, or set app.data_dir to a folder on a local disk",
     data: { path: dir, problem: "ETIMEDOUT" },
   };
+}
+
+/**
+ * Whether data_dir's check failed over the folder itself (or the one above it), not over a folder
+ * the core writes in there (`data.at` below it: logs/, run/…), where the database is still read.
+ */
+function dataDirItselfFails(check: Check, dir: string): boolean {
+  if (check.status !== "fail") return false;
+  const at = (check.data as { at?: unknown } | undefined)?.at;
+  return typeof at !== "string" || !resolve(at).startsWith(resolve(dir) + sep);
 }

@@ -1,5 +1,7 @@
 import { expect, test } from "bun:test";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { stat } from "node:fs/promises";
+import { join } from "node:path";
 import { runDoctor } from "../../src/doctor/doctor.ts";
 import { DriveAnswers } from "../../src/util/drive-answers.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
@@ -20,4 +22,22 @@ test("a data_dir whose drive never answers a stat: data_dir fails saying so, sto
   expect(checkById(r, "store")?.status).toBe("skip");
   expect(checkById(r, "run_records")?.status).toBe("skip");
   expect(r.ok).toBe(false);
+});
+
+test("data_dir a file: store and run_records are skipped, not 'no database yet'; a bad logs/ inside skips neither", async () => {
+  using dir = tmpdir();
+  writeFileSync(join(dir.path, "afile"), "x");
+  const core = coreWithConfig(dir.path, "app:\n  data_dir: ./afile\n");
+  const r = await runDoctor(core, doctorDeps);
+  expect(checkById(r, "data_dir")?.status).toBe("fail");
+  expect(checkById(r, "store")).toMatchObject({ status: "skip" });
+  expect(checkById(r, "run_records")).toMatchObject({ status: "skip" });
+
+  mkdirSync(join(dir.path, "data"));
+  writeFileSync(join(dir.path, "data", "logs"), "x");
+  const inside = coreWithConfig(dir.path, "app:\n  data_dir: ./data\n");
+  const r2 = await runDoctor(inside, doctorDeps);
+  expect(checkById(r2, "data_dir")).toMatchObject({ status: "fail", data: { problem: "ENOTDIR" } });
+  expect(checkById(r2, "store")?.status).toBe("ok");
+  expect(checkById(r2, "run_records")?.status).toBe("ok");
 });
