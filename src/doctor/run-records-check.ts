@@ -4,6 +4,7 @@ import { mcpDir, ownerAlive, type PidRecord, readRecord, runDir } from "../runti
 import { isAlive, type ProcIdentity, procIdentity } from "../runtime/proc-info.ts";
 import { namesIn } from "../util/names-in.ts";
 import { NotOwnFile } from "../util/read-file.ts";
+import { wholeCharCut } from "../util/text-cut.ts";
 import type { Check } from "./checks.ts";
 
 /** The most records read (each may cost a `ps` off Linux): a run/ of thousands is counted, not read. */
@@ -121,5 +122,11 @@ function judge(
   return { file, finding: "leftover", pid: r.pid, kind: kindOf(r) };
 }
 
-const kindOf = (r: PidRecord): string =>
-  r.kind === "mcp" ? `MCP server ${r.name ?? ""}`.trim() : "llama-server";
+/** The most of an MCP server's name shown: a record is up to 8 MiB, and its name no field checked. */
+const NAME_CHARS = 64;
+
+function kindOf(r: PidRecord): string {
+  if (r.kind !== "mcp") return "llama-server";
+  const name = typeof r.name === "string" ? r.name : "";
+  return `MCP server ${name.slice(0, wholeCharCut(name, NAME_CHARS))}`.trim();
+}

@@ -122,3 +122,14 @@ test("one record a turn of the loop: a ping queued meanwhile is answered before 
   expect(askedWhenPinged).toBeGreaterThan(0);
   expect(askedWhenPinged).toBeLessThan(5);
 });
+
+test("an MCP record's name of a megabyte: the report shows 64 characters of it", async () => {
+  using dir = tmpdir();
+  mkdirSync(join(dir.path, "run", "mcp"), { recursive: true });
+  const rec = { ...JSON.parse(record(1000, 999)), kind: "mcp", name: "n".repeat(2 ** 20) };
+  writeFileSync(join(dir.path, "run", "mcp", "999-1000.json"), JSON.stringify(rec));
+  const c = await runRecordsCheck(configAt(dir.path), { uid: process.getuid!(), alive, identity });
+  expect(c).toMatchObject({ status: "warn", data: { leftover: 1 } });
+  expect(c.message).toContain(`MCP server ${"n".repeat(64)} pid 1000`);
+  expect(JSON.stringify(c).length).toBeLessThan(2000);
+});
