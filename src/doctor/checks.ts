@@ -154,8 +154,20 @@ function hardwareFix(problems: readonly { id: string }[], unused: readonly strin
   return fixes.join("; ");
 }
 
-export function mcpChecks(config: Config): Check[] {
+/**
+ * `late`: the servers whose command path or cwd did not answer a stat off the loop (doctor.ts
+ * asks first): this check's own stats of them, on the loop, held the core for good on a dead share.
+ */
+export function mcpChecks(config: Config, late: ReadonlySet<string> = new Set()): Check[] {
   return config.mcp_servers.map((s) => {
+    if (late.has(s.name))
+      return {
+        id: `mcp:${s.name}`,
+        status: "fail" as const,
+        message: `${s.name}: its command or cwd did not answer (a network share offline, or a drive that hangs)`,
+        fix: `bring that drive or share back online, or correct mcp_servers[${s.name}]`,
+        data: { problem: "ETIMEDOUT" },
+      };
     const isPath = s.command.includes("/") || s.command.includes("\\");
     const resolved = isPath ? s.command : resolvedCommand(s.command, s.env ?? {});
     let ok = false;

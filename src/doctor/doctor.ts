@@ -107,7 +107,7 @@ export async function runDoctor(
     records,
     store,
     ...folders,
-    ...mcpChecks(config),
+    ...mcpChecks(config, await mcpLate(config, drive)),
     ...rpcChecksFrom(config, workers),
     ...models.plans,
     ...models.pinned,
@@ -183,4 +183,17 @@ function dataDirItselfFails(check: Check, dir: string): boolean {
   if (check.status !== "fail") return false;
   const at = (check.data as { at?: unknown } | undefined)?.at;
   return typeof at !== "string" || !resolve(at).startsWith(resolve(dir) + sep);
+}
+
+/** The MCP servers whose command (given as a path) or cwd did not answer a stat within its wait. */
+async function mcpLate(config: Config, drive: DriveAnswers): Promise<Set<string>> {
+  const asked = await Promise.all(
+    config.mcp_servers.map(async (s) => {
+      const isPath = s.command.includes("/") || s.command.includes("\\");
+      const paths = [...(isPath ? [s.command] : []), ...(s.cwd !== undefined ? [s.cwd] : [])];
+      const answers = await Promise.all(paths.map((p) => drive.answers(p)));
+      return answers.every(Boolean) ? null : s.name;
+    }),
+  );
+  return new Set(asked.filter((n): n is string => n !== null));
 }

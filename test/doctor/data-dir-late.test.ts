@@ -41,3 +41,20 @@ test("data_dir a file: store and run_records are skipped, not 'no database yet';
   expect(checkById(r2, "store")?.status).toBe("ok");
   expect(checkById(r2, "run_records")?.status).toBe("ok");
 });
+
+test("an MCP server whose command sits on a share that never answers: its check fails saying so, the rest run", async () => {
+  using dir = tmpdir();
+  const core = coreWithConfig(
+    dir.path,
+    "mcp_servers:\n  - name: far\n    command: /mnt/share/bin/server\n  - name: near\n    command: /bin/sh\n",
+  );
+  const drive = new DriveAnswers({
+    stat: (path) => (String(path).includes("/share/") ? new Promise(() => {}) : stat(path)),
+    statWaitMs: 20,
+    // Lanes to spare: with every lane held by a hung stat every path is late (util/drive-answers.ts).
+    lanes: 4,
+  });
+  const r = await runDoctor(core, { ...doctorDeps, drive });
+  expect(checkById(r, "mcp:far")).toMatchObject({ status: "fail", data: { problem: "ETIMEDOUT" } });
+  expect(checkById(r, "mcp:near")).toMatchObject({ status: "ok" });
+});
