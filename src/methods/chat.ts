@@ -69,6 +69,8 @@ export const chat = defineMethod({
     const signal = AbortSignal.any([watch?.signal ?? ctx.signal, erased.signal]);
     let place: Place | undefined;
     const edit = { done: false, quoted: false };
+    // Memory's job takes free room only while chats run (store/embed-room.ts): the chat's model stays.
+    const ended = index?.chatBegan();
     try {
       // A plain chat starts llama-server before the turn's modules load: on the first chat they
       // are evaluated while it spawns, not before (docs/performance.md, "A cold chat's way to
@@ -120,7 +122,7 @@ export const chat = defineMethod({
       spare?.close();
       watch?.done();
       // After the result: the job waits a moment, so the result goes out before any embedding.
-      index?.kick();
+      ended?.();
     }
   },
 });

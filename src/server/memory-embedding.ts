@@ -167,8 +167,8 @@ async function startedOnCurrent(
  * would be kept under the new file's identity (`embeddingFingerprint` reads the file as it is
  * now) though made by the old weights. The server is unloaded then, so the next try loads the
  * new file; meanwhile recall uses words alone. A restart, not the host's `models.unload`: a pin
- * its `models.load` gave, and a load of it waiting, stand (`keepPin`). `spare`: recall's query,
- * whose load takes free room only (runtime/scheduler.ts `acquire`).
+ * its `models.load` gave, and a load of it waiting, stand (`keepPin`). `spare`: an ask whose load
+ * takes free room only (runtime/scheduler.ts `acquire`): null when there was none for it.
  */
 export async function embedWith(
   models: ModelsApi,
@@ -178,16 +178,17 @@ export async function embedWith(
   path?: string,
   ask: DriveAnswers = drives,
   spare = false,
-): Promise<number[][]> {
+): Promise<number[][] | null> {
   let files: LaunchFiles | null = null;
   const onLaunch = (launch: LaunchView) => {
     files = launch.files;
   };
   const out = await models
     .embed(choice, texts, signal, onLaunch, spare ? { spare } : undefined)
-    // Not loaded for a spare ask (no free room for it): no vector, and nothing to log every turn.
-    .catch((err) => (spare && refusedSpare(err) ? undefined : Promise.reject(err)));
-  if (!out) return [];
+    // Not loaded for a spare ask (no free room for it): nothing to log every turn; recall goes
+    // by words, memory's job waits for chats to be idle (store/embed-room.ts).
+    .catch((err) => (spare && refusedSpare(err) ? null : Promise.reject(err)));
+  if (!out) return null;
   // Asked off the loop (each turn's recall embeds): a model on a dead network mount held the core
   // here. A cancel (the chat's, its recall) ends the wait at once, not after the drive's 30 s.
   const same = await abortable(filesUnchangedNow(files, ask), signal);

@@ -1,7 +1,8 @@
 import { abortable } from "../util/abortable.ts";
 import { backoffDelayMs } from "../util/backoff.ts";
 import { logger } from "../util/logger.ts";
-import { cannotEmbed, serverDied, tooLong } from "./embed-failures.ts";
+import { cannotEmbed, embedShortened, serverDied, tooLong } from "./embed-failures.ts";
+import { EmbedRoom, type Later } from "./embed-room.ts";
 import type { QueryVector } from "./memory-vectors.ts";
 import type { Store } from "./store.ts";
 
@@ -29,13 +30,17 @@ export interface MemoryEmbedderDeps {
   fingerprint(): string | Promise<string>;
   /**
    * One L2-normalized vector per text, in order (several models' `embed`); throws CoreError.
-   * `spare`: recall's query, which takes free room only (runtime/scheduler.ts `acquire`).
+   * `spare`: an ask that takes free room only (runtime/scheduler.ts `acquire`): null when the
+   * model was not loaded for it for want of free room.
    */
-  embed(texts: string[], signal: AbortSignal, spare?: boolean): Promise<number[][]>;
+  embed(texts: string[], signal: AbortSignal, spare?: boolean): Promise<number[][] | null>;
   /** Tests: rows per request, the wait after a turn before embedding, the retry back-off. */
   batch?: number;
   settleMs?: number;
   retryMs?: { initial: number; max: number };
+  /** Tests: how long chats are idle before the job takes their model's room, and its timer (embed-room.ts). */
+  idleMs?: number;
+  later?: Later;
 }
 
 /** Rows per embedding request: llama-server takes up to 1,024 inputs, but a batch is one wait. */
@@ -48,8 +53,6 @@ const RETRY_MS = { initial: 5_000, max: 300_000 };
 const MAX_CHARS = 8_000;
 /** Ids a document's rows are looked over in at a time (store/memory-vectors.ts `lackingIds`: ~3 ms). */
 const LOOK_IDS = 1_000;
-/** Times an input the server finds too long is shortened before its batch goes a row at a time (or, alone, is refused). */
-const SHORTEN_TRIES = 3;
 
 /**
  * Memory rows embedded off the turn's path (docs/agent.md, "Memory"): a job that embeds, in
@@ -73,8 +76,10 @@ export class MemoryEmbedder {
   private readonly batch: number;
   private readonly settleMs: number;
   private readonly retryMs: { initial: number; max: number };
+  private readonly room: EmbedRoom;
 
   constructor(private readonly deps: MemoryEmbedderDeps) {
+    this.room = new EmbedRoom(() => void this.run(), deps.idleMs, deps.later);
     this.batch = deps.batch ?? BATCH;
     this.settleMs = deps.settleMs ?? SETTLE_MS;
     this.retryMs = deps.retryMs ?? RETRY_MS;
@@ -109,6 +114,18 @@ export class MemoryEmbedder {
       void this.run();
     }, delayMs);
     this.timer.unref?.();
+  }
+
+  /**
+   * A chat begins (methods/chat.ts): the job's asks take free room only until chats are idle
+   * (embed-room.ts). The function it answers is the chat's end: the job runs after it.
+   */
+  chatBegan(): () => void {
+    const ended = this.room.chatBegan();
+    return () => {
+      ended();
+      this.kick();
+    };
   }
 
   /** Runs the job now and waits for it (tests, and a caller that wants it done). */
@@ -200,7 +217,8 @@ export class MemoryEmbedder {
    */
   async queryVector(text: string, signal: AbortSignal): Promise<QueryVector | undefined> {
     // Spare: on a machine with room for one model, its load unloaded the chat's own model.
-    const [vector] = await this.embedShortened([text.slice(0, MAX_CHARS)], signal, true);
+    const got = await embedShortened(this.deps.embed, [text.slice(0, MAX_CHARS)], signal, true);
+    const vector = got?.[0];
     // Read once it came back: the model it was made by (a pull may have moved it meanwhile).
     const fingerprint = await this.fingerprintNow(signal);
     return vector && meaningful(vector) ? { fingerprint, vector } : undefined;
@@ -209,6 +227,7 @@ export class MemoryEmbedder {
   /** Shutdown: the request in flight aborted, no run started again. */
   async stop(): Promise<void> {
     this.stopped = true;
+    this.room.stop();
     if (this.timer) clearTimeout(this.timer);
     this.abort.abort();
     await this.running?.catch(() => {});
@@ -216,6 +235,7 @@ export class MemoryEmbedder {
 
   private async loop(): Promise<void> {
     const { store } = this.deps;
+    let grant: AbortSignal | undefined;
     try {
       const fp = await this.fingerprintNow(this.abort.signal);
       // Counted once a run (then added to as vectors are stored): two counts of every row.
@@ -237,8 +257,11 @@ export class MemoryEmbedder {
           continue;
         }
         below = rows.at(-1)?.id;
+        // Spare unless granted the room of idle chats (embed-room.ts): a chat beginning ends the grant.
+        grant = this.room.ordinary();
+        const signal = grant ? AbortSignal.any([this.abort.signal, grant]) : this.abort.signal;
         // Each row ends with a vector or refused, or this throws. (Rows erased meanwhile get none stored.)
-        await this.embedRows(fp, rows, this.abort.signal);
+        await this.embedRows(fp, rows, signal, !grant);
         // Caught up as counted: the look below would read every older row to find none (a chat's
         // one new row cost a pass over the whole table). Counted again to be sure: a row erased
         // meanwhile leaves the count ahead; then the pass goes on from the newest. That count is
@@ -259,6 +282,8 @@ export class MemoryEmbedder {
         this.again = true;
         return;
       }
+      // No free room, or a chat took it back: not a failure; the rows wait for chats to be idle.
+      if (err instanceof NoRoom || grant?.aborted) return this.room.refused();
       logger.warn(
         `memory: embedding failed (${(err as Error).message}); recall uses words alone until it works`,
       );
@@ -283,24 +308,28 @@ export class MemoryEmbedder {
    * (docs/agent.md, "Memory that understands meaning"). Any other failure (the model down, a row
    * alone whose server died once) throws, for the batch to be tried again later.
    */
-  private async embedRows(fp: string, rows: { id: number; text: string }[], signal: AbortSignal) {
-    let vectors: number[][];
+  private async embedRows(
+    fp: string,
+    rows: { id: number; text: string }[],
+    signal: AbortSignal,
+    spare = false,
+  ) {
+    let vectors: number[][] | null;
     try {
-      vectors = await this.embedShortened(
-        rows.map((r) => r.text.slice(0, MAX_CHARS)),
-        signal,
-      );
+      const texts = rows.map((r) => r.text.slice(0, MAX_CHARS));
+      vectors = await embedShortened(this.deps.embed, texts, signal, spare);
     } catch (err) {
       const died = serverDied(err);
       const unembeddable = cannotEmbed(err);
       if (tooLong(err) === undefined && !unembeddable && !died) throw err;
       if (rows.length > 1) {
-        for (const row of rows) await this.embedRows(fp, [row], signal);
+        for (const row of rows) await this.embedRows(fp, [row], signal, spare);
         return;
       }
       if (died) throw err;
       return this.refuse(fp, rows, unembeddable ?? "too_long", (err as Error).message);
     }
+    if (!vectors) throw new NoRoom();
     // The model changed while they were made (a pull moved its hf: reference and the server was
     // started again on the new file): not `fp`'s vectors. The run starts over under the new one.
     if ((await this.fingerprintNow(signal)) !== fp)
@@ -322,22 +351,6 @@ export class MemoryEmbedder {
     const zeros = got.filter((r) => r.vector.length > 0 && !meaningful(r.vector));
     if (zeros.length > 0)
       await this.refuse(fp, zeros, "no_vector", "a vector of zeros came back (a reranker's: pooling rank)");
-  }
-
-  /** One request, an input the server finds too long shortened by the ratio it gives and sent again. */
-  private async embedShortened(texts: string[], signal: AbortSignal, spare = false): Promise<number[][]> {
-    for (let tries = 0; ; tries++) {
-      try {
-        return await this.deps.embed(texts, signal, spare);
-      } catch (err) {
-        const i = tooLong(err);
-        const text = i === undefined ? undefined : texts[i.index];
-        const cut = text?.slice(0, Math.floor(text.length * (i?.ratio ?? 0)));
-        // Cut to nothing, it would get a vector that means nothing: refused instead.
-        if (!cut || i === undefined || tries >= SHORTEN_TRIES) throw err;
-        texts[i.index] = cut;
-      }
-    }
   }
 
   /** Rows the model cannot embed, marked so no run asks for them again. */
@@ -372,6 +385,9 @@ export class MemoryEmbedder {
 
 /** The embedding model's fingerprint changed during a run: its vectors are not the run's model's. */
 class ModelChanged extends Error {}
+
+/** A spare ask found no free room for the embedding model (embed-room.ts). */
+class NoRoom extends Error {}
 
 /**
  * A vector that says something: not empty, not all zeros. A reranker's server (`--reranking` or

@@ -191,7 +191,7 @@ describe("a row the model cannot take", () => {
     const sent = model.requests.length;
     await embedder.run();
     expect(model.requests).toHaveLength(sent);
-    const [query] = await fakeModel().embed(["b POISON"], new AbortController().signal);
+    const [query] = (await fakeModel().embed(["b POISON"], new AbortController().signal)) ?? [];
     const near = store.memory.vectors.nearest(
       { fingerprint: "m1", vector: query as number[] },
       { sql: "1", params: {}, owners: ["ann"] },
