@@ -25,6 +25,9 @@ export const warmup = defineMethod({
     // an unload is refused model_busy, a forced one ends it `cancelled` as it ends the chats
     // (docs/protocol.md#modelsunload), not with the stopping server's shutdown message.
     const watch = services.models?.()?.chatSignal({ kind: "path", name: DEFAULT_MODEL_NAME }, ctx.signal);
+    // A chat is coming: memory's job, granted an idle chat model's room, would unload the model
+    // warmed here at its next batch (store/embed-room.ts). Only a job already made has a grant.
+    const ended = services.memoryIndex?.({ create: false })?.chatBegan();
     try {
       // An explicit warm-up tries again at once, even when the restart budget is spent.
       const lease = await provider
@@ -38,6 +41,7 @@ export const warmup = defineMethod({
       lease.release();
     } finally {
       watch?.done();
+      ended?.();
     }
     // The database opens now (and imports a 0.1 folder once), not on the first chat's path.
     services.store();
