@@ -15,13 +15,14 @@ export function checkedParams(schema: z.ZodType, params: object): unknown {
     const first = parsed.error.issues[0];
     const issue = first ? unknownKey(first) : undefined;
     const named = issue ? unionBranchIssue(issue) : undefined;
-    throw new CoreError("invalid_request", describeIssue(named ?? issue), {
-      field: (named ?? issue)?.path.join(".") || null,
+    const shown = named ?? issue;
+    throw new CoreError("invalid_request", describeIssue(shown), {
+      field: shown && shown.path.length > 0 ? shownPath(shown.path) : null,
     });
   }
   const bad = loneSurrogatePath(parsed.data);
   if (bad) {
-    const field = bad.join(".");
+    const field = shownPath(bad);
     throw new CoreError(
       "invalid_request",
       `params.${field}: has a lone UTF-16 surrogate, which is not text; send well-formed Unicode`,
@@ -43,10 +44,21 @@ export function loneSurrogatePath(value: unknown): (string | number)[] | null {
 function unknownKey(issue: Issue): Issue {
   const key = issue.code === "unrecognized_keys" ? issue.keys?.[0] : undefined;
   if (key === undefined) return issue;
-  // The host's key, cut and escaped as JSON escapes it: the message stays one line of text. The
-  // empty key keeps its quotes: bare, the field was "" (read as none) and the message `params.`.
-  const shown = key === "" ? '""' : JSON.stringify(cutText(key, SHOWN_KEY_CHARS)).slice(1, -1);
-  return { ...issue, path: [...issue.path, shown], message: "unknown key" };
+  return { ...issue, path: [...issue.path, key], message: "unknown key" };
+}
+
+/**
+ * A field's path as an error names it. Its keys may be the host's (an unknown key, a JSON Schema's
+ * property names): each is cut and escaped as JSON escapes it, so the message stays one line of
+ * text, and a lone surrogate in a key is named as `\ud800`, not carried back raw in the answer
+ * that refuses it (a strict host's parser, serde_json's, cannot read that line at all). The empty
+ * key keeps its quotes: bare, the field was "" (read as none) and the message `params.`.
+ */
+function shownPath(path: readonly PropertyKey[]): string {
+  return path.map((key) => (typeof key === "number" ? String(key) : shownKey(String(key)))).join(".");
+}
+function shownKey(key: string): string {
+  return key === "" ? '""' : JSON.stringify(cutText(key, SHOWN_KEY_CHARS)).slice(1, -1);
 }
 const SHOWN_KEY_CHARS = 80;
 
@@ -65,7 +77,7 @@ interface Issue {
 
 function describeIssue(issue: Issue | undefined): string {
   if (!issue) return "invalid params";
-  const field = issue.path.length ? `params.${issue.path.join(".")}` : "params";
+  const field = issue.path.length ? `params.${shownPath(issue.path)}` : "params";
   // zod says "Invalid input: expected string, received undefined" of a field left out.
   if (issue.code === "invalid_type" && /received undefined$/.test(issue.message))
     return `${field}: required (${issue.expected})`;

@@ -110,3 +110,30 @@ test("a key a strict object does not know is named at its own path, not the obje
   const empty = coreErrorOf(() => checkedParams(schema, { images: [], "": 1 }));
   expect(empty).toMatchObject({ data: { field: '""' }, message: 'params."": unknown key' });
 });
+
+test("a lone surrogate in a key is named escaped and cut: the answer about it is text itself", () => {
+  // A JSON Schema's property names are the host's (response_format): the refusal quoted them raw,
+  // so the error said to be about a lone surrogate carried one (a host parsing with serde_json
+  // into a String cannot read that line at all, and its request never got an answer it could
+  // read), and a key's newline or megabyte went into the message as it was.
+  const schema = z.object({ schema: z.record(z.string(), z.unknown()) }).strict();
+  const long = "k".repeat(5000);
+  const refused = coreErrorOf(() =>
+    checkedParams(schema, { schema: { properties: { [`${long}\n\ud800`]: { type: "string" } } } }),
+  );
+  expect(refused.code).toBe("invalid_request");
+  expect(refused.message.isWellFormed()).toBe(true);
+  expect(refused.message).not.toContain("\n");
+  expect(refused.message.length).toBeLessThan(300);
+  const field = (refused.data as { field: string }).field;
+  expect(field.isWellFormed()).toBe(true);
+  expect(field).toStartWith("schema.properties.kkk");
+  expect(field.length).toBeLessThan(150);
+  // A key with a newline above the bad string: escaped as JSON escapes it, one line of text.
+  const below = coreErrorOf(() => checkedParams(schema, { schema: { "a\nb": { description: "\udc00" } } }));
+  expect(below.data).toMatchObject({ field: "schema.a\\nb.description", reason: "not_well_formed" });
+  expect(below.message).toStartWith("params.schema.a\\nb.description: has a lone UTF-16 surrogate");
+  // Plain paths read as before.
+  const plain = coreErrorOf(() => checkedParams(schema, { schema: { x: ["ok", "\ud800"] } }));
+  expect(plain.data).toMatchObject({ field: "schema.x.1" });
+});
