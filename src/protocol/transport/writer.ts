@@ -76,8 +76,7 @@ export class Writer {
   /** Queues an event; returns false when it was dropped because the queue was full. */
   event(msg: OutboundMessage): boolean {
     if (this.broken) return true;
-    if (this.queue.length >= this.options.queueSize)
-      return this.drop(msg.id, (msg as { event?: string }).event);
+    if (this.full()) return this.drop(msg.id, (msg as { event?: string }).event);
     this.enqueue(serialize(msg));
     return true;
   }
@@ -88,11 +87,20 @@ export class Writer {
    */
   eventOf(id: unknown, event: string, fields: object): boolean {
     if (this.broken) return true;
-    if (this.queue.length >= this.options.queueSize) return this.drop(id, event);
+    if (this.full()) return this.drop(id, event);
     const line = this.lines.line(id, event, fields);
     // An event that cannot be serialized is dropped (logged there); the request goes on.
     if (line !== undefined) this.enqueue(line);
     return true;
+  }
+
+  /**
+   * No room for an event: the queue holds its count, or MAX_HELD_CHARS of answers are held for a
+   * host that reads none. By the count alone, a raised `stdio.queue_size` and a frozen host kept
+   * every big event of a stream, the core growing far past the characters' bound.
+   */
+  private full(): boolean {
+    return this.queue.length >= this.options.queueSize || this.held >= MAX_HELD_CHARS;
   }
 
   private drop(id: unknown, event: string | undefined): false {

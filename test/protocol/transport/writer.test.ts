@@ -157,3 +157,26 @@ describe("Writer", () => {
     await waitFor(() => read);
   });
 });
+
+test("events a host leaves unread are dropped past MAX_HELD_CHARS too, whatever the queue's size", async () => {
+  // A host that raised stdio.queue_size so as to lose no piece, then froze (a suspended app)
+  // while a chat streamed big events: only the count was checked, so every event was kept, the
+  // core growing by as much as the queue's size times an event's, far past the 64 Mi characters
+  // the docs promise (docs/protocol.md, "A host that reads no answers").
+  const s = fakeSink();
+  s.stall();
+  const w = new Writer(s.sink, { queueSize: 1_000_000 });
+  const delta = "x".repeat(4 * 2 ** 20);
+  let kept = 0;
+  for (let n = 0; n < 24; n++) if (w.eventOf("c", "llm_chunk", { step: 0, delta, n })) kept++;
+  // 16 events of 4 Mi characters reach the bound; the 17th and later are dropped and counted.
+  expect(kept).toBe(MAX_HELD_CHARS / delta.length);
+  expect(w.dropped).toBe(24 - kept);
+  // Results still wait for room rather than being dropped, and everything kept goes out in order.
+  const last = w.terminal(result("r"));
+  s.resume();
+  await last;
+  expect(await w.drain(1000)).toBe(true);
+  const lines = s.lines();
+  expect(lines.map((l) => l.n ?? l.id)).toEqual([...Array.from({ length: kept }, (_, i) => i), "r"]);
+});
