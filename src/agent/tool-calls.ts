@@ -84,9 +84,13 @@ export function interpretStep(
   // tools could not be loaded is told so instead: its prompt told the model of them, and its
   // call, markup and all, would be the response.
   if (known.size === 0 && !toolsNamed) return { kind: "final", text: content };
+  return textCalls(content, known, step);
+}
 
+/** The calls written in the text: `<tool_call>` bodies, or a reply that is only a call's JSON. */
+function textCalls(content: string, known: ReadonlySet<string>, step: number): StepOutcome {
   const tagged = taggedBodies(content);
-  const outside = content.replace(TAG, "").trim();
+  let outside = content.replace(TAG, "").trim();
   let bodies = tagged;
   if (bodies.length === 0) {
     const whole = content.trim();
@@ -94,6 +98,9 @@ export function interpretStep(
       return { kind: "final", text: content };
     }
     bodies = [whole];
+    // The reply is the call and nothing else, as a tag's body is: kept as text, it was stored as
+    // the assistant's words beside the same call and, at a limit, was the turn's best text.
+    outside = "";
   }
   const problems: string[] = [];
   const calls: ParsedCall[] = [];

@@ -1,0 +1,29 @@
+import { expect, test } from "bun:test";
+import { interpretStep } from "../../src/agent/tool-calls.ts";
+import { ChatHarness } from "./harness.ts";
+
+// A reply that is nothing but a call's JSON (docs/agent.md#tool-calls) is the call, not text
+// beside it: as the `<tool_call>` form's tags are cut out of the text, so is the bare object.
+// Kept as the step's text, it was stored as the assistant's words beside the same call, sent
+// back to the model twice, and at a limit given to the user as the turn's best text.
+
+test("a bare JSON call leaves no text of its own", () => {
+  const known = new Set(["fs__read"]);
+  expect(interpretStep('{"name":"fs__read","arguments":{"path":"a"}}', [], known, 0)).toMatchObject({
+    kind: "calls",
+    text: "",
+  });
+  expect(interpretStep(' {"name":"fs__read","arguments":[1]} ', [], known, 0)).toMatchObject({
+    kind: "malformed",
+    text: "",
+  });
+});
+
+test("the step limit after a bare JSON call answers without the call's JSON", async () => {
+  await using h = new ChatHarness({ agents: [{ name: "a", tools: ["t.echo"], max_steps: 1 }] });
+  h.llama.script({ content: ['{"name": "t__echo", "arguments": {"text": "secret plan"}}'] });
+  const { terminal } = await h.chat("c", { input: "loop", session_id: "bare" });
+  expect(terminal.result).toMatchObject({ response: "", warnings: [{ code: "max_steps" }] });
+  const assistant = h.history("bare").find((m) => m.role === "assistant");
+  expect(assistant).toMatchObject({ content: null, tool_calls: [{ function: { name: "t__echo" } }] });
+});
