@@ -27,10 +27,18 @@ export const modelsLoad = defineMethod({
     const files = await answeringFiles(config, params.model, modelFiles, ctx.signal);
     ctx.signal.throwIfAborted();
     const model = findModel(config, params.model, files);
-    return modelsApi(services, params.model).load(model, {
-      pin: params.pin,
-      signal: ctx.signal,
-      onProgress: (p) => ctx.emit("warmup_progress", { ...p }),
-    });
+    const api = modelsApi(services, params.model);
+    // A request for the model is coming, as after a warmup: memory's job, granted an idle chat
+    // model's room, would unload the model loaded here at its next batch (store/embed-room.ts).
+    const ended = services.memoryIndex?.({ create: false })?.chatBegan();
+    try {
+      return await api.load(model, {
+        pin: params.pin,
+        signal: ctx.signal,
+        onProgress: (p) => ctx.emit("warmup_progress", { ...p }),
+      });
+    } finally {
+      ended?.();
+    }
   },
 });

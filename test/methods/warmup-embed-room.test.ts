@@ -1,21 +1,34 @@
 import { describe, expect, test } from "bun:test";
+import { defaultConfig } from "../../src/config/load.ts";
+import { modelsLoad } from "../../src/methods/models-load.ts";
 import type { Services } from "../../src/methods/services.ts";
 import { warmup } from "../../src/methods/warmup.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
 
-// A warmup loads the chat's model ahead of a chat (docs/protocol.md#lifecycle). Memory's job,
-// granted an idle chat model's room after a pause (store/embed-room.ts), took it back from the
-// model the host had just warmed at its next batch, on a machine with room for one model: the
-// chat that followed loaded it again. A warmup now begins a chat for that job, as a chat does.
+// A warmup loads the chat's model ahead of a chat (docs/protocol.md#lifecycle), a models.load a
+// model ahead of its requests (docs/protocol.md#modelsload). Memory's job, granted an idle chat
+// model's room after a pause (store/embed-room.ts), took it back from the model the host had just
+// loaded at its next batch, on a machine with room for one model: the chat that followed loaded
+// it again. Each now begins a chat for that job, as a chat does.
+
+/** Memory's job as the method sees it: what it is told, in order, with the method's own steps. */
+function toldIndex() {
+  const told: string[] = [];
+  const index = {
+    chatBegan: () => {
+      told.push("began");
+      return () => told.push("ended");
+    },
+  };
+  const memoryIndex = (options?: { create: boolean }) => (options?.create === false ? index : undefined);
+  return { told, memoryIndex };
+}
+
+const ctx = { signal: new AbortController().signal, emit: () => {} };
 
 describe("warmup and memory's background job", () => {
   test("counts as a chat beginning and ending for the job's room", async () => {
-    const told: string[] = [];
-    const index = {
-      chatBegan: () => {
-        told.push("began");
-        return () => told.push("ended");
-      },
-    };
+    const { told, memoryIndex } = toldIndex();
     const services = {
       llama: () => ({
         acquire: async () => {
@@ -26,10 +39,34 @@ describe("warmup and memory's background job", () => {
       }),
       config: () => ({ app: { data_dir: "/nowhere" } }),
       store: () => ({}),
-      memoryIndex: (options?: { create: boolean }) => (options?.create === false ? index : undefined),
+      memoryIndex,
     } as unknown as Services;
-    const ctx = { signal: new AbortController().signal, emit: () => {} };
     await warmup.run({ user_id: "ann" }, ctx as unknown as Parameters<typeof warmup.run>[1], services);
     expect(told).toEqual(["began", "acquired", "ended"]);
   });
+});
+
+describe("models.load and memory's background job", () => {
+  // Failed too: a load that throws must still end its chat, or the job would never take the room.
+  for (const outcome of ["loaded", "failed"] as const)
+    test(`counts as a chat beginning and ending for the job's room (${outcome})`, async () => {
+      using dir = tmpdir();
+      const { told, memoryIndex } = toldIndex();
+      const services = {
+        config: () => defaultConfig(dir.path).config,
+        models: () => ({
+          load: async () => {
+            told.push("load");
+            if (outcome === "failed") throw new Error("the load failed");
+            return { status: "loaded" };
+          },
+        }),
+        memoryIndex,
+      } as unknown as Services;
+      const params = { model: "default" };
+      const run = modelsLoad.run(params, ctx as unknown as Parameters<typeof modelsLoad.run>[1], services);
+      if (outcome === "failed") await expect(run).rejects.toThrow("the load failed");
+      else await run;
+      expect(told).toEqual(["began", "load", "ended"]);
+    });
 });
