@@ -41,6 +41,9 @@ export class EmbedRoom {
 
   /** A spare ask refused for want of free room: the ordinary ask waits for chats to be idle. */
   refused(): void {
+    // Granted meanwhile (the wait ended while a spare ask was under way): the run the grant asked
+    // for goes on ordinarily. A second wait would replace the grant unaborted, its asks kept past a chat's start.
+    if (this.grant) return;
     this.waiting = true;
     if (!this.cancel) this.arm();
   }
