@@ -309,6 +309,38 @@ describe("chat: response_format", () => {
     expect(String(terminal.message)).toMatch(/nowhere/);
   });
 
+  test("a schema the validator cannot compile is refused before the first step: no model step, no tool run", async () => {
+    // The stdio helper's run (stand-in): `{"type":"nope"}` passed the params, a free step asked the
+    // model and ran its tool call, and only the constrained answer's check refused the schema.
+    await using h = new ChatHarness();
+    h.llama.script(
+      { tool_calls: [{ name: "t__echo", arguments: { text: "Ada" } }] },
+      { content: "done" },
+      { content: "{}" },
+    );
+    const nope = { type: "json_schema", schema: { type: "nope" } };
+    const { terminal, events } = await h.chat("n1", { input: "x", session_id: "s", response_format: nope });
+    expect(terminal).toMatchObject({
+      type: "error",
+      code: "invalid_request",
+      data: { field: "response_format" },
+    });
+    expect(String(terminal.message)).toContain("the schema cannot be used");
+    expect(h.llama.requests).toEqual([]);
+    expect(events.some((e) => e.event === "tool_start" || e.event === "llm_start")).toBe(false);
+    expect(h.checkpoint("s")).toBeUndefined();
+    expect(h.history("s")).toEqual([]);
+    // Without tools the one step is the constrained one: not written to be refused either.
+    await using p = new ChatHarness(plain);
+    const alone = await p.chat("n2", { input: "x", response_format: nope });
+    expect(alone.terminal).toMatchObject({
+      type: "error",
+      code: "invalid_request",
+      data: { field: "response_format" },
+    });
+    expect(p.llama.requests).toEqual([]);
+  });
+
   test("bad formats are refused with the params, before anything starts", async () => {
     await using h = new ChatHarness(plain);
     const big = { type: "object", description: "x".repeat(1024 * 1024) };

@@ -25,22 +25,17 @@ export const CHECK_LIMIT_MS = 1000;
  * The chat's `response_format` (docs/agent.md#thinking-and-structured-output): how a constrained step asks llama-server for it,
  * and the check of the answer against the schema, which fails closed. Both run on the
  * validator's thread (`validator-thread.ts`), never on the core's loop; the schema is compiled
- * there once the request is on its way (`prepare`), while llama-server reads the prompt.
+ * there from the turn's start (`prepare`), while memory is recalled and the model readied, and
+ * its answer awaited before the first step (`refusal`).
  */
 export class AnswerFormat {
   private compiled: Promise<ValidatorAnswer> | undefined;
   private readonly schema: string;
-  /** The compile must answer before the request (`beforeRequest`). */
-  private readonly compileFirst: boolean;
 
   constructor(readonly format: ResponseFormat) {
     // What the params check's walk found (protocol/schema-problem.ts): not walked again on the loop.
-    const checked =
-      format.type === "json_schema"
-        ? checkedSchema(format.schema)
-        : { text: JSON.stringify(ANY_OBJECT), leftToCompile: false };
-    this.schema = checked.text;
-    this.compileFirst = COUNTED_REPEAT.test(this.schema) || checked.leftToCompile;
+    this.schema =
+      format.type === "json_schema" ? checkedSchema(format.schema).text : JSON.stringify(ANY_OBJECT);
   }
 
   /**
@@ -59,16 +54,20 @@ export class AnswerFormat {
   }
 
   /**
-   * Before the request, for a schema with a counted repeat (`a{1000}`): the params check reads a
-   * pattern's syntax with each count as 1 (the loop's time), so only this compile tells whether
-   * RE2 takes its size. One it refuses is refused here: sent, llama-server's grammar would expand
-   * every count, and a whole reply would be written to be refused at its check. So too for
-   * patterns too long together for the params check to read at all (MAX_LOOP_PATTERN_CHARS).
+   * Before the turn's first step (its compile begun at the turn's start, `prepare`): the chat's
+   * invalid_request when the schema cannot be used, else undefined. Awaited only at the answer's
+   * check, a free step ran the model and its tool calls, and the one constrained step was written
+   * whole, before a schema no answer could pass was refused. Throws the signal's reason on a cancel.
    */
-  async beforeRequest(signal: AbortSignal): Promise<void> {
-    if (!this.compileFirst) return;
+  async refusal(signal: AbortSignal): Promise<CoreError | undefined> {
     this.prepare();
-    compiledOrThrow(await abortable(this.compiled as Promise<ValidatorAnswer>, signal));
+    try {
+      compiledOrThrow(await abortable(this.compiled as Promise<ValidatorAnswer>, signal));
+      return undefined;
+    } catch (err) {
+      if (isFormatRefused(err)) return err;
+      throw err;
+    }
   }
 
   /**
@@ -92,9 +91,6 @@ export class AnswerFormat {
     return { ok: false, errors: [{ path: "", message: why }], total: 1 };
   }
 }
-
-/** A `{n}`, `{n,}` or `{n,m}` anywhere in the schema's text (a pattern's, or by chance another string's: a compile first). */
-const COUNTED_REPEAT = /\{\d+(,\d*)?\}/;
 
 /** The compile's answer, or the chat's invalid_request when the schema cannot be used. */
 function compiledOrThrow(compiled: ValidatorAnswer): void {

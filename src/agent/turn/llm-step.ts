@@ -87,7 +87,6 @@ export async function llmStep(ctx: TurnContext, setup: StepSetup, step: number):
     // Not one of the request's failures: an image another core's delete erased ends it as that delete.
     await session.images.load(refs);
     try {
-      await setup.format?.beforeRequest(deps.signal);
       const body = { ...request(ctx, setup), messages: session.images.wire(messages) };
       const reply = await watchedCompletion(setup.lease, body, {
         signal: deps.signal,
@@ -102,7 +101,6 @@ export async function llmStep(ctx: TurnContext, setup: StepSetup, step: number):
         },
         ...(setup.started ? { onStarted: setup.started } : {}),
         onSent: () => {
-          setup.format?.prepare();
           // While llama-server reads the prompt: what the same prompt is without its images.
           if (refs.length > 0) textTokens = promptWithoutImages(ctx, setup, messages);
         },

@@ -52,14 +52,12 @@ export class Turn {
   private readonly maxSteps: number;
   /** The chat's `response_format`: its answer is constrained and checked. */
   private readonly format: AnswerFormat | undefined;
-  /**
-   * With tools and a format, the steps run free ("think freely, then answer to the schema"):
-   * once the model answers, the answer is asked for again, constrained and without tools.
-   */
+  /** With tools and a format, the model's free answer is asked for again, under the schema. */
   private answering = false;
   /**
-   * A format with tools: the steps before the answer run free, so a limit can end them and ask
-   * for the answer. Without tools every step is the constrained one, and the limits end it.
+   * A format with tools: the steps before the answer run free ("think freely, then answer to the
+   * schema"), so a limit can end them and ask for the answer. Without tools every step is the
+   * constrained one, and the limits end it.
    */
   private freeSteps = false;
 
@@ -114,6 +112,7 @@ export class Turn {
     const { ctx } = this;
     const { deps } = ctx;
     try {
+      this.format?.prepare(); // compiled on its thread meanwhile, awaited before the first step
       begin(deps, "memory_start", {});
       const hits = await recall(ctx);
       ctx.sources = hits.map((h) => h.cite);
@@ -130,6 +129,8 @@ export class Turn {
       // Nothing is sent with images the model cannot read (docs/protocol.md#images).
       if (vision === false && refsOf(ctx.session.state.turn).length > 0)
         return { kind: "refused", step: ctx.step, error: notVision() };
+      const refused = await this.format?.refusal(deps.signal);
+      if (refused) return { kind: "refused", step: ctx.step, error: refused };
       return await this.steps(await this.setup(this.lease, hits, vision !== false, props?.markers ?? []));
     } catch (err) {
       return deps.signal.aborted ? { kind: "cancelled" } : { kind: "failed", error: err };
@@ -198,8 +199,7 @@ export class Turn {
         ctx.step = Math.max(0, state.step - 1);
         await runCalls(ctx, this.offered(setup), calls, state.step - 1);
       }
-      // The answer to the schema asks again for an answer the model gave on an allowed step: the
-      // limit does not take it (with max_steps 1 no chat with tools had its `json`).
+      // The answer to the schema asks again for one given on an allowed step: not the limit's.
       if (state.step >= this.maxSteps && !this.answering) {
         if (!this.freeSteps)
           return { kind: "max_steps", step: Math.max(0, state.step - 1), limit: this.maxSteps };

@@ -524,15 +524,18 @@ describe("an erased document in other sessions' saved state", () => {
       true,
     );
   }, 20_000);
-  test("a turn refused after its request quoted the document (a schema only the core cannot compile): the delete takes its state", async () => {
-    await using h = harness(withMemory);
+  test("a turn refused after its request quoted the document (its free step read, the schema then refused): the delete takes its state", async () => {
+    // With tools the free step's request reaches the slot with the note; llama-server's converter
+    // then refuses the constrained step's schema (95d's words). A schema the core's validator
+    // cannot compile no longer gets this far: it is refused before the first step.
+    const agents = [{ name: "a", system_prompt: "Be brief.", tools: ["t.*"] }];
+    await using h = harness({ config: { ...withMemory.config, agents } });
     h.send("add", "documents.add", { text: `# Zebras\n\nThe ${MARK} was a ${PASSAGE}.`, name: "z.md" });
     const doc = ((await h.terminal("add")).result as { document_id: string }).document_id;
     await say(h, "z", "hello there");
-    // The request reaches the slot with the note; the answer's check then refuses the schema.
-    h.llama.script({ content: ["{}"] });
-    const schema = { type: "object", properties: { a: { $ref: "https://example.invalid/a.json" } } };
-    const format = { type: "json_schema", schema };
+    const refused = "JSON schema conversion failed:\nUnsupported ref: #/x";
+    h.llama.script({ content: ["ok"] }, { error: { status: 400, message: refused } });
+    const format = { type: "json_schema", schema: { type: "object" } };
     const input = `tell me about the ${MARK}`;
     const { terminal } = await h.chat(++id, { session_id: "z", input, response_format: format });
     expect(terminal).toMatchObject({ code: "invalid_request", data: { field: "response_format" } });
