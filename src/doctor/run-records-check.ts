@@ -1,3 +1,4 @@
+import { lstatSync } from "node:fs";
 import { join } from "node:path";
 import type { Config } from "../config/schema.ts";
 import { mcpDir, ownerAlive, type PidRecord, readRecord, runDir } from "../runtime/pid-file.ts";
@@ -37,10 +38,10 @@ export async function runRecordsCheck(config: Config, options: RunRecordsOptions
   const uid = options.uid ?? (process.platform === "win32" ? undefined : process.getuid?.());
   const deps = { alive: options.alive ?? isAlive, identity: options.identity ?? procIdentity };
   const files = [
-    ...namesIn(runDir(dataDir))
+    ...folderNames(runDir(dataDir))
       .filter((n) => /^llama-server-\d+(-[A-Za-z0-9._-]+)?\.json$/.test(n))
       .map((n) => join(runDir(dataDir), n)),
-    ...namesIn(mcpDir(dataDir))
+    ...folderNames(mcpDir(dataDir))
       .filter((n) => /^\d+-\d+\.json$/.test(n))
       .map((n) => join(mcpDir(dataDir), n)),
   ];
@@ -98,6 +99,20 @@ export async function runRecordsCheck(config: Config, options: RunRecordsOptions
     fix: fixes.join("; "),
     data,
   };
+}
+
+/**
+ * A folder's names, none when it is a symbolic link (or no folder): the core refuses a link there
+ * (data_dir's check fails it), and listing its target, on a network share gone offline, held the
+ * core's loop for good. lstat asks only data_dir's drive, which has answered (doctor.ts).
+ */
+function folderNames(dir: string): string[] {
+  try {
+    if (!lstatSync(dir).isDirectory()) return [];
+  } catch {
+    return [];
+  }
+  return namesIn(dir);
 }
 
 /** One record's finding; null when the next start has nothing to say about it (or clears it). */

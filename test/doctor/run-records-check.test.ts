@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { chownSync, mkdirSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import { chownSync, mkdirSync, readdirSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ConfigSchema } from "../../src/config/schema.ts";
 import { runDoctor } from "../../src/doctor/doctor.ts";
@@ -46,6 +46,26 @@ describe.skipIf(process.platform === "win32")("doctor: run_records", () => {
     expect(c.message).toContain("llama-server pid 1000");
     expect(readdirSync(run)).toEqual(["llama-server-999.json"]);
     expect(statSync(run).mtimeMs).toBe(before);
+  });
+
+  test("run/ or run/mcp a symbolic link: not listed through it (a dead share's listing held the loop)", async () => {
+    // data_dir fails such a folder (the core refuses links there) yet run_records still ran, and
+    // listed the link's target on the core's loop: one on a network share gone offline held the
+    // doctor method, ping and cancel with it, for good. Here the target answers, and is not read.
+    using dir = tmpdir();
+    const elsewhere = join(dir.path, "elsewhere");
+    mkdirSync(join(elsewhere, "mcp"), { recursive: true });
+    writeFileSync(join(elsewhere, "llama-server-999.json"), record(1000, 999));
+    const data = join(dir.path, "data");
+    mkdirSync(data);
+    symlinkSync(elsewhere, join(data, "run"));
+    const opts = { uid: process.getuid!(), alive, identity };
+    expect(await runRecordsCheck(configAt(data), opts)).toMatchObject({ status: "ok", data: { records: 0 } });
+    const real = join(dir.path, "real");
+    mkdirSync(join(real, "run"), { recursive: true });
+    symlinkSync(join(elsewhere, "mcp"), join(real, "run", "mcp"));
+    writeFileSync(join(elsewhere, "mcp", "999-1000.json"), record(1000, 999));
+    expect(await runRecordsCheck(configAt(real), opts)).toMatchObject({ status: "ok", data: { records: 0 } });
   });
 
   test("a running core's record, one whose process is gone, and one whose pid was reused: ok", async () => {
