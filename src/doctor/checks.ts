@@ -164,7 +164,7 @@ export function mcpChecks(config: Config, late: ReadonlySet<string> = new Set())
       return {
         id: `mcp:${s.name}`,
         status: "fail" as const,
-        message: `${s.name}: its command or cwd did not answer (a network share offline, or a drive that hangs)`,
+        message: `${s.name}: its command, a folder of its PATH, or its cwd did not answer (a network share offline, or a drive that hangs)`,
         fix: `bring that drive or share back online, or correct mcp_servers[${s.name}]`,
         data: { problem: "ETIMEDOUT" },
       };

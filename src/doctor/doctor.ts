@@ -1,4 +1,4 @@
-import { resolve, sep } from "node:path";
+import { delimiter, resolve, sep } from "node:path";
 import { llamaServerOf } from "../config/find-binary.ts";
 import type { Config, LoadedConfig } from "../config/schema.ts";
 import { defaultPlanDeps, probeAhead } from "../models/local-plan-deps.ts";
@@ -185,12 +185,16 @@ function dataDirItselfFails(check: Check, dir: string): boolean {
   return typeof at !== "string" || !resolve(at).startsWith(resolve(dir) + sep);
 }
 
-/** The MCP servers whose command (given as a path) or cwd did not answer a stat within its wait. */
+/**
+ * The MCP servers whose command or cwd did not answer a stat within its wait. A bare command is
+ * looked for in each PATH folder, stat'ed in turn on the loop (mcpChecks' lookup): each is asked.
+ */
 async function mcpLate(config: Config, drive: DriveAnswers): Promise<Set<string>> {
   const asked = await Promise.all(
     config.mcp_servers.map(async (s) => {
       const isPath = s.command.includes("/") || s.command.includes("\\");
-      const paths = [...(isPath ? [s.command] : []), ...(s.cwd !== undefined ? [s.cwd] : [])];
+      const searched = (s.env?.PATH ?? process.env.PATH ?? "").split(delimiter).filter((d) => d !== "");
+      const paths = [...(isPath ? [s.command] : searched), ...(s.cwd !== undefined ? [s.cwd] : [])];
       const answers = await Promise.all(paths.map((p) => drive.answers(p)));
       return answers.every(Boolean) ? null : s.name;
     }),

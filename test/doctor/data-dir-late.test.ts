@@ -46,7 +46,9 @@ test("an MCP server whose command sits on a share that never answers: its check 
   using dir = tmpdir();
   const core = coreWithConfig(
     dir.path,
-    "mcp_servers:\n  - name: far\n    command: /mnt/share/bin/server\n  - name: near\n    command: /bin/sh\n",
+    "mcp_servers:\n  - name: far\n    command: /mnt/share/bin/server\n  - name: near\n    command: /bin/sh\n" +
+      // A bare command's lookup (Bun.which) stats each PATH folder in turn, on the loop.
+      "  - name: onpath\n    command: sh\n    env:\n      PATH: /mnt/share/bin:/bin\n  - name: bare\n    command: sh\n    env:\n      PATH: /bin\n",
   );
   const drive = new DriveAnswers({
     stat: (path) => (String(path).includes("/share/") ? new Promise(() => {}) : stat(path)),
@@ -57,4 +59,6 @@ test("an MCP server whose command sits on a share that never answers: its check 
   const r = await runDoctor(core, { ...doctorDeps, drive });
   expect(checkById(r, "mcp:far")).toMatchObject({ status: "fail", data: { problem: "ETIMEDOUT" } });
   expect(checkById(r, "mcp:near")).toMatchObject({ status: "ok" });
+  expect(checkById(r, "mcp:onpath")).toMatchObject({ status: "fail", data: { problem: "ETIMEDOUT" } });
+  expect(checkById(r, "mcp:bare")).toMatchObject({ status: "ok" });
 });
