@@ -143,5 +143,7 @@ const NAME_CHARS = 64;
 function kindOf(r: PidRecord): string {
   if (r.kind !== "mcp") return "llama-server";
   const name = typeof r.name === "string" ? r.name : "";
-  return `MCP server ${name.slice(0, wholeCharCut(name, NAME_CHARS))}`.trim();
+  // Shown on the user's terminal as is (doctor/render.ts): no escape sequence or line break of a record's.
+  const shown = name.slice(0, wholeCharCut(name, NAME_CHARS)).replace(/[\u0000-\u001f\u007f-\u009f]/g, "?");
+  return `MCP server ${shown}`.trim();
 }

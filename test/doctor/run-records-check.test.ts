@@ -153,3 +153,14 @@ test("an MCP record's name of a megabyte: the report shows 64 characters of it",
   expect(c.message).toContain(`MCP server ${"n".repeat(64)} pid 1000`);
   expect(JSON.stringify(c).length).toBeLessThan(2000);
 });
+
+test("an MCP record's name with control characters: the report's one line shows none of them", async () => {
+  // local-ai doctor prints a check's message as is on the user's terminal: a name read from a
+  // record carried an escape sequence (colours, a cleared screen) or a line break there.
+  using dir = tmpdir();
+  mkdirSync(join(dir.path, "run", "mcp"), { recursive: true });
+  const rec = { ...JSON.parse(record(1000, 999)), kind: "mcp", name: "a\u001b[2Jb\nc\u009bd" };
+  writeFileSync(join(dir.path, "run", "mcp", "999-1000.json"), JSON.stringify(rec));
+  const c = await runRecordsCheck(configAt(dir.path), { uid: process.getuid!(), alive, identity });
+  expect(c.message).toContain("MCP server a?[2Jb?c?d pid 1000");
+});
