@@ -18,7 +18,7 @@ import { answersFor, statLate } from "../util/drive-answers.ts";
 import { within } from "../util/within.ts";
 import { hubCacheDir, snapshotRootOf } from "./hf-cache.ts";
 import { isGgufPath, isProjector, namesText } from "./pick-gguf.ts";
-import { resolveModelPath, snapshotFiles } from "./resolve.ts";
+import { resolveModelPath, snapshotFilesAsync } from "./resolve.ts";
 
 /**
  * A model's `mmproj` setting as a projector file (docs/models.md "The projector"): a path is
@@ -99,8 +99,8 @@ async function readProjector(path: string): Promise<Read> {
 }
 
 /**
- * Where `auto` looks: the model's hub snapshot, else the model's folder. The folder is listed off
- * the loop after its stat answered (util/drive-answers.ts): a readdirSync of a folder on a dead
+ * Where `auto` looks: the model's hub snapshot, else the model's folder. Either is listed off the
+ * loop after its stat answered (util/drive-answers.ts): a readdirSync of a folder on a dead
  * network mount froze the whole core, `ping` and `cancel` with it.
  */
 async function candidates(
@@ -108,31 +108,28 @@ async function candidates(
   options: ProjectorOptions,
 ): Promise<{ where: "snapshot" | "folder"; files: string[]; late?: string }> {
   const snapshot = snapshotRootOf(modelPath);
-  if (snapshot !== null)
-    return {
-      where: "snapshot",
-      files: snapshotFiles(snapshot)
-        .filter(isProjector)
-        .map((f) => join(snapshot, f)),
-    };
-  const folder = dirname(modelPath);
+  const where = snapshot === null ? "folder" : "snapshot";
+  const folder = snapshot ?? dirname(modelPath);
   const answers = answersFor(options);
   const late = await statLate(answers, folder);
-  if (late) return { where: "folder", files: [], late };
-  const names = await within(listingOf(folder, options), answers.waitMs, null);
+  if (late) return { where, files: [], late };
+  const names = await within(listingOf(folder, where, options), answers.waitMs, null);
   if (names === null)
     return {
-      where: "folder",
+      where,
       files: [],
       late: `its listing did not answer within ${answers.waitMs / 1000} s (a network drive offline?)`,
     };
-  const files = names.filter((n) => isGgufPath(n) && isProjector(n)).sort();
-  return { where: "folder", files: files.map((n) => join(folder, n)) };
+  // A snapshot's are its GGUFs at any depth (a projector at its top is found beside a model in
+  // a subfolder); a folder's only its own names.
+  const files = names.filter((n) => isProjector(n) && (where === "snapshot" || isGgufPath(n))).sort();
+  return { where, files: files.map((n) => join(folder, n)) };
 }
 
-/** Tests: the folder's listing. */
+/** Tests: the folder's listing, the snapshot's walk. */
 export interface ProjectorOptions extends MemoOptions {
   readdir?: (folder: string) => Promise<string[]>;
+  snapshotFiles?: (snapshot: string) => Promise<string[]>;
 }
 
 /** The listings out, by folder: each holds a file thread until its drive answers, so one at a time. */
@@ -143,18 +140,25 @@ const listings = new Map<string, Promise<string[]>>();
  * hangs (an NFS client answers from cached attributes, its server gone), and an unbounded wait
  * hung the plan for good. A folder that cannot be listed holds no projector we could use.
  */
-function listingOf(folder: string, options: ProjectorOptions): Promise<string[]> {
-  const out = listings.get(folder);
+function listingOf(
+  folder: string,
+  where: "snapshot" | "folder",
+  options: ProjectorOptions,
+): Promise<string[]> {
+  const key = `${where}:${folder}`;
+  const out = listings.get(key);
   if (out) return out;
-  const mine = (options.readdir ?? readdir)(folder).catch(() => [] as string[]);
-  listings.set(folder, mine);
-  void mine.then(() => listings.delete(folder));
+  const list =
+    where === "snapshot" ? (options.snapshotFiles ?? snapshotFilesAsync) : (options.readdir ?? readdir);
+  const mine = list(folder).catch(() => [] as string[]);
+  listings.set(key, mine);
+  void mine.then(() => listings.delete(key));
   return mine;
 }
 
 async function auto(model: ModelInfo, options: ProjectorOptions): Promise<ProjectorChoice> {
   const { where, files, late } = await candidates(model.path, options);
-  if (late) return { kind: "none", reason: `mmproj: auto could not list the model's folder: ${late}` };
+  if (late) return { kind: "none", reason: `mmproj: auto could not list ${placeName(where)}: ${late}` };
   if (files.length === 0)
     return { kind: "none", reason: `mmproj: auto found no mmproj*.gguf ${placeOf(where)}` };
   if (where === "folder" && files.length > 1)
@@ -177,6 +181,10 @@ async function auto(model: ModelInfo, options: ProjectorOptions): Promise<Projec
   if (!best)
     return passedOver(`mmproj: auto used no projector ${placeOf(where)}: ${namesText(skipped, 20, "; ")}`);
   return { kind: "found", source: "auto", info: best };
+}
+
+function placeName(where: "snapshot" | "folder"): string {
+  return where === "snapshot" ? "the model's hub snapshot" : "the model's folder";
 }
 
 function placeOf(where: "snapshot" | "folder"): string {

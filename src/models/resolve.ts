@@ -1,4 +1,5 @@
 import { type Dirent, existsSync, readdirSync, statSync } from "node:fs";
+import { readdir } from "node:fs/promises";
 import { homedir } from "node:os";
 import { join, relative } from "node:path";
 import { REQUEST_MODEL_KEY, settingData } from "../config/model-entry.ts";
@@ -169,15 +170,42 @@ export function snapshotFiles(snapshot: string): string[] {
     } catch {
       return;
     }
-    for (const e of entries) {
-      const full = join(dir, e.name);
-      if (e.isDirectory() && depth < 8) walk(full, depth + 1);
-      else if (!e.isDirectory() && isGgufPath(e.name))
-        out.push(relative(snapshot, full).split("\\").join("/"));
-    }
+    for (const sub of kept(snapshot, dir, entries, depth, out)) walk(sub, depth + 1);
   };
   walk(snapshot, 0);
   return out.sort();
+}
+
+/**
+ * snapshotFiles off the loop, for a caller that can wait (models/find-projector.ts): each folder
+ * listed by the runtime's file threads, so a snapshot on a network drive that went offline holds
+ * the caller, not `ping` and `cancel`. The synchronous one stays for resolveCached, whose callers
+ * are synchronous and ask the cache folder's drive first (plan/model-memo.ts).
+ */
+export async function snapshotFilesAsync(snapshot: string): Promise<string[]> {
+  const out: string[] = [];
+  const walk = async (dir: string, depth: number): Promise<void> => {
+    let entries: Dirent[];
+    try {
+      entries = await readdir(dir, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const sub of kept(snapshot, dir, entries, depth, out)) await walk(sub, depth + 1);
+  };
+  await walk(snapshot, 0);
+  return out.sort();
+}
+
+/** A folder's GGUFs added to `out`; its subfolders to walk, eight deep at most. */
+function kept(snapshot: string, dir: string, entries: Dirent[], depth: number, out: string[]): string[] {
+  const subs: string[] = [];
+  for (const e of entries) {
+    const full = join(dir, e.name);
+    if (e.isDirectory() && depth < 8) subs.push(full);
+    else if (!e.isDirectory() && isGgufPath(e.name)) out.push(relative(snapshot, full).split("\\").join("/"));
+  }
+  return subs;
 }
 
 function isDirectory(path: string): boolean {

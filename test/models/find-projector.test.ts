@@ -156,6 +156,29 @@ describe("mmproj: a path (recordings 105b–105d: llama-server would exit)", () 
   });
 });
 
+/**
+ * Auto with a stat that answers at once (an NFS client's cached attributes) and a listing that
+ * never does (its server gone): each plan ends its wait, and a second waits on the first's
+ * listing, which holds a file thread until it answers.
+ */
+async function listedOnceThoughHung(model: ModelInfo, lister: "readdir" | "snapshotFiles"): Promise<void> {
+  let listings = 0;
+  const options = {
+    stat: async () => ({ ino: 1 }),
+    statWaitMs: 1,
+    [lister]: () => {
+      listings++;
+      return new Promise<string[]>(() => {});
+    },
+  };
+  for (let i = 0; i < 2; i++) {
+    const found = await findProjector("auto", model, "model.mmproj", options);
+    expect(found).toMatchObject({ kind: "none" });
+    expect((found as { reason: string }).reason).toContain("its listing did not answer");
+  }
+  expect(listings).toBe(1);
+}
+
 describe("mmproj: auto beside the model", () => {
   test("a folder whose stat does not answer (a dead network mount) is not listed: auto finds none, saying why", async () => {
     using dir = tmpdir();
@@ -170,24 +193,7 @@ describe("mmproj: auto beside the model", () => {
 
   test("a folder whose stat answered but whose listing never does (an NFS mount's cached attributes, its server gone) ends the wait, listed once", async () => {
     using dir = tmpdir();
-    const model = await modelIn(dir.path);
-    // The stat answers at once (the client's cached attributes); the listing needs the server.
-    let listings = 0;
-    const options = {
-      stat: async () => ({ ino: 1 }),
-      statWaitMs: 1,
-      readdir: () => {
-        listings++;
-        return new Promise<string[]>(() => {});
-      },
-    };
-    for (let i = 0; i < 2; i++) {
-      const found = await findProjector("auto", model, "model.mmproj", options);
-      expect(found).toMatchObject({ kind: "none" });
-      expect((found as { reason: string }).reason).toContain("did not answer");
-    }
-    // Each listing out holds a file thread until it answers: a second plan waits on the first.
-    expect(listings).toBe(1);
+    await listedOnceThoughHung(await modelIn(dir.path), "readdir");
   });
 
   test("the only mmproj*.gguf beside it, when its width matches", async () => {
@@ -261,6 +267,38 @@ describe("mmproj: auto in the model's hub snapshot", () => {
       kind: "found",
       info: { path: join(snapshot, "mmproj-F16.gguf") },
     });
+  });
+
+  test("a snapshot whose drive does not answer (a cache on a dead network mount) is not walked: auto finds none, saying why", async () => {
+    using dir = tmpdir();
+    const { snapshot } = layRepo(dir.path, "org/vision-GGUF", {
+      "vision.gguf": tinyLlama(),
+      "mmproj-F16.gguf": mmproj(),
+    });
+    const model = modelInfo(await readGgufHeader(join(snapshot, "vision.gguf")));
+    // The model's header was read; the snapshot's stat never answers now: a synchronous walk
+    // (readdirSync) of it would hold the whole core, ping and cancel with it.
+    let walks = 0;
+    const found = await findProjector("auto", model, "model.mmproj", {
+      stat: () => new Promise<void>(() => {}),
+      statWaitMs: 1,
+      snapshotFiles: async () => {
+        walks++;
+        return [];
+      },
+    });
+    expect(found).toMatchObject({ kind: "none" });
+    expect((found as { reason: string }).reason).toContain("hub snapshot: its drive did not answer");
+    expect(walks).toBe(0);
+  });
+
+  test("a snapshot whose stat answered but whose walk never does ends the wait, walked once", async () => {
+    using dir = tmpdir();
+    const { snapshot } = layRepo(dir.path, "org/vision-GGUF", { "vision.gguf": tinyLlama() });
+    await listedOnceThoughHung(
+      modelInfo(await readGgufHeader(join(snapshot, "vision.gguf"))),
+      "snapshotFiles",
+    );
   });
 
   test("a dangling projector link is passed over, named in the warning", async () => {
