@@ -1,4 +1,5 @@
 import { expect, test } from "bun:test";
+import { basename, dirname } from "node:path";
 import { spawnWhenAnswered } from "../../src/agent/mcp/child.ts";
 import { deadDrive } from "../fixtures/dead-drive.ts";
 
@@ -48,4 +49,29 @@ test("on Windows, a command named by a path with backslashes is asked of its dri
   await expect(spawnWhenAnswered(relative, undefined, answering, "win32")).rejects.toThrow(
     "its command Z:\\work\\server.exe: its drive did not answer",
   );
+});
+
+// A bare command was looked up on the server's PATH by Bun.which, synchronously, on the core's
+// loop: a PATH folder on a share gone offline (a tools folder on a network home) held the whole
+// core at the server's start, ping and cancel too.
+test("a bare command whose PATH folder's drive does not answer is not spawned, naming the folder", async () => {
+  const asked: (string | Buffer)[] = [];
+  const launch = { command: "server", args: [], env: { PATH: "/mnt/share/bin:/usr/bin" } };
+  await expect(spawnWhenAnswered(launch, undefined, deadDrive(asked), "linux")).rejects.toThrow(
+    "its command server, looked for in /mnt/share/bin: its drive did not answer",
+  );
+  expect(asked).toEqual(["/mnt/share/bin/server"]);
+});
+
+test("a bare command found before a dead PATH folder is started: that folder is never asked", async () => {
+  const asked: (string | Buffer)[] = [];
+  const closed = new AbortController();
+  closed.abort(new Error("stopped before the spawn"));
+  const command = basename(process.execPath);
+  const launch = { command, args: [], env: { PATH: `${dirname(process.execPath)}:/mnt/share/bin` } };
+  const drive = deadDrive(asked, [process.execPath]);
+  await expect(spawnWhenAnswered(launch, closed.signal, drive, "linux")).rejects.toThrow(
+    "stopped before the spawn",
+  );
+  expect(asked).toEqual([]);
 });

@@ -87,9 +87,39 @@ export async function spawnWhenAnswered(
   ] as const)
     if (path !== undefined && !(await drive.answers(path)))
       throw new Error(`its ${what} ${path}: ${whyLate(drive, path)}`);
+  if (command === undefined) await askSearched(launch, drive, platform);
   // Closed while its drives were asked: spawned now, nothing would stop it.
   signal?.throwIfAborted();
   return spawnMcpServer(launch);
+}
+
+/**
+ * A bare command's lookup (Bun.which in guardedCommand, cross-spawn's on Windows) stats it in
+ * each folder of the server's PATH with synchronous calls: one folder on a share gone offline
+ * held the whole core at the server's start. Each folder is asked first, in the lookup's order,
+ * with the command's own path there (one stat per folder); on POSIX the asking stops at the
+ * folder that holds it, as the lookup does, so a dead folder after it does not fail the start.
+ * Windows tries other names there too (PATHEXT: `npx.cmd`), so every folder is asked. No PATH:
+ * the shell's default path (the system's own folders) decides.
+ */
+async function askSearched(
+  launch: ServerLaunch,
+  drive: DriveAnswers,
+  platform: NodeJS.Platform,
+): Promise<void> {
+  const win = platform === "win32";
+  const PATH = launch.env.PATH ?? (win ? process.env.PATH : undefined);
+  if (PATH === undefined) return;
+  const paths = win ? win32 : posix;
+  const folders = PATH.split(win ? ";" : ":").filter(Boolean);
+  for (const folder of new Set(folders.map((f) => paths.resolve(launch.cwd ?? process.cwd(), f)))) {
+    const path = paths.join(folder, launch.command);
+    const st = await drive.statOf(path);
+    if (st === "late")
+      throw new Error(`its command ${launch.command}, looked for in ${folder}: ${whyLate(drive, path)}`);
+    // As the lookup, a file without an execute bit is passed over: the folders after it are asked.
+    if (!win && st?.isFile() && (st.mode & 0o111) !== 0) return;
+  }
 }
 
 /**
