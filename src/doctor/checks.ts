@@ -1,8 +1,9 @@
-import { accessSync, constants, readdirSync, statSync } from "node:fs";
+import { accessSync, constants, statSync } from "node:fs";
+import { access, readdir, stat } from "node:fs/promises";
 import { dirname } from "node:path";
 import { cwdProblem } from "../agent/mcp/child.ts";
 import { commandLineOf } from "../agent/mcp/stderr-tail.ts";
-import { findLlamaServer } from "../config/find-binary.ts";
+import { findLlamaServerAsked } from "../config/find-binary-asked.ts";
 import type { Config } from "../config/schema.ts";
 import type { HardwareSnapshot } from "../plan/hardware.ts";
 import { LIST_DEVICES_PROBE, type RunResult } from "../plan/probe.ts";
@@ -11,8 +12,10 @@ import { resolvedCommand } from "../platform/windows-command.ts";
 import type { DoctorCheck } from "../protocol/doctor.ts";
 import { childModeOf } from "../runtime/child-mode.ts";
 import { withoutArgSecrets } from "../util/arg-secrets.ts";
+import { drives } from "../util/drive-answers.ts";
 import { shellWord } from "../util/shell-word.ts";
 import { wholeCharCut } from "../util/text-cut.ts";
+import { within } from "../util/within.ts";
 import { childModeNote } from "./child-mode-note.ts";
 import { missingLlamaServerFix } from "./llama-server-source.ts";
 
@@ -28,12 +31,15 @@ export async function binaryCheck(
   config: Config,
   run: (cmd: string, args: string[], timeoutMs: number) => Promise<RunResult>,
 ): Promise<Check> {
-  const found = findLlamaServer(config);
+  // Each place asked of its drive off the loop first (config/find-binary-asked.ts): one on a
+  // network share gone offline held the whole core, ping too, through a doctor.
+  const found = await findLlamaServerAsked(config);
   if ("tried" in found) {
+    const late = found.late ? `; not looked at from ${found.late}` : "";
     return {
       id: "binary",
       status: "fail",
-      message: `llama-server not found (tried ${found.tried.length > 4 ? `${found.tried.slice(0, 4).join(", ")}, …` : found.tried.join(", ")})`,
+      message: `llama-server not found (tried ${found.tried.length > 4 ? `${found.tried.slice(0, 4).join(", ")}, …` : found.tried.join(", ")})${late}`,
       fix: missingLlamaServerFix(process.platform, process.arch, dirname(process.execPath)),
       data: { code: "binary_missing", tried: found.tried },
     };
@@ -41,8 +47,8 @@ export async function binaryCheck(
   const path = found.path;
   if (process.platform !== "win32") {
     try {
-      accessSync(path, constants.X_OK);
-      if ((statSync(path).mode & 0o111) === 0) throw new Error("no execute bit");
+      await access(path, constants.X_OK);
+      if (((await stat(path)).mode & 0o111) === 0) throw new Error("no execute bit");
     } catch {
       return {
         id: "binary",
@@ -54,7 +60,7 @@ export async function binaryCheck(
     }
   }
   const r = await run(path, ["--version"], VERSION_TIMEOUT_MS);
-  const backends = backendsBeside(path);
+  const backends = await backendsBeside(path);
   if (r.kind === "timeout") {
     return {
       id: "binary",
@@ -101,11 +107,16 @@ export async function binaryCheck(
   };
 }
 
-/** Dynamic backends shipped beside the binary (libggml-cuda.so, ggml-vulkan.dll…). */
-function backendsBeside(binary: string): Set<string> {
+/**
+ * Dynamic backends shipped beside the binary (libggml-cuda.so, ggml-vulkan.dll…). Listed off the
+ * loop and waited for no longer than a drive's stat: its folder's stat answered, but an NFS client
+ * answers that from cached attributes, and a listing of it can hang with its server gone.
+ */
+async function backendsBeside(binary: string): Promise<Set<string>> {
   const out = new Set<string>();
   try {
-    for (const f of readdirSync(dirname(binary))) {
+    const names = await within(readdir(dirname(binary)), drives.waitMs, [] as string[]);
+    for (const f of names) {
       const m = /^(?:lib)?ggml-([a-z0-9]+)(?:-[\w]+)?\.(?:so|dll|dylib)$/i.exec(f);
       if (m && !["base"].includes(m[1]!.toLowerCase())) out.add(m[1]!.toUpperCase());
     }

@@ -1,5 +1,5 @@
 import { delimiter, resolve, sep } from "node:path";
-import { llamaServerOf } from "../config/find-binary.ts";
+import { llamaServerAsked } from "../config/find-binary-asked.ts";
 import type { Config, LoadedConfig } from "../config/schema.ts";
 import { defaultPlanDeps, probeAhead } from "../models/local-plan-deps.ts";
 import type { PlanDeps } from "../plan/launch.ts";
@@ -68,7 +68,7 @@ export async function runDoctor(
   }
   const config: Config = loaded.config;
   const rpc = config.llama.rpc;
-  const server = llamaServerOf(config);
+  const server = await llamaServerAsked(config);
   // The checks of data_dir call the file system on the loop (a stat, a listing): on a dead network
   // mount each held the core for good, ping and cancel with it. Its drive is asked first, bounded.
   const drive = deps.drive ?? drives;

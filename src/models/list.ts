@@ -1,7 +1,7 @@
 import { realpathSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, resolve } from "node:path";
-import { llamaServerOf } from "../config/find-binary.ts";
+import { llamaServerAsked } from "../config/find-binary-asked.ts";
 import { configForModel, configuredModels } from "../config/model-entry.ts";
 import type { Config, LoadedConfig } from "../config/schema.ts";
 import { type GgufHeader, readGgufHeader } from "../plan/gguf-read.ts";
@@ -85,7 +85,7 @@ export async function listModels(input: ListInput, deps: Partial<ListDeps> = {})
     // of thousands of GGUFs held a ping and shutdown until its end. The loop's turn comes first.
     await new Promise((r) => setImmediate(r));
     deps.stop?.throwIfAborted();
-    hardware ??= (deps.probe ?? defaultProbe)(llamaServerOf(input.config));
+    hardware ??= llamaServerAsked(input.config).then((server) => (deps.probe ?? defaultProbe)(server));
     const path = c.parts[0]!;
     const as = named.find((m) => m.path !== null && sameFile(m.path, path));
     const probed = () => (deps.stop ? abortable(hardware!, deps.stop) : hardware!);

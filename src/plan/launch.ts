@@ -1,7 +1,7 @@
 import { statSync } from "node:fs";
 import { resolve } from "node:path";
 import { readConfigFile } from "../config/config-file.ts";
-import { llamaServerOf } from "../config/find-binary.ts";
+import { llamaServerAsked } from "../config/find-binary-asked.ts";
 import { type ModelConfig, modelSettingKey } from "../config/model-entry.ts";
 import type { Config, RpcWorkerConfig } from "../config/schema.ts";
 import { checkWorkers } from "../rpc/check.ts";
@@ -51,7 +51,7 @@ export async function planInputs(config: ModelConfig, deps: PlanDeps): Promise<P
   // An embedding model runs on this machine only (embedding-planner.ts): its workers are not asked.
   const rpc = config.model_kind === "embedding" ? [] : config.llama.rpc;
   // Workers are asked at every plan, so every start plans on the workers that answer now.
-  const server = llamaServerOf(config);
+  const server = await llamaServerAsked(config);
   const [model, hardware, workers] = await Promise.all([
     deps.readModel(config.model.path, modelSettingKey(config, "path")),
     deps.probe(server),

@@ -94,7 +94,7 @@ export class Launcher {
   async launch(starting: StateOf<"starting">): Promise<Running> {
     if (this.options.reap !== false) {
       this.reaped ??= reapLeftover(this.options.dataDir(), {
-        configured: { "llama-server": llamaPrograms(this.options.findBinary()) },
+        configured: { "llama-server": llamaPrograms(await this.options.findBinary()) },
       }).catch(() => {});
       await this.reaped;
     }
@@ -212,7 +212,7 @@ export class Launcher {
   async checkHold(plan: LaunchPlan, exempt: boolean): Promise<void> {
     // Past the hold nothing is refused: no key to compare (no --help asked, no folder made).
     if (exempt || this.startHeldUntil === null) return;
-    const found = this.options.findBinary();
+    const found = await this.options.findBinary();
     if (!("path" in found)) return; // the start says so
     const slotted = withSlotFolder(plan);
     const argv = await this.argvOf(found.path, slotted);
@@ -250,11 +250,11 @@ export class Launcher {
   /** The binary, the plan and the spawn request every launch of this start shares. */
   private async prepare(starting: StateOf<"starting">): Promise<Prepared> {
     const settings = this.options.settings();
-    const found = this.options.findBinary();
+    const found = await this.options.findBinary();
     if (!("path" in found)) {
       throw new CoreError(
         "binary_missing",
-        `llama-server not found; tried: ${found.tried.join(", ") || "(nothing)"}`,
+        `llama-server not found; tried: ${found.tried.join(", ") || "(nothing)"}${"late" in found && found.late ? `; not looked at from ${found.late}` : ""}`,
         { tried: found.tried },
       );
     }

@@ -1,4 +1,4 @@
-import { findLlamaServer } from "../config/find-binary.ts";
+import { findLlamaServerAsked } from "../config/find-binary-asked.ts";
 import type { Config } from "../config/schema.ts";
 import { defaultPlanDeps, probeAhead } from "../models/local-plan-deps.ts";
 import { type LaunchPlan, planLaunch } from "../plan/launch.ts";
@@ -22,7 +22,7 @@ export interface SupervisorFor {
 export function createSupervisor(config: () => Config, model: SupervisorFor = {}): Supervisor {
   const llama = () => config().llama;
   return new Supervisor({
-    findBinary: () => findLlamaServer(config()),
+    findBinary: () => findLlamaServerAsked(config()),
     plan: model.plan ?? ((hint) => planLaunch(withHint(config(), hint), defaultPlanDeps)),
     dataDir: () => config().app.data_dir,
     ...(model.instance ? { instance: model.instance } : {}),

@@ -1,4 +1,4 @@
-import { findLlamaServer } from "../config/find-binary.ts";
+import { findLlamaServerAsked } from "../config/find-binary-asked.ts";
 import type { Config } from "../config/schema.ts";
 import { sweepExportTemps } from "../store/export-temps.ts";
 import { logger } from "../util/logger.ts";
@@ -19,7 +19,7 @@ export async function reapAtStartup(config: Config): Promise<void> {
   try {
     await reapLeftover(config.app.data_dir, {
       configured: {
-        "llama-server": llamaPrograms(findLlamaServer(config)),
+        "llama-server": llamaPrograms(await findLlamaServerAsked(config)),
         mcp: config.mcp_servers.map((s) => s.command),
       },
     });

@@ -1,3 +1,4 @@
+import type { FoundServer } from "../config/find-binary-asked.ts";
 import type { LaunchPlan } from "../plan/launch-plan.ts";
 import type { CoreError } from "../protocol/errors.ts";
 import type { LoadModeProbe } from "./load-mode.ts";
@@ -44,7 +45,7 @@ export interface StartFailureSlot {
 
 export interface SupervisorOptions {
   /** Where llama-server is; `tried` becomes binary_missing's data. */
-  findBinary: () => { path: string } | { tried: string[] };
+  findBinary: () => FoundServer | Promise<FoundServer>;
   /**
    * The planner's launch plan; its argv is rendered at each spawn. `hint.outOfMemory`: starts of
    * this supervisor that ran out of memory with layers on a GPU (launcher.ts), for the plan to keep

@@ -172,9 +172,9 @@ export class CoreServices implements Services {
       const { modelMemo, probeAhead } =
         require("../models/local-plan-deps.ts") as typeof import("../models/local-plan-deps.ts");
       modelMemo.read(config.model.path).catch(() => {});
-      const { llamaServerOf } =
-        require("../config/find-binary.ts") as typeof import("../config/find-binary.ts");
-      probeAhead.start(llamaServerOf(config));
+      const { llamaServerAsked } =
+        require("../config/find-binary-asked.ts") as typeof import("../config/find-binary-asked.ts");
+      void llamaServerAsked(config).then((server) => probeAhead.start(server));
     }).unref?.();
     setTimeout(() => {
       if (this.shutdown.begun) return;

@@ -2,7 +2,9 @@ import { describe, expect, test } from "bun:test";
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type FindBinaryEnv, findLlamaServer } from "../../src/config/find-binary.ts";
+import { findLlamaServerAsked } from "../../src/config/find-binary-asked.ts";
 import { ConfigSchema } from "../../src/config/schema.ts";
+import { deadDrive } from "../fixtures/dead-drive.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 const env = (files: string[], over: Partial<FindBinaryEnv> = {}): FindBinaryEnv => ({
@@ -56,7 +58,7 @@ describe("findLlamaServer passes over a file it may not run, as a shell does", (
     const e = env(["/usr/bin/llama-server"], { isExecutable: () => false });
     expect(findLlamaServer(cfg(null), e)).toEqual({ path: "/usr/bin/llama-server" });
   });
-  test("on a real file system", () => {
+  test("on a real file system", async () => {
     using dir = tmpdir();
     const stray = join(dir.path, "a");
     const good = join(dir.path, "b");
@@ -68,13 +70,49 @@ describe("findLlamaServer passes over a file it may not run, as a shell does", (
       writeFileSync(join(d, "llama-server"), "#!/bin/sh\n");
       chmodSync(join(d, "llama-server"), mode);
     }
-    const saved = process.env.PATH;
-    process.env.PATH = `${stray}:${good}`;
-    try {
-      const found = findLlamaServer(ConfigSchema.parse({}));
-      expect(found).toEqual({ path: join(good, "llama-server") });
-    } finally {
-      process.env.PATH = saved;
-    }
+    const places = {
+      execPath: join(dir.path, "local-ai"),
+      platform: process.platform,
+      pathEnv: `${stray}:${good}`,
+    };
+    const found = await findLlamaServerAsked(ConfigSchema.parse({}), undefined, places);
+    expect(found).toEqual({ path: join(good, "llama-server") });
+  });
+});
+
+// The lookup stat'ed `llama.binary` and each PATH folder's llama-server with synchronous calls on
+// the core's loop, at every start, plan and doctor: one on a network share gone offline held the
+// whole core, ping and cancel too. Each place is now asked of its drive off the loop first.
+describe("findLlamaServerAsked: a place whose drive does not answer", () => {
+  const places = { execPath: "/opt/app/local-ai", platform: "linux", pathEnv: "/mnt/share/bin:/usr/bin" };
+
+  test("a configured llama.binary on a dead share is not found, saying why", async () => {
+    const asked: (string | Buffer)[] = [];
+    const found = await findLlamaServerAsked(cfg("/mnt/share/llama-server"), deadDrive(asked), places);
+    expect(found).toEqual({
+      tried: ["/mnt/share/llama-server"],
+      late: "/mnt/share/llama-server: its drive did not answer within 0 s (a network drive offline?)",
+    });
+    expect(asked).toEqual(["/mnt/share/llama-server"]);
+  });
+
+  test("a dead PATH folder stops the lookup there: none after it is looked at", async () => {
+    const asked: (string | Buffer)[] = [];
+    const found = await findLlamaServerAsked(cfg(null), deadDrive(asked, ["/opt/app/llama-server"]), places);
+    expect(found).toMatchObject({ late: expect.stringContaining("/mnt/share/bin/llama-server: its drive") });
+    expect(asked).toEqual(["/mnt/share/bin/llama-server"]);
+  });
+
+  test("one found before the dead folder is the answer, the dead folder never asked", async () => {
+    using dir = tmpdir();
+    writeFileSync(join(dir.path, "llama-server"), "#!/bin/sh\n");
+    chmodSync(join(dir.path, "llama-server"), 0o755);
+    const asked: (string | Buffer)[] = [];
+    const drive = deadDrive(asked, [join(dir.path, "llama-server")]);
+    const before = { ...places, execPath: join(dir.path, "local-ai") };
+    expect(await findLlamaServerAsked(cfg(null), drive, before)).toEqual({
+      path: join(dir.path, "llama-server"),
+    });
+    expect(asked).toEqual([]);
   });
 });
