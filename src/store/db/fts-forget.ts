@@ -64,8 +64,26 @@ function mergeStale(db: Database, touched: readonly FtsTable[], room: (db: Datab
   for (const t of touched) {
     if (staleIndexKeys(db, t).length === 0) continue;
     merge(db, t);
-    if (staleIndexKeys(db, t).length > 0) db.run(`INSERT INTO ${t}(${t}) VALUES ('rebuild')`);
+    if (staleIndexKeys(db, t).length > 0) rebuildIndex(db, t);
   }
+}
+
+/**
+ * The rows each index holds, as its triggers (store/db/migrations.ts) put them in: the messages
+ * index the user's and the answers' words only. FTS5's own 'rebuild' reads every row of the
+ * table, tool results too, whose delete no trigger tells the index: their words stayed in it
+ * after the erase, for good, and another user's message given an erased row's id was found by them.
+ */
+const INDEXED: Record<FtsTable, string> = {
+  messages_fts: `INSERT INTO messages_fts (rowid, content)
+    SELECT id, content FROM messages WHERE content IS NOT NULL AND role IN ('user', 'assistant')`,
+  memory_fts: "INSERT INTO memory_fts (rowid, text) SELECT id, text FROM memory",
+};
+
+/** `table`'s index built anew from its rows (`INDEXED`): what was in it before is dropped whole. */
+export function rebuildIndex(db: Database, table: FtsTable): void {
+  db.run(`INSERT INTO ${table}(${table}) VALUES ('delete-all')`);
+  db.run(INDEXED[table]);
 }
 
 /** Every segment of `table`'s index merged into one, without the words deleted from it. */

@@ -7,7 +7,7 @@ import { namesIn } from "../../util/names-in.ts";
 import { ensurePrivateTree, tightenExistingFile, writePrivateFile } from "../../util/private-fs.ts";
 import { NotRegularFile, readSmallFile } from "../../util/read-file.ts";
 import { dataDirError } from "../data-dir-problem.ts";
-import { ftsSecureDeleteSet } from "./fts-forget.ts";
+import { FTS_TABLES, ftsSecureDeleteSet, rebuildIndex } from "./fts-forget.ts";
 import { MIGRATIONS, SCHEMA_VERSION } from "./migrations.ts";
 import { claimDatabaseFile, isStamped, refuseForeign, stampOwnership } from "./ownership.ts";
 import { StatementDatabase } from "./statements.ts";
@@ -260,8 +260,7 @@ const FTS_TRIGGERS = ["messages_fts_insert", "messages_fts_delete", "memory_fts_
 
 function addFtsTables(db: Database): void {
   for (const step of MIGRATIONS) for (const sql of step.fts ?? []) db.run(sql);
-  db.run("INSERT INTO messages_fts(messages_fts) VALUES ('rebuild')");
-  db.run("INSERT INTO memory_fts(memory_fts) VALUES ('rebuild')");
+  for (const t of FTS_TABLES) rebuildIndex(db, t);
 }
 
 /**

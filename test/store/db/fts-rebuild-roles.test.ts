@@ -1,0 +1,98 @@
+import { Database } from "bun:sqlite";
+import { expect, test } from "bun:test";
+import { join } from "node:path";
+import { DB_FILE } from "../../../src/store/db/open.ts";
+import { Store } from "../../../src/store/store.ts";
+import { commitNotedTurn } from "../../fixtures/noted-turn.ts";
+import { tmpdir } from "../../fixtures/tmpdir.ts";
+
+// A database written where SQLite had no FTS5 (or before the indexes) gets its indexes built
+// when it is opened where FTS5 is (store/db/open.ts). That build indexed every message, tool
+// results included, which the triggers never index and so never take out: a delete left the
+// words of a tool's result (a file read, a web page) in the index for good, and a message of
+// another user given the erased row's id was found by them.
+
+/** A turn of `userId` whose tool read a file holding `secret`. */
+const toolTurn = (store: Store, userId: string, sessionId: string, secret: string) =>
+  store.conversations.commitTurn({
+    userId,
+    sessionId,
+    agent: "a",
+    messages: [
+      { role: "user", content: "read my notes" },
+      {
+        role: "assistant",
+        content: "",
+        tool_calls: [{ id: "c1", type: "function", function: { name: "read_file", arguments: "{}" } }],
+      },
+      { role: "tool", tool_call_id: "c1", content: `the notes say ${secret}` },
+      { role: "assistant", content: "done" },
+    ],
+    at: new Date(),
+  });
+
+/** How many rows the messages index has `word` for, read through a connection of its own. */
+function indexed(dir: string, word: string): number {
+  const db = new Database(join(dir, DB_FILE));
+  try {
+    return db.query("SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?").all(`"${word}"`).length;
+  } finally {
+    db.close();
+  }
+}
+
+test("indexes built after a run without FTS5 hold the words a delete takes out, no tool result's", async () => {
+  using dir = tmpdir();
+  const plain = Store.open(dir.path, { withoutFts: true, chunkThread: false });
+  toolTurn(plain, "ann", "s", "zanzibarcode");
+  plain.close();
+  const full = Store.open(dir.path, { chunkThread: false });
+  try {
+    expect(full.fts).toBe(true);
+    // As the triggers index them: the user's and the answers' words only.
+    expect(indexed(dir.path, "notes")).toBe(1);
+    expect(indexed(dir.path, "zanzibarcode")).toBe(0);
+    await full.deleteUser("ann");
+    expect(indexed(dir.path, "read")).toBe(0);
+    expect(indexed(dir.path, "zanzibarcode")).toBe(0);
+    // Another user's message, maybe at an erased row's id, is not found by the erased words.
+    commitNotedTurn(full, "bob", "b", "hello");
+    commitNotedTurn(full, "bob", "b", "one");
+    expect(await full.search("bob", "zanzibarcode", 10)).toEqual([]);
+  } finally {
+    full.close();
+  }
+});
+
+// The same build runs after an erase whose page keys a merge cannot take out (an index of one
+// segment, store/db/fts-forget.ts): from then on a tool's result was in the index, and stayed
+// there after its session's delete.
+test("an index rebuilt after an erase holds no tool result, and a delete leaves none of it", async () => {
+  using dir = tmpdir();
+  const store = Store.open(dir.path, { chunkThread: false });
+  try {
+    toolTurn(store, "ann", "tools", "zanzibarcode");
+    for (let i = 0; i < 40; i++) commitNotedTurn(store, "bob", `b${i}`, `bob talks about plums ${i}`);
+    // 600 words each, some of them beginning index pages; 10 turns: an erase row by row.
+    for (let m = 0; m < 10; m++)
+      commitNotedTurn(
+        store,
+        "ann",
+        "private",
+        Array.from({ length: 600 }, (_, k) => `qzann${m * 600 + k}`).join(" "),
+      );
+    const db = new Database(join(dir.path, DB_FILE));
+    db.run("INSERT INTO messages_fts(messages_fts) VALUES ('optimize')");
+    db.close();
+    expect(indexed(dir.path, "zanzibarcode")).toBe(0);
+    expect((await store.deleteSession("ann", "private")).deleted).toBe(true);
+    // The one segment was built anew from the rows, as the triggers index them.
+    expect(indexed(dir.path, "plums")).toBe(40);
+    expect(indexed(dir.path, "zanzibarcode")).toBe(0);
+    expect((await store.deleteSession("ann", "tools")).deleted).toBe(true);
+    expect(indexed(dir.path, "zanzibarcode")).toBe(0);
+    expect(indexed(dir.path, "notes")).toBe(0);
+  } finally {
+    store.close();
+  }
+});
