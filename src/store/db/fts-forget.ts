@@ -86,6 +86,25 @@ export function rebuildIndex(db: Database, table: FtsTable): void {
   db.run(INDEXED[table]);
 }
 
+/**
+ * Migration 12: the messages index built anew where it holds a row its triggers never index (a
+ * tool result, or a row gone since), as FTS5's 'rebuild' of earlier versions left it: each indexed
+ * row's size entry looked up by its id, ~50 ms a 100,000 messages, once. A stale entry whose id a
+ * user's or an answer's message took since is not told apart. Where FTS5 is not, or its index was
+ * not built yet (the open builds it then, `rebuildIndex`), nothing to do.
+ */
+export function indexOthersOut(db: Database, fts: boolean): void {
+  const built = db.query("SELECT value FROM meta WHERE key = 'fts'").get() as { value: string } | null;
+  if (!fts || built?.value !== "1") return;
+  const other = db
+    .query(
+      `SELECT 1 FROM messages_fts_docsize d LEFT JOIN messages m ON m.id = d.id
+       WHERE m.id IS NULL OR m.content IS NULL OR m.role NOT IN ('user', 'assistant') LIMIT 1`,
+    )
+    .get();
+  if (other) rebuildIndex(db, "messages_fts");
+}
+
 /** Every segment of `table`'s index merged into one, without the words deleted from it. */
 function merge(db: Database, table: FtsTable): void {
   db.run(`INSERT INTO ${table}(${table}) VALUES ('optimize')`);

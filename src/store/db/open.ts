@@ -239,7 +239,7 @@ function upgrade(db: Database, fts: boolean): void {
       if (step.version <= version) continue;
       for (const sql of step.sql) db.run(sql);
       if (fts) for (const sql of step.fts ?? []) db.run(sql);
-      step.after?.(db);
+      step.after?.(db, fts);
       db.run(`PRAGMA user_version = ${step.version}`);
     }
     const indexed = db.query("SELECT value FROM meta WHERE key = 'fts'").get() as { value: string } | null;

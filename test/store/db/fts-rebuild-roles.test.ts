@@ -1,6 +1,7 @@
 import { Database } from "bun:sqlite";
 import { expect, test } from "bun:test";
 import { join } from "node:path";
+import { SCHEMA_VERSION } from "../../../src/store/db/migrations.ts";
 import { DB_FILE } from "../../../src/store/db/open.ts";
 import { Store } from "../../../src/store/store.ts";
 import { commitNotedTurn } from "../../fixtures/noted-turn.ts";
@@ -91,6 +92,30 @@ test("an index rebuilt after an erase holds no tool result, and a delete leaves 
     expect(indexed(dir.path, "zanzibarcode")).toBe(0);
     expect((await store.deleteSession("ann", "tools")).deleted).toBe(true);
     expect(indexed(dir.path, "zanzibarcode")).toBe(0);
+    expect(indexed(dir.path, "notes")).toBe(0);
+  } finally {
+    store.close();
+  }
+});
+
+// A database whose index an earlier core built so holds tool results still: FTS5 cannot take
+// out a row's words once the row is gone. Opened by this version, its index is built anew once.
+test("an index an earlier version built with tool results is built anew once: an erase then leaves none", async () => {
+  using dir = tmpdir();
+  const old = Store.open(dir.path, { chunkThread: false });
+  toolTurn(old, "ann", "tools", "zanzibarcode");
+  old.close();
+  // As an earlier core left it: built by FTS5's rebuild, at the schema before the repair.
+  const db = new Database(join(dir.path, DB_FILE));
+  db.run("INSERT INTO messages_fts(messages_fts) VALUES ('rebuild')");
+  db.run(`PRAGMA user_version = ${SCHEMA_VERSION - 1}`);
+  db.close();
+  expect(indexed(dir.path, "zanzibarcode")).toBe(1);
+  const store = Store.open(dir.path, { chunkThread: false });
+  try {
+    expect(indexed(dir.path, "zanzibarcode")).toBe(0);
+    expect(indexed(dir.path, "notes")).toBe(1);
+    expect((await store.deleteUser("ann")).deleted_sessions).toBe(1);
     expect(indexed(dir.path, "notes")).toBe(0);
   } finally {
     store.close();
