@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { logger } from "../util/logger.ts";
 import { namesIn } from "../util/names-in.ts";
 import { refuseLink } from "../util/private-fs.ts";
+import { indexOthersOut } from "./db/fts-forget.ts";
 import { ASIDE_INFIX, BUSY_TIMEOUT_MS, DB_FILE, integrityProblem } from "./db/open.ts";
 import { useMemoryForTemp } from "./db/temp-dir.ts";
 import { deleteDocumentRows } from "./document-store.ts";
@@ -46,7 +47,11 @@ export function eraseFromCopies(dataDir: string, userId: string, sessionId?: str
     // A copy an earlier version set aside keeps erased ids as given (before migration 6); no
     // turn ever checks a copy's record, so it goes whole.
     if (hasTable(db, "erasures")) db.run("DELETE FROM erasures");
-    return deleteRows(db, userId, sessionId);
+    const removed = deleteRows(db, userId, sessionId);
+    // Its messages index as an earlier version may have built it, tool results in it, which no
+    // delete takes out: built anew (store/db/fts-forget.ts), as the live one was by migration 12.
+    if (hasTable(db, "messages_fts_docsize")) indexOthersOut(db, true);
+    return removed;
   });
 }
 

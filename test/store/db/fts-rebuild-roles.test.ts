@@ -1,8 +1,10 @@
 import { Database } from "bun:sqlite";
 import { expect, test } from "bun:test";
+import { readFileSync, renameSync } from "node:fs";
 import { join } from "node:path";
 import { SCHEMA_VERSION } from "../../../src/store/db/migrations.ts";
 import { DB_FILE } from "../../../src/store/db/open.ts";
+import { eraseFromCopies } from "../../../src/store/erase-copies.ts";
 import { Store } from "../../../src/store/store.ts";
 import { commitNotedTurn } from "../../fixtures/noted-turn.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
@@ -32,15 +34,17 @@ const toolTurn = (store: Store, userId: string, sessionId: string, secret: strin
     at: new Date(),
   });
 
-/** How many rows the messages index has `word` for, read through a connection of its own. */
-function indexed(dir: string, word: string): number {
-  const db = new Database(join(dir, DB_FILE));
+/** How many rows the messages index of the database at `file` has `word` for, read through a connection of its own. */
+function indexedIn(file: string, word: string): number {
+  const db = new Database(file);
   try {
     return db.query("SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?").all(`"${word}"`).length;
   } finally {
     db.close();
   }
 }
+
+const indexed = (dir: string, word: string) => indexedIn(join(dir, DB_FILE), word);
 
 test("indexes built after a run without FTS5 hold the words a delete takes out, no tool result's", async () => {
   using dir = tmpdir();
@@ -120,4 +124,22 @@ test("an index an earlier version built with tool results is built anew once: an
   } finally {
     store.close();
   }
+});
+
+// A database set aside after damage is scrubbed of what a delete erases (store/erase-copies.ts),
+// its index as an earlier version built it: the tool results in it stayed in the copy's file.
+test("a copy set aside whose index holds tool results keeps none of an erased user's words", () => {
+  using dir = tmpdir();
+  const store = Store.open(dir.path, { chunkThread: false });
+  toolTurn(store, "ann", "tools", "zanzibarcode");
+  commitNotedTurn(store, "bob", "b", "bob keeps this");
+  store.close();
+  const copy = join(dir.path, `${DB_FILE}.corrupt-2026-01-01T00-00-00-000Z`);
+  renameSync(join(dir.path, DB_FILE), copy);
+  const db = new Database(copy);
+  db.run("INSERT INTO messages_fts(messages_fts) VALUES ('rebuild')");
+  db.close();
+  expect(eraseFromCopies(dir.path, "ann").map((c) => c.outcome)).toEqual(["scrubbed"]);
+  expect(readFileSync(copy).includes("zanzibarcode")).toBe(false);
+  expect(indexedIn(copy, "bob")).toBe(1);
 });
