@@ -307,6 +307,41 @@ describe("chat: a prompt that cannot fit", () => {
     expect(sent[1]?.content).toContain("q1");
   });
 
+  test("a turn refused after its retries left out the history (its schema refused at the answer): the next turn sends the whole history", async () => {
+    // With tools the free steps carry no schema: their retries cut the history to fit, the model
+    // answers, and only the constrained step meets llama-server's converter 400 (95d's words).
+    // Keeping that turn's cut sent every later turn without the conversation before it.
+    await using h = new ChatHarness();
+    for (let i = 1; i <= 4; i++) {
+      h.llama.script({ content: [`a${i}`] });
+      await h.chat(i, { input: `q${i}`, session_id: "kept" });
+    }
+    const refused = "JSON schema conversion failed:\nUnsupported ref: #/x";
+    h.llama.script({ overflow: true }, { overflow: true }, { content: ["ok"] });
+    h.llama.script({ error: { status: 400, message: refused } });
+    const format = { type: "json_schema", schema: { type: "object" } };
+    const { terminal } = await h.chat(5, {
+      input: "a long paste",
+      session_id: "kept",
+      response_format: format,
+    });
+    expect(terminal).toMatchObject({
+      type: "error",
+      code: "invalid_request",
+      data: { field: "response_format" },
+    });
+    const before = h.llama.requests.length;
+    // The free step that answered was sent without the history.
+    expect(h.llama.requests[before - 2]?.body.messages.length).toBe(2);
+    h.llama.script({ content: ["a6"] });
+    const next = await h.chat(6, { input: "q6", session_id: "kept" });
+    expect(next.terminal.type).toBe("result");
+    const sent = h.llama.requests[before]?.body.messages as { content: string }[];
+    // The system prompt, the four turns, the new input.
+    expect(sent.length).toBe(10);
+    expect(sent[1]?.content).toContain("q1");
+  });
+
   test("an interrupted turn's checkpoint survives a refused new turn", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain" }] });
     const checkpoint = {
