@@ -113,6 +113,23 @@ describe.skipIf(process.platform === "win32")("reasoning and structured output (
       code: "invalid_request",
       data: { field: "response_format.schema" },
     });
+    // A schema only the validator's worker refuses: in the binary too, before any request.
+    const asked = stack.llamaRequests().length;
+    const nope = await core.request(
+      {
+        id: "n",
+        method: "chat",
+        params: { input: "x", response_format: { type: "json_schema", schema: { type: "nope" } } },
+      },
+      30_000,
+    );
+    expect(nope).toMatchObject({
+      type: "error",
+      code: "invalid_request",
+      data: { field: "response_format" },
+    });
+    expect(String(nope.message)).toContain("the schema cannot be used");
+    expect(stack.llamaRequests()).toHaveLength(asked);
     const think = await core.request({ id: "t", method: "chat", params: { input: "x", think: "max" } });
     expect(think).toMatchObject({ type: "error", code: "invalid_request", data: { field: "think" } });
   }, 60_000);
