@@ -143,7 +143,8 @@ const NAME_CHARS = 64;
 function kindOf(r: PidRecord): string {
   if (r.kind !== "mcp") return "llama-server";
   const name = typeof r.name === "string" ? r.name : "";
-  // Shown on the user's terminal as is (doctor/render.ts): no escape sequence or line break of a record's.
+  // The table escapes what it shows (doctor/render.ts); `--json` does not, and JSON.stringify
+  // writes DEL and C1 controls (U+009B opens a sequence as ESC [ does) raw: none of a record's.
   const shown = name.slice(0, wholeCharCut(name, NAME_CHARS)).replace(/[\u0000-\u001f\u007f-\u009f]/g, "?");
   return `MCP server ${shown}`.trim();
 }
