@@ -327,6 +327,8 @@ describe("chat: response_format", () => {
     });
     expect(String(terminal.message)).toContain("the schema cannot be used");
     expect(h.llama.requests).toEqual([]);
+    // Refused before the server's lease: no slot held, no model load waited for.
+    expect(h.provider.leasedAt).toEqual([]);
     expect(events.some((e) => e.event === "tool_start" || e.event === "llm_start")).toBe(false);
     expect(h.checkpoint("s")).toBeUndefined();
     expect(h.history("s")).toEqual([]);
@@ -339,6 +341,7 @@ describe("chat: response_format", () => {
       data: { field: "response_format" },
     });
     expect(p.llama.requests).toEqual([]);
+    expect(p.provider.leasedAt).toEqual([]);
   });
 
   test("bad formats are refused with the params, before anything starts", async () => {

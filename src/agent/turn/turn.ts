@@ -23,11 +23,7 @@ import { loadTools, pendingCalls, runCalls } from "./tools.ts";
 import { overflowingTools } from "./tools-cost.ts";
 import { turnSlot } from "./turn-slot.ts";
 
-/**
- * A turn that held this much image data asks for a collection once it is over: an idle core
- * would otherwise keep a 20 MB image's garbage until something else allocates
- * (docs/performance.md, "Images").
- */
+/** Image data a turn held past which it asks for a collection once over (docs/performance.md, "Images"). */
 const COLLECT_AFTER_IMAGE_BYTES = 4 * 1024 * 1024;
 
 /** Context size assumed when neither llama-server nor the config says. */
@@ -120,6 +116,9 @@ export class Turn {
       this.tools = await loadTools(ctx);
       this.known = new Set(this.tools.map((t) => t.fn));
       deps.signal.throwIfAborted();
+      // Before the server's lease: a schema no answer can pass waits for no load, holds no slot.
+      const refused = await this.format?.refusal(deps.signal);
+      if (refused) return { kind: "refused", step: ctx.step, error: refused };
       // Waiting for llama-server to start, restart or wake: the host hears how it goes.
       this.lease = await deps.provider.acquire(deps.signal, warmup(deps), {
         prestarted: this.prestarted,
@@ -129,8 +128,6 @@ export class Turn {
       // Nothing is sent with images the model cannot read (docs/protocol.md#images).
       if (vision === false && refsOf(ctx.session.state.turn).length > 0)
         return { kind: "refused", step: ctx.step, error: notVision() };
-      const refused = await this.format?.refusal(deps.signal);
-      if (refused) return { kind: "refused", step: ctx.step, error: refused };
       return await this.steps(await this.setup(this.lease, hits, vision !== false, props?.markers ?? []));
     } catch (err) {
       return deps.signal.aborted ? { kind: "cancelled" } : { kind: "failed", error: err };
