@@ -48,7 +48,10 @@ export async function findLlamaServerAsked(
     isFile: (p) => seen.get(p)?.file ?? false,
     isExecutable: (p) => seen.get(p)?.exec ?? false,
   });
-  return late !== undefined && !("path" in found) ? { ...found, late } : found;
+  if (late === undefined || "path" in found) return found;
+  // Those after the dead place were never looked at: listed as tried, binary_missing told the
+  // user llama-server is not where it may well be.
+  return { tried: found.tried.slice(0, seen.size + 1), late };
 }
 
 /** The llama-server that will run, when there is one; findLlamaServerAsked's. */

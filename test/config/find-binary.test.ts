@@ -103,6 +103,13 @@ describe("findLlamaServerAsked: a place whose drive does not answer", () => {
     expect(asked).toEqual(["/mnt/share/bin/llama-server"]);
   });
 
+  // binary_missing's data.tried (and its message) listed /usr/bin/llama-server too, a place
+  // never looked at: the user was told llama-server is not there when it may well be.
+  test("the places after a dead folder are not listed as tried", async () => {
+    const found = await findLlamaServerAsked(cfg(null), deadDrive([], ["/opt/app/llama-server"]), places);
+    expect(found).toMatchObject({ tried: ["/opt/app/llama-server", "/mnt/share/bin/llama-server"] });
+  });
+
   test("one found before the dead folder is the answer, the dead folder never asked", async () => {
     using dir = tmpdir();
     writeFileSync(join(dir.path, "llama-server"), "#!/bin/sh\n");
