@@ -1,6 +1,7 @@
 import type { Stats } from "node:fs";
 import { constants } from "node:fs";
 import { access } from "node:fs/promises";
+import { CoreError } from "../protocol/errors.ts";
 import { type DriveAnswers, drives, whyLate } from "../util/drive-answers.ts";
 import { candidatesOf, type FindBinaryEnv, findLlamaServer } from "./find-binary.ts";
 import type { Config } from "./schema.ts";
@@ -73,4 +74,13 @@ async function executable(path: string, st: Stats, platform: string): Promise<bo
   } catch {
     return false;
   }
+}
+
+/** binary_missing for a lookup that found none: the places looked at, and a dead one named. */
+export function binaryMissing(found: { tried: string[]; late?: string }): CoreError {
+  const late = found.late ? `; not looked at from ${found.late}` : "";
+  const tried = found.tried.join(", ") || "(nothing)";
+  return new CoreError("binary_missing", `llama-server not found; tried: ${tried}${late}`, {
+    tried: found.tried,
+  });
 }

@@ -1,4 +1,5 @@
 import { join } from "node:path";
+import { binaryMissing } from "../config/find-binary-asked.ts";
 import type { LlamaEndpoint } from "../llama/http.ts";
 import { isSleeping } from "../llama/props.ts";
 import { awaitModel } from "../llama/tokenize.ts";
@@ -92,14 +93,19 @@ export class Launcher {
   }
 
   async launch(starting: StateOf<"starting">): Promise<Running> {
+    // One lookup for the reap and the plan, waited for only until a stop: on a dead drive each
+    // waits out a stat's wait (config/find-binary-asked.ts), and a shutdown waited with them.
+    const binary = Promise.resolve(this.options.findBinary());
     if (this.options.reap !== false) {
-      this.reaped ??= reapLeftover(this.options.dataDir(), {
-        configured: { "llama-server": llamaPrograms(await this.options.findBinary()) },
-      }).catch(() => {});
-      await this.reaped;
+      this.reaped ??= binary
+        .then((found) =>
+          reapLeftover(this.options.dataDir(), { configured: { "llama-server": llamaPrograms(found) } }),
+        )
+        .catch(() => {});
+      await abortable(this.reaped, starting.abort.signal);
     }
     starting.abort.signal.throwIfAborted();
-    let { request, plan } = await this.prepare(starting);
+    let { request, plan } = await this.prepare(starting, binary);
     let key = launchKey(request, launchFiles(plan));
     // A restart after a crash is paced by the restart budget and its back-off instead: held,
     // each would spend a restart of the budget launching nothing, and leave the model down for
@@ -248,16 +254,13 @@ export class Launcher {
   }
 
   /** The binary, the plan and the spawn request every launch of this start shares. */
-  private async prepare(starting: StateOf<"starting">): Promise<Prepared> {
+  private async prepare(
+    starting: StateOf<"starting">,
+    binary = this.options.findBinary(),
+  ): Promise<Prepared> {
     const settings = this.options.settings();
-    const found = await this.options.findBinary();
-    if (!("path" in found)) {
-      throw new CoreError(
-        "binary_missing",
-        `llama-server not found; tried: ${found.tried.join(", ") || "(nothing)"}${"late" in found && found.late ? `; not looked at from ${found.late}` : ""}`,
-        { tried: found.tried },
-      );
-    }
+    const found = await abortable(Promise.resolve(binary), starting.abort.signal);
+    if (!("path" in found)) throw binaryMissing(found);
     // Every start, whoever planned it: llama-server refuses a --slot-save-path it cannot use.
     const plan = withSlotFolder(await this.options.plan({ outOfMemory: this.outOfMemory }));
     this.plan = plan;
