@@ -98,9 +98,6 @@ function textCalls(content: string, known: ReadonlySet<string>, step: number): S
       return { kind: "final", text: content };
     }
     bodies = [whole];
-    // The reply is the call and nothing else, as a tag's body is: kept as text, it was stored as
-    // the assistant's words beside the same call and, at a limit, was the turn's best text.
-    outside = "";
   }
   const problems: string[] = [];
   const calls: ParsedCall[] = [];
@@ -119,6 +116,10 @@ function textCalls(content: string, known: ReadonlySet<string>, step: number): S
       else problems.push(capped(`the text inside <tool_call> is not valid JSON (${(err as Error).message})`));
       return;
     }
+    // A bare reply that is one JSON value is the call and nothing else, as a tag's body is: kept
+    // as text, it was stored as the assistant's words beside the same call and, at a limit, was
+    // the turn's best text. One that is not (a call, then words, then braces) keeps its words.
+    if (tagged.length === 0) outside = "";
     if (typeof obj !== "object" || obj === null || typeof (obj as { name?: unknown }).name !== "string") {
       problems.push('a tool call must be a JSON object {"name": "...", "arguments": {...}}');
       return;

@@ -27,3 +27,12 @@ test("the step limit after a bare JSON call answers without the call's JSON", as
   const assistant = h.history("bare").find((m) => m.role === "assistant");
   expect(assistant).toMatchObject({ content: null, tool_calls: [{ function: { name: "t__echo" } }] });
 });
+
+// A reply that begins with a call's JSON and ends with a brace but is not one JSON value holds
+// words of its own: cut as if it were the call, the user's response at max_parse_errors was
+// empty and the stored turn lost what the model wrote beside it.
+test("a reply that only begins like a bare call keeps its words", () => {
+  const known = new Set(["fs__read"]);
+  const reply = '{"name":"fs__read","arguments":{"path":"a"}}\n\nThe file says hi: {"ok": true}';
+  expect(interpretStep(reply, [], known, 0)).toMatchObject({ kind: "malformed", text: reply });
+});
