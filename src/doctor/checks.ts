@@ -112,10 +112,14 @@ export async function binaryCheck(
  * loop and waited for no longer than a drive's stat: its folder's stat answered, but an NFS client
  * answers that from cached attributes, and a listing of it can hang with its server gone.
  */
-async function backendsBeside(binary: string): Promise<Set<string>> {
+export async function backendsBeside(
+  binary: string,
+  list: (folder: string) => Promise<string[]> = readdir,
+  waitMs = drives.waitMs,
+): Promise<Set<string>> {
   const out = new Set<string>();
   try {
-    const names = await within(readdir(dirname(binary)), drives.waitMs, [] as string[]);
+    const names = await within(listing(dirname(binary), list), waitMs, [] as string[]);
     for (const f of names) {
       const m = /^(?:lib)?ggml-([a-z0-9]+)(?:-[\w]+)?\.(?:so|dll|dylib)$/i.exec(f);
       if (m && !["base"].includes(m[1]!.toLowerCase())) out.add(m[1]!.toUpperCase());
@@ -124,6 +128,18 @@ async function backendsBeside(binary: string): Promise<Set<string>> {
     // unreadable folder: no extra information
   }
   return out;
+}
+
+/** The listings out, by folder: each holds a file thread until its drive answers, so one at a time. */
+const listings = new Map<string, Promise<string[]>>();
+
+function listing(folder: string, list: (folder: string) => Promise<string[]>): Promise<string[]> {
+  const out = listings.get(folder);
+  if (out) return out;
+  const mine = list(folder).catch(() => [] as string[]);
+  listings.set(folder, mine);
+  void mine.then(() => listings.delete(folder));
+  return mine;
 }
 
 export function hardwareCheck(hw: HardwareSnapshot): Check {
