@@ -1,6 +1,7 @@
 import { expect, test } from "bun:test";
 import { basename, dirname } from "node:path";
 import { spawnWhenAnswered } from "../../src/agent/mcp/child.ts";
+import { DriveAnswers } from "../../src/util/drive-answers.ts";
 import { deadDrive } from "../fixtures/dead-drive.ts";
 
 // An MCP server's start stat'ed its configured cwd (and the shell looked its command up) with
@@ -74,4 +75,20 @@ test("a bare command found before a dead PATH folder is started: that folder is 
     "stopped before the spawn",
   );
   expect(asked).toEqual([]);
+});
+
+// Each PATH folder is asked in turn, up to a stat's wait each on a sleeping or dead drive: a
+// start the pool closed (a cancelled chat, a shutdown) went on asking every folder after it.
+test("a start the pool closed while a PATH folder was asked asks no folder after it", async () => {
+  const asked: string[] = [];
+  const closed = new AbortController();
+  const stat = (path: string | Buffer) => {
+    asked.push(String(path));
+    closed.abort(new Error("the pool closed"));
+    return Promise.resolve(null);
+  };
+  const launch = { command: "server", args: [], env: { PATH: "/a:/b:/c" } };
+  const drive = new DriveAnswers({ stat, statWaitMs: 1000 });
+  await expect(spawnWhenAnswered(launch, closed.signal, drive, "linux")).rejects.toThrow("the pool closed");
+  expect(asked).toEqual(["/a/server"]);
 });

@@ -87,7 +87,7 @@ export async function spawnWhenAnswered(
   ] as const)
     if (path !== undefined && !(await drive.answers(path)))
       throw new Error(`its ${what} ${path}: ${whyLate(drive, path)}`);
-  if (command === undefined) await askSearched(launch, drive, platform);
+  if (command === undefined) await askSearched(launch, drive, platform, signal);
   // Closed while its drives were asked: spawned now, nothing would stop it.
   signal?.throwIfAborted();
   return spawnMcpServer(launch);
@@ -106,6 +106,7 @@ async function askSearched(
   launch: ServerLaunch,
   drive: DriveAnswers,
   platform: NodeJS.Platform,
+  signal?: AbortSignal,
 ): Promise<void> {
   const win = platform === "win32";
   const PATH = launch.env.PATH ?? (win ? process.env.PATH : undefined);
@@ -114,6 +115,8 @@ async function askSearched(
   const folders = PATH.split(win ? ";" : ":").filter(Boolean);
   for (const folder of new Set(folders.map((f) => paths.resolve(launch.cwd ?? process.cwd(), f)))) {
     const path = paths.join(folder, launch.command);
+    // Up to a stat's wait a folder: a start closed meanwhile asks no more of them.
+    signal?.throwIfAborted();
     const st = await drive.statOf(path);
     if (st === "late")
       throw new Error(`its command ${launch.command}, looked for in ${folder}: ${whyLate(drive, path)}`);
