@@ -90,8 +90,10 @@ export function rebuildIndex(db: Database, table: FtsTable): void {
  * Migration 12: the messages index built anew where it holds a row its triggers never index (a
  * tool result, or a row gone since), as FTS5's 'rebuild' of earlier versions left it: each indexed
  * row's size entry looked up by its id, ~50 ms a 100,000 messages, once. A stale entry whose id a
- * user's or an answer's message took since is not told apart. Where FTS5 is not, or its index was
- * not built yet (the open builds it then, `rebuildIndex`), nothing to do.
+ * user's or an answer's message took since (SQLite gives the highest ids again once their rows are
+ * gone) has its size entry replaced by that message's, its words left under the id, and so is
+ * told by the index's row count, which counted both. Where FTS5 is not, or its index was not
+ * built yet (the open builds it then, `rebuildIndex`), nothing to do.
  */
 export function indexOthersOut(db: Database, fts: boolean): void {
   const built = db.query("SELECT value FROM meta WHERE key = 'fts'").get() as { value: string } | null;
@@ -102,7 +104,26 @@ export function indexOthersOut(db: Database, fts: boolean): void {
        WHERE m.id IS NULL OR m.content IS NULL OR m.role NOT IN ('user', 'assistant') LIMIT 1`,
     )
     .get();
-  if (other) rebuildIndex(db, "messages_fts");
+  const sized = (db.query("SELECT COUNT(*) AS n FROM messages_fts_docsize").get() as { n: number }).n;
+  if (other || indexRowCount(db, "messages_fts") !== sized) rebuildIndex(db, "messages_fts");
+}
+
+/**
+ * The rows `table`'s index counts as held: the first number of its totals record (FTS5 keeps it
+ * at id 1 of `%_data`, a SQLite varint), raised by each insert and lowered by each delete, so a
+ * row inserted again under an id still held is counted twice. No record: an empty index.
+ */
+export function indexRowCount(db: Database, table: FtsTable): number {
+  const row = db.query(`SELECT block FROM ${table}_data WHERE id = 1`).get() as { block: Uint8Array } | null;
+  const b = row?.block ?? new Uint8Array();
+  let n = 0;
+  for (let i = 0; i < Math.min(b.length, 9); i++) {
+    const byte = b[i] ?? 0;
+    if (i === 8) return n * 256 + byte;
+    n = n * 128 + (byte & 0x7f);
+    if (byte < 0x80) return n;
+  }
+  return n;
 }
 
 /** Every segment of `table`'s index merged into one, without the words deleted from it. */

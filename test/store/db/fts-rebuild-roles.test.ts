@@ -2,6 +2,7 @@ import { Database } from "bun:sqlite";
 import { expect, test } from "bun:test";
 import { readFileSync, renameSync } from "node:fs";
 import { join } from "node:path";
+import { indexRowCount } from "../../../src/store/db/fts-forget.ts";
 import { SCHEMA_VERSION } from "../../../src/store/db/migrations.ts";
 import { DB_FILE } from "../../../src/store/db/open.ts";
 import { eraseFromCopies } from "../../../src/store/erase-copies.ts";
@@ -106,14 +107,8 @@ test("an index rebuilt after an erase holds no tool result, and a delete leaves 
 // out a row's words once the row is gone. Opened by this version, its index is built anew once.
 test("an index an earlier version built with tool results is built anew once: an erase then leaves none", async () => {
   using dir = tmpdir();
-  const old = Store.open(dir.path, { chunkThread: false });
-  toolTurn(old, "ann", "tools", "zanzibarcode");
-  old.close();
   // As an earlier core left it: built by FTS5's rebuild, at the schema before the repair.
-  const db = new Database(join(dir.path, DB_FILE));
-  db.run("INSERT INTO messages_fts(messages_fts) VALUES ('rebuild')");
-  db.run(`PRAGMA user_version = ${SCHEMA_VERSION - 1}`);
-  db.close();
+  rebuiltAsEarlier(dir.path, `PRAGMA user_version = ${SCHEMA_VERSION - 1}`);
   expect(indexed(dir.path, "zanzibarcode")).toBe(1);
   const store = Store.open(dir.path, { chunkThread: false });
   try {
@@ -142,4 +137,69 @@ test("a copy set aside whose index holds tool results keeps none of an erased us
   expect(eraseFromCopies(dir.path, "ann").map((c) => c.outcome)).toEqual(["scrubbed"]);
   expect(readFileSync(copy).includes("zanzibarcode")).toBe(false);
   expect(indexedIn(copy, "bob")).toBe(1);
+});
+
+// The row of an erased tool result left in the index under its id; SQLite gives the highest ids
+// again once their rows are gone, so another user's next message took that id, and the check by
+// id found a user's message there: the index kept the erased words, and that message was found
+// by them in sessions.search.
+test("an index whose erased tool result's id another user's message took is built anew too", async () => {
+  using dir = tmpdir();
+  // As an earlier core left it: built by FTS5's rebuild, then ann erased (no trigger for her tool result).
+  rebuiltAsEarlier(
+    dir.path,
+    "DELETE FROM messages WHERE user_id = 'ann'",
+    "DELETE FROM sessions WHERE user_id = 'ann'",
+  );
+  const mid = Store.open(dir.path, { chunkThread: false });
+  // Two turns of two messages: the ids ann's four rows had, the tool result's among them.
+  commitNotedTurn(mid, "bob", "b", "hello");
+  commitNotedTurn(mid, "bob", "b", "one");
+  mid.close();
+  // The schema before the repair, as that core left it; this core's open runs migration 12.
+  setSchema(dir.path, SCHEMA_VERSION - 1);
+  const before = indexed(dir.path, "zanzibarcode");
+  const store = Store.open(dir.path, { chunkThread: false });
+  try {
+    expect([before, indexed(dir.path, "zanzibarcode")]).toEqual([1, 0]);
+    expect(await store.search("bob", "zanzibarcode", 10)).toEqual([]);
+    expect(indexed(dir.path, "hello")).toBe(1);
+  } finally {
+    store.close();
+  }
+});
+
+/** Ann's tool turn in a database at `dir` whose messages index FTS5's own 'rebuild' built, then `sql` run on it. */
+function rebuiltAsEarlier(dir: string, ...sql: string[]): void {
+  const old = Store.open(dir, { chunkThread: false });
+  toolTurn(old, "ann", "tools", "zanzibarcode");
+  old.close();
+  const db = new Database(join(dir, DB_FILE));
+  db.run("INSERT INTO messages_fts(messages_fts) VALUES ('rebuild')");
+  for (const s of sql) db.run(s);
+  db.close();
+}
+
+function setSchema(dir: string, version: number): void {
+  const db = new Database(join(dir, DB_FILE));
+  db.run(`PRAGMA user_version = ${version}`);
+  db.close();
+}
+
+// The count read from FTS5's totals record (a varint of more than one byte past 127 rows) agrees
+// with the size entries of an index the triggers kept: no rebuild of a sound index at the open.
+test("a sound index's row count is its size entries'", () => {
+  using dir = tmpdir();
+  const store = Store.open(dir.path, { chunkThread: false });
+  try {
+    for (let i = 0; i < 100; i++) commitNotedTurn(store, "bob", `b${i}`, `bob ${i}`);
+    toolTurn(store, "ann", "tools", "zanzibarcode");
+    const db = new Database(join(dir.path, DB_FILE));
+    const sized = (db.query("SELECT COUNT(*) AS n FROM messages_fts_docsize").get() as { n: number }).n;
+    expect(sized).toBe(203);
+    expect(indexRowCount(db, "messages_fts")).toBe(sized);
+    db.close();
+  } finally {
+    store.close();
+  }
 });
