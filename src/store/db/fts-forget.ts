@@ -126,6 +126,29 @@ export function indexRowCount(db: Database, table: FtsTable): number {
   return n;
 }
 
+/**
+ * The indexes' words taken out of the file where FTS5 is not: its tables stay (SQLite drops a
+ * virtual table only through its module) with every message's words in them, which no erase
+ * reaches with the triggers gone, so an erased user's words stayed in the file until FTS5 was
+ * back. Emptied by FTS5's 'delete-all' where the module is there after all (tests' `withoutFts`),
+ * else their plain tables (`secure_delete` zeroes the pages), their settings kept; the open
+ * builds them anew from the rows where FTS5 is (`rebuildIndex`).
+ */
+export function emptyIndexTables(db: Database): void {
+  for (const t of FTS_TABLES) {
+    try {
+      db.run(`INSERT INTO ${t}(${t}) VALUES ('delete-all')`);
+      continue;
+    } catch {} // no such module: its tables are plain ones
+    for (const part of ["data", "idx", "docsize"]) {
+      const name = `${t}_${part}`;
+      if (db.query("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?").get(name)) {
+        db.run(`DELETE FROM ${name}`);
+      }
+    }
+  }
+}
+
 /** Every segment of `table`'s index merged into one, without the words deleted from it. */
 function merge(db: Database, table: FtsTable): void {
   db.run(`INSERT INTO ${table}(${table}) VALUES ('optimize')`);

@@ -7,7 +7,7 @@ import { namesIn } from "../../util/names-in.ts";
 import { ensurePrivateTree, tightenExistingFile, writePrivateFile } from "../../util/private-fs.ts";
 import { NotRegularFile, readSmallFile } from "../../util/read-file.ts";
 import { dataDirError } from "../data-dir-problem.ts";
-import { FTS_TABLES, ftsSecureDeleteSet, rebuildIndex } from "./fts-forget.ts";
+import { emptyIndexTables, FTS_TABLES, ftsSecureDeleteSet, rebuildIndex } from "./fts-forget.ts";
 import { MIGRATIONS, SCHEMA_VERSION } from "./migrations.ts";
 import { claimDatabaseFile, isStamped, refuseForeign, stampOwnership } from "./ownership.ts";
 import { StatementDatabase } from "./statements.ts";
@@ -251,6 +251,7 @@ function upgrade(db: Database, fts: boolean): void {
       // Made where FTS5 was, opened where it is not: the index triggers would fail every write.
       // They go; the index is rebuilt from the tables where FTS5 is back.
       for (const t of FTS_TRIGGERS) db.run(`DROP TRIGGER IF EXISTS ${t}`);
+      emptyIndexTables(db);
       db.run("UPDATE meta SET value = '0' WHERE key = 'fts'");
     }
   }).immediate();
