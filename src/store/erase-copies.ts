@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { logger } from "../util/logger.ts";
 import { namesIn } from "../util/names-in.ts";
 import { refuseLink } from "../util/private-fs.ts";
-import { indexOthersOut } from "./db/fts-forget.ts";
+import { emptyIndexTables, indexOthersOut } from "./db/fts-forget.ts";
 import { ASIDE_INFIX, BUSY_TIMEOUT_MS, DB_FILE, integrityProblem } from "./db/open.ts";
 import { useMemoryForTemp } from "./db/temp-dir.ts";
 import { deleteDocumentRows } from "./document-store.ts";
@@ -51,13 +51,30 @@ export function eraseFromCopies(dataDir: string, userId: string, sessionId?: str
     // Its messages index as an earlier version may have built it, tool results in it, which no
     // delete takes out: built anew (store/db/fts-forget.ts), as the live one was by migration 12.
     if (hasTable(db, "messages_fts_docsize")) indexOthersOut(db, true);
+    emptyUntriggered(db);
     return removed;
   });
 }
 
+/**
+ * A copy's indexes whose triggers an earlier core dropped where it ran without FTS5: the erased
+ * rows' words still in them, emptied as the open now does there (store/db/fts-forget.ts
+ * `emptyIndexTables`; an open where FTS5 is builds them anew).
+ */
+function emptyUntriggered(db: Database): void {
+  const triggered = db
+    .query("SELECT 1 FROM sqlite_schema WHERE type = 'trigger' AND name = 'memory_fts_delete'")
+    .get();
+  if (hasTable(db, "memory_fts_docsize") && !triggered) emptyIndexTables(db);
+}
+
 /** One document of the user erased from every copy set aside, the same way (`documents.delete`). */
 export function eraseDocumentFromCopies(dataDir: string, userId: string, documentId: string): CopyOutcome[] {
-  return eraseInCopies(dataDir, (db) => (deleteDocumentRows(db, userId, documentId) ? 1 : 0));
+  return eraseInCopies(dataDir, (db) => {
+    const removed = deleteDocumentRows(db, userId, documentId) ? 1 : 0;
+    emptyUntriggered(db);
+    return removed;
+  });
 }
 
 /** `remove` run in each copy set aside (its count: `deleted_sessions`), else the copy removed whole. */
