@@ -49,7 +49,7 @@ export function eraseFromCopies(dataDir: string, userId: string, sessionId?: str
     if (hasTable(db, "erasures")) db.run("DELETE FROM erasures");
     const removed = deleteRows(db, userId, sessionId);
     // Its messages index as an earlier version may have built it, tool results in it, which no
-    // delete takes out: built anew (store/db/fts-forget.ts), as the live one was by migration 12.
+    // delete takes out: built anew (store/db/fts-forget.ts), as the live one is by the open's one-time check (store/db/open.ts).
     if (hasTable(db, "messages_fts_docsize")) indexOthersOut(db, true);
     emptyUntriggered(db);
     return removed;

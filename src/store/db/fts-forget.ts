@@ -87,7 +87,7 @@ export function rebuildIndex(db: Database, table: FtsTable): void {
 }
 
 /**
- * Migration 12: the messages index built anew where it holds a row its triggers never index (a
+ * The open's one-time check (store/db/open.ts `repaired`): the messages index built anew where it holds a row its triggers never index (a
  * tool result, or a row gone since), as FTS5's 'rebuild' of earlier versions left it: each indexed
  * row's size entry looked up by its id, ~50 ms a 100,000 messages, once. A stale entry whose id a
  * user's or an answer's message took since (SQLite gives the highest ids again once their rows are

@@ -9,7 +9,6 @@
 import type { Database } from "bun:sqlite";
 import { WAS_WRITE_AGAIN_SQL } from "../earlier-requests.ts";
 import { previewOf } from "../title.ts";
-import { indexOthersOut } from "./fts-forget.ts";
 
 export interface Migration {
   version: number;
@@ -307,13 +306,6 @@ export const MIGRATIONS: readonly Migration[] = [
       // the user was matched and sorted before the first hit was answered.
       `CREATE INDEX IF NOT EXISTS messages_newest ON messages (user_id, created_at, seq)`,
     ],
-  },
-  {
-    version: 12,
-    sql: [],
-    // The messages index built anew where an earlier version's FTS5 'rebuild' put tool results in
-    // it, which no delete takes out (store/db/fts-forget.ts rebuildIndex).
-    after: indexOthersOut,
   },
 ];
 

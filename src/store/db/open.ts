@@ -7,7 +7,13 @@ import { namesIn } from "../../util/names-in.ts";
 import { ensurePrivateTree, tightenExistingFile, writePrivateFile } from "../../util/private-fs.ts";
 import { NotRegularFile, readSmallFile } from "../../util/read-file.ts";
 import { dataDirError } from "../data-dir-problem.ts";
-import { emptyIndexTables, FTS_TABLES, ftsSecureDeleteSet, rebuildIndex } from "./fts-forget.ts";
+import {
+  emptyIndexTables,
+  FTS_TABLES,
+  ftsSecureDeleteSet,
+  indexOthersOut,
+  rebuildIndex,
+} from "./fts-forget.ts";
 import { MIGRATIONS, SCHEMA_VERSION } from "./migrations.ts";
 import { claimDatabaseFile, isStamped, refuseForeign, stampOwnership } from "./ownership.ts";
 import { StatementDatabase } from "./statements.ts";
@@ -228,8 +234,16 @@ function current(db: Database, fts: boolean): boolean {
   const version = (db.query("PRAGMA user_version").get() as { user_version: number }).user_version;
   if (version !== SCHEMA_VERSION || !isStamped(db)) return false;
   const indexed = db.query("SELECT value FROM meta WHERE key = 'fts'").get() as { value: string } | null;
-  return fts === (indexed?.value === "1");
+  return fts === (indexed?.value === "1") && (!fts || repaired(db));
 }
+
+/**
+ * The messages index checked once for what an earlier version's FTS5 'rebuild' left in it
+ * (fts-forget.ts `indexOthersOut`), marked in meta rather than by a schema number: the schema
+ * is the same, and a core of the version before still opens the database (a host's rollback).
+ */
+const REPAIRED = "fts_roles_checked";
+const repaired = (db: Database) => db.query("SELECT 1 FROM meta WHERE key = ?").get(REPAIRED) !== null;
 
 function upgrade(db: Database, fts: boolean): void {
   db.transaction(() => {
@@ -253,6 +267,10 @@ function upgrade(db: Database, fts: boolean): void {
       for (const t of FTS_TRIGGERS) db.run(`DROP TRIGGER IF EXISTS ${t}`);
       emptyIndexTables(db);
       db.run("UPDATE meta SET value = '0' WHERE key = 'fts'");
+    }
+    if (fts && !repaired(db)) {
+      indexOthersOut(db, fts);
+      db.run("INSERT OR REPLACE INTO meta (key, value) VALUES (?, '1')", [REPAIRED]);
     }
   }).immediate();
 }

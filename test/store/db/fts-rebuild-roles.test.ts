@@ -3,7 +3,6 @@ import { expect, test } from "bun:test";
 import { readFileSync, renameSync } from "node:fs";
 import { join } from "node:path";
 import { indexRowCount } from "../../../src/store/db/fts-forget.ts";
-import { SCHEMA_VERSION } from "../../../src/store/db/migrations.ts";
 import { DB_FILE } from "../../../src/store/db/open.ts";
 import { eraseFromCopies } from "../../../src/store/erase-copies.ts";
 import { Store } from "../../../src/store/store.ts";
@@ -107,12 +106,15 @@ test("an index rebuilt after an erase holds no tool result, and a delete leaves 
 // out a row's words once the row is gone. Opened by this version, its index is built anew once.
 test("an index an earlier version built with tool results is built anew once: an erase then leaves none", async () => {
   using dir = tmpdir();
-  // As an earlier core left it: built by FTS5's rebuild, at the schema before the repair.
-  rebuiltAsEarlier(dir.path, `PRAGMA user_version = ${SCHEMA_VERSION - 1}`);
+  // As an earlier core left it: built by FTS5's rebuild, never checked (no mark in meta).
+  rebuiltAsEarlier(dir.path, UNCHECKED);
   expect(indexed(dir.path, "zanzibarcode")).toBe(1);
+  const before = schemaOf(dir.path);
   const store = Store.open(dir.path, { chunkThread: false });
   try {
     expect(indexed(dir.path, "zanzibarcode")).toBe(0);
+    // The same schema: a core of the version before still opens it (a host's rollback).
+    expect(schemaOf(dir.path)).toBe(before);
     expect(indexed(dir.path, "notes")).toBe(1);
     expect((await store.deleteUser("ann")).deleted_sessions).toBe(1);
     expect(indexed(dir.path, "notes")).toBe(0);
@@ -156,8 +158,8 @@ test("an index whose erased tool result's id another user's message took is buil
   commitNotedTurn(mid, "bob", "b", "hello");
   commitNotedTurn(mid, "bob", "b", "one");
   mid.close();
-  // The schema before the repair, as that core left it; this core's open runs migration 12.
-  setSchema(dir.path, SCHEMA_VERSION - 1);
+  // Unchecked, as that core left it; this core's open checks it.
+  unchecked(dir.path);
   const before = indexed(dir.path, "zanzibarcode");
   const store = Store.open(dir.path, { chunkThread: false });
   try {
@@ -180,9 +182,21 @@ function rebuiltAsEarlier(dir: string, ...sql: string[]): void {
   db.close();
 }
 
-function setSchema(dir: string, version: number): void {
+/** An earlier version never marked its index checked (store/db/open.ts `repaired`). */
+const UNCHECKED = "DELETE FROM meta WHERE key = 'fts_roles_checked'";
+
+function schemaOf(dir: string): number {
+  const db = new Database(join(dir, DB_FILE), { readonly: true });
+  try {
+    return (db.query("PRAGMA user_version").get() as { user_version: number }).user_version;
+  } finally {
+    db.close();
+  }
+}
+
+function unchecked(dir: string): void {
   const db = new Database(join(dir, DB_FILE));
-  db.run(`PRAGMA user_version = ${version}`);
+  db.run(UNCHECKED);
   db.close();
 }
 
