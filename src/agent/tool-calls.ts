@@ -112,8 +112,12 @@ function textCalls(content: string, known: ReadonlySet<string>, step: number): S
       // and the call ran with null where the model had written a number.
       obj = JSON.parse(body, unreadable);
     } catch (err) {
-      if (err instanceof UnreadableArguments) problems.push(`the text inside <tool_call> ${err.message}`);
-      else problems.push(capped(`the text inside <tool_call> is not valid JSON (${(err as Error).message})`));
+      // One JSON value still, a number or string in it refused: the call and nothing else.
+      if (err instanceof UnreadableArguments) {
+        if (tagged.length === 0) outside = "";
+        problems.push(`the text inside <tool_call> ${err.message}`);
+      } else
+        problems.push(capped(`the text inside <tool_call> is not valid JSON (${(err as Error).message})`));
       return;
     }
     // A bare reply that is one JSON value is the call and nothing else, as a tag's body is: kept

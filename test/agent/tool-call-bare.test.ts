@@ -36,3 +36,15 @@ test("a reply that only begins like a bare call keeps its words", () => {
   const reply = '{"name":"fs__read","arguments":{"path":"a"}}\n\nThe file says hi: {"ok": true}';
   expect(interpretStep(reply, [], known, 0)).toMatchObject({ kind: "malformed", text: reply });
 });
+
+// One JSON value whose number or string llama-server cannot read (tool-calls.ts `unreadable`) is
+// still only the call: kept as text, it was the turn's response at max_parse_errors, the call's
+// JSON given to the user, as before 6a167731.
+test("a bare call whose arguments llama-server cannot read leaves no text either", () => {
+  const known = new Set(["fs__read"]);
+  for (const reply of [
+    '{"name":"fs__read","arguments":{"n":1e400}}',
+    '{"name":"fs__read","arguments":{"p":"\\ud800"}}',
+  ])
+    expect(interpretStep(reply, [], known, 0)).toMatchObject({ kind: "malformed", text: "" });
+});
