@@ -80,6 +80,23 @@ test("a bare command found before a dead PATH folder is started: that folder is 
 // Each PATH folder is asked in turn, up to a stat's wait each on a sleeping or dead drive: a
 // start the pool closed (a cancelled chat, a shutdown) went on asking every folder after it.
 test("a start the pool closed while a PATH folder was asked asks no folder after it", async () => {
+  const { asked, closed, drive } = closingOnFirstStat();
+  const launch = { command: "server", args: [], env: { PATH: "/a:/b:/c" } };
+  await expect(spawnWhenAnswered(launch, closed.signal, drive, "linux")).rejects.toThrow("the pool closed");
+  expect(asked).toEqual(["/a/server"]);
+});
+
+// The cwd's drive, then the command's, each up to a stat's wait: a start the pool closed while
+// the cwd's was asked went on to ask the command's, as the PATH folders were.
+test("a start the pool closed while its cwd was asked does not ask its command's drive", async () => {
+  const { asked, closed, drive } = closingOnFirstStat();
+  const launch = { command: "/mnt/tools/server", args: [], env: {}, cwd: "/mnt/share/work" };
+  await expect(spawnWhenAnswered(launch, closed.signal, drive, "linux")).rejects.toThrow("the pool closed");
+  expect(asked).toEqual(["/mnt/share/work"]);
+});
+
+/** A drive whose every stat answers "no file" and closes the pool as the first is asked. */
+function closingOnFirstStat() {
   const asked: string[] = [];
   const closed = new AbortController();
   const stat = (path: string | Buffer) => {
@@ -87,8 +104,5 @@ test("a start the pool closed while a PATH folder was asked asks no folder after
     closed.abort(new Error("the pool closed"));
     return Promise.resolve(null);
   };
-  const launch = { command: "server", args: [], env: { PATH: "/a:/b:/c" } };
-  const drive = new DriveAnswers({ stat, statWaitMs: 1000 });
-  await expect(spawnWhenAnswered(launch, closed.signal, drive, "linux")).rejects.toThrow("the pool closed");
-  expect(asked).toEqual(["/a/server"]);
-});
+  return { asked, closed, drive: new DriveAnswers({ stat, statWaitMs: 1000 }) };
+}

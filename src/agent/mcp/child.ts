@@ -84,9 +84,12 @@ export async function spawnWhenAnswered(
   for (const [what, path] of [
     ["cwd", launch.cwd],
     ["command", command],
-  ] as const)
+  ] as const) {
+    // Up to a stat's wait each, as a PATH folder (askSearched): a start closed meanwhile asks no more.
+    signal?.throwIfAborted();
     if (path !== undefined && !(await drive.answers(path)))
       throw new Error(`its ${what} ${path}: ${whyLate(drive, path)}`);
+  }
   if (command === undefined) await askSearched(launch, drive, platform, signal);
   // Closed while its drives were asked: spawned now, nothing would stop it.
   signal?.throwIfAborted();
