@@ -105,6 +105,8 @@ function textCalls(content: string, known: ReadonlySet<string>, step: number): S
     let obj: unknown;
     if (nestingDepth(body) > MAX_ARGUMENT_DEPTH + 1) {
       problems.push(`the text inside <tool_call> is nested deeper than ${MAX_ARGUMENT_DEPTH} levels`);
+      // Bare and one JSON value, it is still the call alone (Bun's JSON.parse takes any depth).
+      if (tagged.length === 0 && oneValue(body)) outside = "";
       return;
     }
     try {
@@ -236,6 +238,16 @@ function listed(problems: string[]): string[] {
  * and shown in warnings, where a lone surrogate makes a line a strict JSON parser refuses.
  */
 const capped = (problem: string) => cutText(problem, MAX_PROBLEM_CHARS).toWellFormed();
+
+/** Whether the text is one JSON value. */
+function oneValue(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /**
  * How deep arrays and objects nest in a JSON text, read without recursion or parsing (brackets

@@ -48,3 +48,12 @@ test("a bare call whose arguments llama-server cannot read leaves no text either
   ])
     expect(interpretStep(reply, [], known, 0)).toMatchObject({ kind: "malformed", text: "" });
 });
+
+// As deep: one JSON value nested past the limit is the call alone, refused for its depth.
+test("a bare call nested too deep leaves no text either", () => {
+  const known = new Set(["fs__read"]);
+  const reply = `{"name":"fs__read","arguments":{"a":${"[".repeat(100)}${"]".repeat(100)}}}`;
+  expect(interpretStep(reply, [], known, 0)).toMatchObject({ kind: "malformed", text: "" });
+  const worded = `${reply.slice(0, -1)}} and then {}`;
+  expect(interpretStep(worded, [], known, 0)).toMatchObject({ kind: "malformed", text: worded });
+});
