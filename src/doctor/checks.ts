@@ -13,6 +13,7 @@ import type { DoctorCheck } from "../protocol/doctor.ts";
 import { childModeOf } from "../runtime/child-mode.ts";
 import { withoutArgSecrets } from "../util/arg-secrets.ts";
 import { drives } from "../util/drive-answers.ts";
+import { oneAtATime } from "../util/one-at-a-time.ts";
 import { shellWord } from "../util/shell-word.ts";
 import { wholeCharCut } from "../util/text-cut.ts";
 import { within } from "../util/within.ts";
@@ -119,7 +120,11 @@ export async function backendsBeside(
 ): Promise<Set<string>> {
   const out = new Set<string>();
   try {
-    const names = await within(listing(dirname(binary), list), waitMs, [] as string[]);
+    const names = await within(
+      listing(dirname(binary), () => list(dirname(binary)).catch(() => [] as string[])),
+      waitMs,
+      [] as string[],
+    );
     for (const f of names) {
       const m = /^(?:lib)?ggml-([a-z0-9]+)(?:-[\w]+)?\.(?:so|dll|dylib)$/i.exec(f);
       if (m && !["base"].includes(m[1]!.toLowerCase())) out.add(m[1]!.toUpperCase());
@@ -130,17 +135,8 @@ export async function backendsBeside(
   return out;
 }
 
-/** The listings out, by folder: each holds a file thread until its drive answers, so one at a time. */
-const listings = new Map<string, Promise<string[]>>();
-
-function listing(folder: string, list: (folder: string) => Promise<string[]>): Promise<string[]> {
-  const out = listings.get(folder);
-  if (out) return out;
-  const mine = list(folder).catch(() => [] as string[]);
-  listings.set(folder, mine);
-  void mine.then(() => listings.delete(folder));
-  return mine;
-}
+/** The listings out, by folder, one at a time (util/one-at-a-time.ts). */
+const listing = oneAtATime<string[]>();
 
 export function hardwareCheck(hw: HardwareSnapshot): Check {
   const gpus = hw.gpus.map(

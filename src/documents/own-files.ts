@@ -2,6 +2,7 @@ import { realpath, stat } from "node:fs/promises";
 import * as nodePath from "node:path";
 import { windowsDevicePath } from "../util/device-path.ts";
 import { isFullPath, type PathRules } from "../util/full-path.ts";
+import { isWithin, pathKey as key } from "../util/path-key.ts";
 import { documentProblem } from "./refusal.ts";
 
 /** The core's own places a document's path is compared with (the memory folders' walk leaves them out too). */
@@ -29,7 +30,7 @@ export async function refuseOwnFile(path: string, own: OwnFiles, how: OwnFileChe
   // The path as the OS resolves it; as written when it cannot be (missing: the read says why).
   const file = key(await real(path));
   const data = key(await real(own.dataDir));
-  const under = file === data || file.startsWith(data.endsWith(rules.sep) ? data : data + rules.sep);
+  const under = isWithin(file, data, rules.sep);
   const config = own.configFile;
   const isConfig =
     config !== null && (file === key(await real(config)) || (await sameFile(fs.stat, path, config)));
@@ -53,7 +54,3 @@ async function sameFile(statOf: StatOf, a: string, b: string): Promise<boolean> 
   const [x, y] = await Promise.all([statOf(a).catch(() => null), statOf(b).catch(() => null)]);
   return x !== null && y !== null && x.dev === y.dev && x.ino === y.ino && x.ino !== 0;
 }
-
-/** Paths without case on the systems whose file names usually have none. */
-const key = (p: string) =>
-  process.platform === "win32" || process.platform === "darwin" ? p.toLowerCase() : p;

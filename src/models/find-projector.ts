@@ -15,6 +15,7 @@ import {
 import { isCoreError } from "../protocol/errors.ts";
 import { HF_PREFIX } from "../protocol/model-ref.ts";
 import { answersFor, statLate } from "../util/drive-answers.ts";
+import { oneAtATime } from "../util/one-at-a-time.ts";
 import { within } from "../util/within.ts";
 import { hubCacheDir, snapshotRootOf } from "./hf-cache.ts";
 import { isGgufPath, isProjector, namesText } from "./pick-gguf.ts";
@@ -132,8 +133,8 @@ export interface ProjectorOptions extends MemoOptions {
   snapshotFiles?: (snapshot: string) => Promise<string[]>;
 }
 
-/** The listings out, by folder: each holds a file thread until its drive answers, so one at a time. */
-const listings = new Map<string, Promise<string[]>>();
+/** The listings out, by folder, one at a time (util/one-at-a-time.ts). */
+const listings = oneAtATime<string[]>();
 
 /**
  * The folder's names, waited for no longer than its stat: a stat can answer where its listing
@@ -145,15 +146,9 @@ function listingOf(
   where: "snapshot" | "folder",
   options: ProjectorOptions,
 ): Promise<string[]> {
-  const key = `${where}:${folder}`;
-  const out = listings.get(key);
-  if (out) return out;
   const list =
     where === "snapshot" ? (options.snapshotFiles ?? snapshotFilesAsync) : (options.readdir ?? readdir);
-  const mine = list(folder).catch(() => [] as string[]);
-  listings.set(key, mine);
-  void mine.then(() => listings.delete(key));
-  return mine;
+  return listings(`${where}:${folder}`, () => list(folder).catch(() => [] as string[]));
 }
 
 async function auto(model: ModelInfo, options: ProjectorOptions): Promise<ProjectorChoice> {

@@ -4,6 +4,7 @@ import { extname, join, relative, resolve, sep } from "node:path";
 import { decodeText } from "../documents/decode.ts";
 import { type DriveAnswers, drives, whyLate } from "../util/drive-answers.ts";
 import { logger } from "../util/logger.ts";
+import { isWithin, pathKey } from "../util/path-key.ts";
 import { outOfOpenFiles, readFileBytesAsync } from "../util/read-file.ts";
 import { type Entry, entriesOf, onDisk, readable } from "./folder-names.ts";
 
@@ -147,11 +148,11 @@ async function excludedBy(
   drive: DriveAnswers,
 ): Promise<(path: string) => boolean> {
   const rootReal = await real(root, drive);
-  const out = (await Promise.all(exclude.map((p) => real(p, drive)))).map(key);
+  const out = (await Promise.all(exclude.map((p) => real(p, drive)))).map(pathKey);
   return (path) => {
     // A name that is not UTF-8 as it reads (U+FFFD for its bytes): under an excluded folder still.
-    const p = key(join(rootReal, readable(relative(root, path))));
-    return out.some((x) => p === x || p.startsWith(x.endsWith(sep) ? x : x + sep));
+    const p = pathKey(join(rootReal, readable(relative(root, path))));
+    return out.some((x) => isWithin(p, x));
   };
 }
 
@@ -166,10 +167,10 @@ export async function foldersWithin(
   folders: readonly string[],
   drive: DriveAnswers = drives,
 ): Promise<string[]> {
-  const rootReal = key(await real(root, drive));
+  const rootReal = pathKey(await real(root, drive));
   const under = rootReal.endsWith(sep) ? rootReal : rootReal + sep;
   const reals = await Promise.all(folders.map((p) => real(p, drive)));
-  return folders.filter((_, i) => key(reals[i] as string).startsWith(under));
+  return folders.filter((_, i) => pathKey(reals[i] as string).startsWith(under));
 }
 
 /**
@@ -179,9 +180,6 @@ export async function foldersWithin(
  */
 const real = async (p: string, drive: DriveAnswers) =>
   (await drive.answers(p)) ? realpath(p).catch(() => resolve(p)) : resolve(p);
-/** Paths without case on the systems whose file names usually have none. */
-const key = (p: string) =>
-  process.platform === "win32" || process.platform === "darwin" ? p.toLowerCase() : p;
 
 /** Consecutive runs of at most `maxFiles` files and `maxBytes` bytes (a bigger file alone). */
 export function* batches(files: TextFile[], maxFiles: number, maxBytes: number): Generator<TextFile[]> {
