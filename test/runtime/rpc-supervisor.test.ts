@@ -55,9 +55,10 @@ function setup(
   const binary = writeFakeLlamaServer(dir, fakeLlamaKnobs({ FAKE_LLAMA_LOAD_MS: "20", ...knobs }));
   const model = writeFakeModel(dir);
   const config = ConfigSchema.parse({
+    // Each start makes the plan's slot folder under data_dir: the default, ./data, is the repository's.
+    app: { data_dir: join(dir, "data") },
     model: { path: model, context: 4096 },
     hardware: { ram_bytes: fitsAlone ? 64_000_000 : 2_000_000 },
-    // Planned by hand, without the core's plan edge that makes the slot folder: none asked for.
     llama: { rpc, kv_disk_bytes: 0 },
   });
   const deps = { ...defaultPlanDeps, probe: async () => cpuOnlyMachine() };
