@@ -37,6 +37,8 @@ export interface PlanDeps {
    * the config key that holds `setting` (`model.mmproj` when absent).
    */
   findProjector?(setting: string, model: ModelInfo, key?: string): Promise<ProjectorChoice>;
+  /** The llama-server the plan is for, when found; config/find-binary-asked.ts's when absent. */
+  findServer?(config: ModelConfig): Promise<string | undefined>;
 }
 
 export interface PlanInputs {
@@ -50,12 +52,17 @@ export interface PlanInputs {
 export async function planInputs(config: ModelConfig, deps: PlanDeps): Promise<PlanInputs> {
   // An embedding model runs on this machine only (embedding-planner.ts): its workers are not asked.
   const rpc = config.model_kind === "embedding" ? [] : config.llama.rpc;
-  // Workers are asked at every plan, so every start plans on the workers that answer now.
-  const server = await llamaServerAsked(config);
+  // The model is read beside the llama-server lookup, not after it: a PATH folder on a dead
+  // share holds the lookup for its drive's wait (util/drive-answers.ts), and a missing or
+  // unreadable model was told only after it. Workers are asked at every plan, so every start
+  // plans on the workers that answer now.
+  const server = (deps.findServer ?? llamaServerAsked)(config);
   const [model, hardware, workers] = await Promise.all([
     deps.readModel(config.model.path, modelSettingKey(config, "path")),
-    deps.probe(server),
-    rpc.length > 0 ? (deps.workers ?? checkWorkers)(rpc, server ? { server } : {}) : Promise.resolve([]),
+    server.then((found) => deps.probe(found)),
+    rpc.length > 0
+      ? server.then((found) => (deps.workers ?? checkWorkers)(rpc, found ? { server: found } : {}))
+      : Promise.resolve([]),
   ]);
   const template = templateFile(config, deps);
   const projector = await projectorOf(config, model, deps);

@@ -88,4 +88,27 @@ describe("planLaunch and the plan report", () => {
     writeFileSync(join(dir.path, "c2.yaml"), "model:\n  path: ./m.gguf\nhardware:\n  ram_bytes: 1000000\n");
     expect(await codeOf(planWith("c2.yaml"))).toBe("model_plan_error");
   });
+
+  test("a missing model is model_missing at once, not after the llama-server lookup", async () => {
+    using dir = tmpdir();
+    writeFileSync(join(dir.path, "config.yaml"), "model:\n  path: ./absent.gguf\n");
+    const { config } = loadConfig("config.yaml", dir.path);
+    // A PATH folder on a network share gone offline: its stat is waited for 30 s (drive-answers.ts).
+    let lookedUp = false;
+    const hung: PlanDeps = {
+      ...deps,
+      readModel: async () => {
+        throw new CoreError("model_missing", "model file not found");
+      },
+      findServer: () => {
+        lookedUp = true;
+        return new Promise(() => {});
+      },
+    };
+    const told = codeOf(planLaunch(config, hung));
+    // Only microtasks stand between the model's refusal and its answer: the loop's next turn is later.
+    const held = new Promise<string>((r) => setImmediate(() => r("held by the lookup")));
+    expect(await Promise.race([told, held])).toBe("model_missing");
+    expect(lookedUp).toBe(true);
+  });
 });
