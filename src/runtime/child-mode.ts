@@ -29,13 +29,13 @@ const PROBE_TIMEOUT_MS = 10_000;
 const book = new Map<string, boolean>();
 
 /** Whether this version of `binary` speaks child mode: undefined until a launch or probe showed it. */
-export function knownChildMode(binary: string): boolean | undefined {
-  const key = binaryVersion(binary);
+export async function knownChildMode(binary: string): Promise<boolean | undefined> {
+  const key = await binaryVersion(binary);
   return key === undefined ? undefined : book.get(key);
 }
 
-export function rememberChildMode(binary: string, speaks: boolean): void {
-  const key = binaryVersion(binary);
+export async function rememberChildMode(binary: string, speaks: boolean): Promise<void> {
+  const key = await binaryVersion(binary);
   if (key !== undefined) book.set(key, speaks);
 }
 
@@ -54,7 +54,7 @@ export async function probeChildMode(
   const r = await runWithTimeout(binary, args, timeoutMs, { ...probeEnv(parentEnv), ...CHILD_MODE_ENV });
   if (r.kind !== "exit") return null;
   const speaks = r.stdout.split("\n").some((line) => line.startsWith(STATE_PREFIX));
-  rememberChildMode(binary, speaks);
+  await rememberChildMode(binary, speaks);
   return speaks;
 }
 
@@ -63,5 +63,5 @@ export async function childModeOf(
   binary: string,
   parentEnv: Record<string, string | undefined>,
 ): Promise<boolean | null> {
-  return knownChildMode(binary) ?? (await probeChildMode(binary, parentEnv));
+  return (await knownChildMode(binary)) ?? (await probeChildMode(binary, parentEnv));
 }

@@ -139,7 +139,7 @@ export class Launcher {
       );
       if (!("error" in outcome)) {
         // Ready: whether it printed state lines by now says whether this build speaks child mode.
-        rememberChildMode(request.binary, outcome.states.speaks);
+        await rememberChildMode(request.binary, outcome.states.speaks);
         const skipped = this.rpc.afterReady(outcome.tail.last());
         if (skipped) {
           await stopChild(outcome.child, 0);
@@ -280,7 +280,7 @@ export class Launcher {
     // argv is rendered here, once, in the flags this build takes (load-mode.ts).
     const argv = await this.argvOf(found.path, plan);
     // Child mode unless this version of the binary showed it has none (child-mode.ts).
-    const speaksKnown = knownChildMode(found.path);
+    const speaksKnown = await knownChildMode(found.path);
     const request = {
       binary: found.path,
       argv,

@@ -20,7 +20,7 @@ export type LoadModeProbe = (
 const answers = new Map<string, boolean>();
 
 export const probeLoadMode: LoadModeProbe = async (binary, parentEnv) => {
-  const key = binaryVersion(binary);
+  const key = await binaryVersion(binary);
   if (key === undefined) return false; // the launch reports a missing binary
   const known = answers.get(key);
   if (known !== undefined) return known;

@@ -51,11 +51,11 @@ describe.skipIf(process.platform === "win32")("doctor and child mode", () => {
     await using dir = tmpdir();
     const binary = writeFakeLlamaServer(dir.path);
     expect(await probeChildMode(binary, process.env)).toBe(true);
-    expect(knownChildMode(binary)).toBe(true);
+    expect(await knownChildMode(binary)).toBe(true);
     const slow = join(dir.path, "slow-llama-server");
     writeFileSync(slow, "#!/bin/sh\nsleep 5\n");
     chmodSync(slow, 0o755);
     expect(await probeChildMode(slow, process.env, 300)).toBeNull();
-    expect(knownChildMode(slow)).toBeUndefined();
+    expect(await knownChildMode(slow)).toBeUndefined();
   });
 });

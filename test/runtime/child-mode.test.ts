@@ -37,7 +37,7 @@ describe.skipIf(process.platform !== "linux")("llama-server as the core's child 
       expect(lines(envLog)).toContain("LLAMA_SERVER_ROUTER_PORT");
       expect(lines(envLog)).not.toContain("LLAMA_SERVER_CHILD_MODE");
       expect(stdinOf(pid)).not.toBe("/dev/null");
-      expect(knownChildMode(binary)).toBe(true);
+      expect(await knownChildMode(binary)).toBe(true);
     } finally {
       await supervisor.stop();
     }
@@ -121,7 +121,7 @@ describe.skipIf(process.platform !== "linux")("llama-server as the core's child 
     const first = makeSupervisor(dir.path, { env });
     (await first.supervisor.acquire(never())).release();
     await first.supervisor.stop();
-    expect(knownChildMode(first.binary)).toBe(false);
+    expect(await knownChildMode(first.binary)).toBe(false);
     expect(lines(stopLog)).toEqual(["SIGTERM"]);
 
     // Known not to speak it: today's launch (of the same file: makeSupervisor writes its own).
@@ -141,12 +141,12 @@ describe.skipIf(process.platform !== "linux")("llama-server as the core's child 
     // Another version of the file (an update that speaks it): asked again by launching it.
     await Bun.sleep(20);
     writeFakeLlamaServer(dir.path, { FAKE_LLAMA_LOAD_MS: "20", FAKE_LLAMA_ENV_LOG: envLog });
-    expect(knownChildMode(first.binary)).toBeUndefined();
+    expect(await knownChildMode(first.binary)).toBeUndefined();
     const third = makeSupervisor(dir.path, { env: { FAKE_LLAMA_ENV_LOG: envLog } });
     try {
       (await third.supervisor.acquire(never())).release();
       expect(lines(envLog)).toContain("LLAMA_SERVER_ROUTER_PORT");
-      expect(knownChildMode(third.binary)).toBe(true);
+      expect(await knownChildMode(third.binary)).toBe(true);
     } finally {
       await third.supervisor.stop();
     }

@@ -169,7 +169,7 @@ if (!BINARY || !MODEL) {
       const lease = await supervisor.acquire(new AbortController().signal, (p) => heard.push(p));
       lease.release();
       const pid = supervisor.pid() as number;
-      expect(knownChildMode(BINARY)).toBe(true);
+      expect(await knownChildMode(BINARY)).toBe(true);
       expect(readFileSync(`/proc/${pid}/environ`, "utf8").split("\0")).toContain(
         "LLAMA_SERVER_ROUTER_PORT=1",
       );
