@@ -1,10 +1,13 @@
-import { readdirSync, statSync } from "node:fs";
+import { readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { HF_PREFIX, parseHfModelPath } from "../protocol/model-ref.ts";
 import type { ModelEntry } from "../protocol/models.ts";
+import type { DriveAnswers } from "../util/drive-answers.ts";
+import { oneAtATime } from "../util/one-at-a-time.ts";
+import { within } from "../util/within.ts";
 import { repoPaths } from "./hf-cache.ts";
 import { groupGgufs, isGgufPath, isProjector, missingText } from "./pick-gguf.ts";
-import { readRef, snapshotFiles } from "./resolve.ts";
+import { readRefAsync, snapshotFilesAsync } from "./resolve.ts";
 import { type FolderNames, folderNames } from "./utf8-names.ts";
 
 // The `models` listing's models found on disk, before their headers are read (list.ts).
@@ -48,31 +51,57 @@ export function folderCandidates(folder: string): Candidate[] {
   }));
 }
 
-/** Every snapshot of every cached model repo; snapshots a ref points at come first. */
-export function cachedCandidates(cacheDir: string): Candidate[] {
-  let dirs: string[];
-  try {
-    dirs = readdirSync(cacheDir).filter((d) => d.startsWith("models--"));
-  } catch {
-    return [];
+/** Tests: whose drives answer (and how long a listing is waited for), a folder's names, a snapshot's walk. */
+export interface CacheReads {
+  drives: DriveAnswers;
+  readdir?(folder: string): Promise<string[]>;
+  snapshotFiles?(snapshot: string): Promise<string[]>;
+  /** The core's stop (list.ts ListDeps): the walk ends at the next repo, not after every wait. */
+  stop?: AbortSignal;
+}
+
+/** The listings out, by folder, one at a time (util/one-at-a-time.ts). */
+const listings = oneAtATime<string[] | null>();
+
+/**
+ * Every snapshot of every cached model repo; snapshots a ref points at come first. Listed off the
+ * loop, each listing waited for no longer than a stat (util/drive-answers.ts): a stat can answer
+ * where the listing hangs (an NFS client answers from cached attributes, its server gone), and a
+ * repo's folder may be a link onto another drive; a readdirSync of either held the whole core,
+ * ping and cancel too. What does not answer is left out.
+ */
+export async function cachedCandidates(cacheDir: string, reads: CacheReads): Promise<Candidate[]> {
+  const dirs = ((await namesIn(cacheDir, reads)) ?? []).filter((d) => d.startsWith("models--")).sort();
+  const out: Candidate[] = [];
+  for (const dir of dirs) {
+    reads.stop?.throwIfAborted();
+    out.push(...(await repoCandidates(cacheDir, dir, reads)));
   }
-  return dirs.sort().flatMap((dir) => {
-    const repo = dir.slice("models--".length).split("--").join("/");
-    const paths = repoPaths(cacheDir, repo);
-    const refs = readRefs(paths.refs);
-    let commits: string[];
-    try {
-      commits = readdirSync(paths.snapshots);
-    } catch {
-      return [];
-    }
-    const referenced = (c: string) => (refs.get(c)?.includes("main") ? 0 : refs.has(c) ? 1 : 2);
-    commits.sort((a, b) => referenced(a) - referenced(b) || a.localeCompare(b));
-    return commits.flatMap((commit) => {
-      const snapshot = join(paths.snapshots, commit);
-      const onRefs = refs.get(commit) ?? [];
-      return groupGgufs(snapshotFiles(snapshot).filter((f) => !isProjector(f))).map((g) => ({
-        source: "hf_cache" as const,
+  return out;
+}
+
+async function repoCandidates(cacheDir: string, dir: string, reads: CacheReads): Promise<Candidate[]> {
+  const repo = dir.slice("models--".length).split("--").join("/");
+  const paths = repoPaths(cacheDir, repo);
+  if (!(await reads.drives.answers(join(cacheDir, dir)))) return [];
+  const commits = await namesIn(paths.snapshots, reads);
+  if (commits === null) return [];
+  const refs = await readRefs(paths.refs, reads);
+  const referenced = (c: string) => (refs.get(c)?.includes("main") ? 0 : refs.has(c) ? 1 : 2);
+  commits.sort((a, b) => referenced(a) - referenced(b) || a.localeCompare(b));
+  const out: Candidate[] = [];
+  for (const commit of commits) {
+    const snapshot = join(paths.snapshots, commit);
+    const walk = reads.snapshotFiles ?? snapshotFilesAsync;
+    const files = await bounded(
+      listings(`walk:${snapshot}`, () => walk(snapshot)),
+      reads,
+    );
+    if (files === null) continue;
+    const onRefs = refs.get(commit) ?? [];
+    for (const g of groupGgufs(files.filter((f) => !isProjector(f))))
+      out.push({
+        source: "hf_cache",
         repo,
         commit,
         refs: onRefs,
@@ -81,9 +110,27 @@ export function cachedCandidates(cacheDir: string): Candidate[] {
         missing: g.missing,
         missingText: missingText(g),
         model_path: referenceOf(repo, g.first, onRefs) ?? join(snapshot, ...g.first.split("/")),
-      }));
-    });
-  });
+      });
+  }
+  return out;
+}
+
+/** A folder's names; null when it cannot be listed or did not answer within the drive's wait. */
+function namesIn(folder: string, reads: CacheReads): Promise<string[] | null> {
+  const list = reads.readdir ?? ((f: string) => readdir(f));
+  return bounded(
+    listings(`list:${folder}`, () => list(folder)),
+    reads,
+  );
+}
+
+/** `work`'s answer, or null once it failed or the drive's wait is over (it runs on unwatched). */
+function bounded<T>(work: Promise<T>, reads: CacheReads): Promise<T | null> {
+  return within(
+    work.catch(() => null),
+    reads.drives.waitMs,
+    null,
+  );
 }
 
 /**
@@ -102,30 +149,23 @@ function referenceOf(repo: string, file: string, refs: readonly string[]): strin
   }
 }
 
-/** commit → the refs (main, tags, refs/pr/1 as pr/1) that name it. */
-function readRefs(refsDir: string): Map<string, string[]> {
+/** commit → the refs (main, tags, refs/pr/1 as pr/1) that name it, read off the loop as the listings are. */
+async function readRefs(refsDir: string, reads: CacheReads): Promise<Map<string, string[]>> {
   const out = new Map<string, string[]>();
-  const walk = (dir: string, prefix: string, depth: number) => {
-    let names: string[];
-    try {
-      names = readdirSync(dir);
-    } catch {
-      return;
-    }
-    for (const name of names.sort()) {
+  const walk = async (dir: string, prefix: string, depth: number): Promise<void> => {
+    const names = await namesIn(dir, reads);
+    for (const name of (names ?? []).sort()) {
       const full = join(dir, name);
-      try {
-        if (statSync(full).isDirectory()) {
-          if (depth < 4) walk(full, `${prefix}${name}/`, depth + 1);
-          continue;
-        }
-        const commit = readRef(full);
-        out.set(commit, [...(out.get(commit) ?? []), `${prefix}${name}`]);
-      } catch {
-        // an unreadable ref names nothing
+      const st = await bounded(stat(full), reads);
+      if (st?.isDirectory()) {
+        if (depth < 4) await walk(full, `${prefix}${name}/`, depth + 1);
+        continue;
       }
+      // An unreadable ref names nothing.
+      const commit = st ? await bounded(readRefAsync(full), reads) : null;
+      if (commit !== null) out.set(commit, [...(out.get(commit) ?? []), `${prefix}${name}`]);
     }
   };
-  walk(refsDir, "", 0);
+  await walk(refsDir, "", 0);
   return out;
 }

@@ -63,7 +63,9 @@ export async function listModels(input: ListInput, deps: Partial<ListDeps> = {})
     return paths.filter((_, i) => answers[i]);
   };
   const folders = scannedFolders(input, await answering(scanRoots(input)));
-  const cached = (await answering([input.cacheDir])).length ? cachedCandidates(input.cacheDir) : [];
+  const cached = (await answering([input.cacheDir])).length
+    ? await cachedCandidates(input.cacheDir, { drives: ask, ...(deps.stop ? { stop: deps.stop } : {}) })
+    : [];
   const found = [...cached, ...folders.flatMap(folderCandidates)];
   const reached = new Set(await answering(found.map((c) => c.parts[0]!)));
   const candidates = dedupe(found.filter((c) => reached.has(c.parts[0]!)));

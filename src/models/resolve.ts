@@ -5,7 +5,13 @@ import { join, relative } from "node:path";
 import { REQUEST_MODEL_KEY, settingData } from "../config/model-entry.ts";
 import { CoreError, isCoreError } from "../protocol/errors.ts";
 import { HF_PREFIX, type ModelRef, parseHfModelPath, pullCommand } from "../protocol/model-ref.ts";
-import { FileTooLarge, kindOf, NotRegularFile, readSmallFile } from "../util/read-file.ts";
+import {
+  FileTooLarge,
+  kindOf,
+  NotRegularFile,
+  readSmallFile,
+  readSmallFileAsync,
+} from "../util/read-file.ts";
 import { type Env, hubCacheDir, refPath, repoPaths } from "./hf-cache.ts";
 import { isGgufPath, missingText, pickGguf } from "./pick-gguf.ts";
 
@@ -232,6 +238,11 @@ const REF_MAX_BYTES = 4096;
 /** What a ref file holds, trimmed; never a blocking read (a FIFO is NotRegularFile). */
 export function readRef(file: string): string {
   return readSmallFile(file, REF_MAX_BYTES).trim();
+}
+
+/** readRef off the loop (models/list-candidates.ts). */
+export async function readRefAsync(file: string): Promise<string> {
+  return (await readSmallFileAsync(file, REF_MAX_BYTES)).trim();
 }
 
 /**

@@ -1,0 +1,43 @@
+import { describe, expect, test } from "bun:test";
+import { readdir } from "node:fs/promises";
+import { join } from "node:path";
+import { cachedCandidates } from "../../src/models/list-candidates.ts";
+import { DriveAnswers } from "../../src/util/drive-answers.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+import { layRepo, tinyModel } from "./cache-layout.ts";
+
+// The hub cache (or one repo's folder, a link onto another drive) on a network share gone
+// offline: a stat can answer from cached attributes where its listing hangs (an NFS client whose
+// server is gone), and a readdirSync of it held the whole core, ping and cancel too.
+
+const nextTurn = () => new Promise<string>((r) => setImmediate(() => r("the loop's next turn")));
+const answering = (statWaitMs = 30_000) =>
+  new DriveAnswers({ stat: async () => ({ ino: 1 }), statWaitMs, lanes: 4 });
+
+describe("models: the hub cache listed off the loop", () => {
+  test("a cache whose listing hangs lets the loop turn, and is given up after the drive's wait", async () => {
+    let answer: (names: string[]) => void = () => {};
+    const hangs = () =>
+      new Promise<string[]>((r) => {
+        answer = r;
+      });
+    const listed = cachedCandidates("/nas/hub", { drives: answering(), readdir: hangs });
+    expect(await Promise.race([listed, nextTurn()])).toBe("the loop's next turn");
+    answer([]);
+    expect(await listed).toEqual([]);
+    const never = () => new Promise<string[]>(() => {});
+    expect(await cachedCandidates("/nas/hub2", { drives: answering(1), readdir: never })).toEqual([]);
+  });
+
+  test("a repo whose snapshots' listing hangs is left out; the others are listed", async () => {
+    using dir = tmpdir();
+    const cache = join(dir.path, "cache");
+    layRepo(cache, "org/near", { "n-Q4_K_M.gguf": tinyModel() });
+    const far = layRepo(cache, "org/far", { "f-Q4_K_M.gguf": tinyModel() });
+    const list = (folder: string) =>
+      folder.startsWith(join(cache, "models--org--far")) ? new Promise<string[]>(() => {}) : readdir(folder);
+    const found = await cachedCandidates(cache, { drives: answering(1), readdir: list });
+    expect(found.map((c) => `${c.repo}:${c.file}`)).toEqual(["org/near:n-Q4_K_M.gguf"]);
+    expect(far.snapshot).toContain("models--org--far");
+  });
+});
