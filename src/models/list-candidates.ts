@@ -8,7 +8,7 @@ import { within } from "../util/within.ts";
 import { repoPaths } from "./hf-cache.ts";
 import { groupGgufs, isGgufPath, isProjector, missingText } from "./pick-gguf.ts";
 import { readRefAsync, snapshotFilesAsync } from "./resolve.ts";
-import { type FolderNames, folderNames } from "./utf8-names.ts";
+import { type FolderNames, folderNamesAsync } from "./utf8-names.ts";
 
 // The `models` listing's models found on disk, before their headers are read (list.ts).
 
@@ -29,13 +29,18 @@ export interface Candidate {
   undecodable?: boolean;
 }
 
-export function folderCandidates(folder: string): Candidate[] {
-  let found: FolderNames;
-  try {
-    found = folderNames(folder);
-  } catch {
-    return [];
-  }
+/**
+ * A folder's GGUFs, listed off the loop and waited for no longer than its stat (as the cache's
+ * are): a folder whose stat answered can still hang its listing, and a readdirSync of it held the
+ * whole core. One that cannot be listed, or does not answer, holds none.
+ */
+export async function folderCandidates(folder: string, reads: CacheReads): Promise<Candidate[]> {
+  const list = reads.folderNames ?? folderNamesAsync;
+  const found = await bounded(
+    folderListings(`names:${folder}`, () => list(folder)),
+    reads,
+  );
+  if (found === null) return [];
   const names = found.names.filter((n) => isGgufPath(n) && !isProjector(n));
   return groupGgufs(names).map((g) => ({
     source: "folder" as const,
@@ -56,12 +61,14 @@ export interface CacheReads {
   drives: DriveAnswers;
   readdir?(folder: string): Promise<string[]>;
   snapshotFiles?(snapshot: string): Promise<string[]>;
+  folderNames?(folder: string): Promise<FolderNames>;
   /** The core's stop (list.ts ListDeps): the walk ends at the next repo, not after every wait. */
   stop?: AbortSignal;
 }
 
 /** The listings out, by folder, one at a time (util/one-at-a-time.ts). */
 const listings = oneAtATime<string[] | null>();
+const folderListings = oneAtATime<FolderNames>();
 
 /**
  * Every snapshot of every cached model repo; snapshots a ref points at come first. Listed off the

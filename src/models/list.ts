@@ -63,10 +63,11 @@ export async function listModels(input: ListInput, deps: Partial<ListDeps> = {})
     return paths.filter((_, i) => answers[i]);
   };
   const folders = scannedFolders(input, await answering(scanRoots(input)));
+  const reads = { drives: ask, ...(deps.stop ? { stop: deps.stop } : {}) };
   const cached = (await answering([input.cacheDir])).length
-    ? await cachedCandidates(input.cacheDir, { drives: ask, ...(deps.stop ? { stop: deps.stop } : {}) })
+    ? await cachedCandidates(input.cacheDir, reads)
     : [];
-  const found = [...cached, ...folders.flatMap(folderCandidates)];
+  const found = [...cached, ...(await Promise.all(folders.map((f) => folderCandidates(f, reads)))).flat()];
   const reached = new Set(await answering(found.map((c) => c.parts[0]!)));
   const candidates = dedupe(found.filter((c) => reached.has(c.parts[0]!)));
   const reachable = async (path: string | null) =>

@@ -1,4 +1,5 @@
 import { readdirSync } from "node:fs";
+import { readdir } from "node:fs/promises";
 
 // ignoreBOM: a name that begins with U+FEFF keeps it (by default the decoder drops it, naming no file).
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
@@ -17,8 +18,17 @@ export interface FolderNames {
  * readdirSync does.
  */
 export function folderNames(folder: string): FolderNames {
+  return decoded(readdirSync(folder, { encoding: "buffer" }));
+}
+
+/** folderNames off the loop (models/list-candidates.ts); rejects as readdir does. */
+export async function folderNamesAsync(folder: string): Promise<FolderNames> {
+  return decoded(await readdir(folder, { encoding: "buffer" }));
+}
+
+function decoded(raws: readonly Buffer[]): FolderNames {
   const out: FolderNames = { names: [], undecodable: new Set() };
-  for (const raw of readdirSync(folder, { encoding: "buffer" })) {
+  for (const raw of raws) {
     try {
       out.names.push(strictUtf8.decode(raw));
     } catch {

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
-import { cachedCandidates } from "../../src/models/list-candidates.ts";
+import { cachedCandidates, folderCandidates } from "../../src/models/list-candidates.ts";
 import { DriveAnswers } from "../../src/util/drive-answers.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { layRepo, tinyModel } from "./cache-layout.ts";
@@ -39,5 +39,19 @@ describe("models: the hub cache listed off the loop", () => {
     const found = await cachedCandidates(cache, { drives: answering(1), readdir: list });
     expect(found.map((c) => `${c.repo}:${c.file}`)).toEqual(["org/near:n-Q4_K_M.gguf"]);
     expect(far.snapshot).toContain("models--org--far");
+  });
+
+  test("a folder beside the config whose listing hangs lets the loop turn, and is given up after the wait", async () => {
+    let answer: (names: { names: string[]; undecodable: Set<string> }) => void = () => {};
+    const folderNames = () =>
+      new Promise<{ names: string[]; undecodable: Set<string> }>((r) => {
+        answer = r;
+      });
+    const listed = folderCandidates("/nas/models", { drives: answering(), folderNames });
+    expect(await Promise.race([listed, nextTurn()])).toBe("the loop's next turn");
+    answer({ names: ["a.gguf"], undecodable: new Set() });
+    expect((await listed).map((c) => c.model_path)).toEqual([join("/nas/models", "a.gguf")]);
+    const never = () => new Promise<{ names: string[]; undecodable: Set<string> }>(() => {});
+    expect(await folderCandidates("/nas/other", { drives: answering(1), folderNames: never })).toEqual([]);
   });
 });
