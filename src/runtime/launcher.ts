@@ -139,7 +139,8 @@ export class Launcher {
       );
       if (!("error" in outcome)) {
         // Ready: whether it printed state lines by now says whether this build speaks child mode.
-        await rememberChildMode(request.binary, outcome.states.speaks);
+        // Not waited for: the binary's drive asked again must not hold a server that is up.
+        void rememberChildMode(request.binary, outcome.states.speaks);
         const skipped = this.rpc.afterReady(outcome.tail.last());
         if (skipped) {
           await stopChild(outcome.child, 0);
