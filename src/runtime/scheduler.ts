@@ -87,6 +87,12 @@ export class Scheduler {
     { spare = false, ...options }: AcquireOptions & { spare?: boolean } = {},
   ): Promise<ModelLease> {
     if (this.closing) throw schedulerClosed();
+    // Behind loads waiting for this model's chats to end (room.ts `behind`); a spare ask is brief.
+    // With none, nothing yields: the model is busy from this call on.
+    if (!spare && this.room.ahead(model).length > 0) {
+      await this.room.behind(model, () => this.loaded(model) !== undefined, signal, onProgress);
+      if (this.closing) throw schedulerClosed();
+    }
     const entry = this.entry(model);
     this.use(entry, 1);
     try {
