@@ -11,6 +11,7 @@ import { HF_PREFIX } from "../protocol/model-ref.ts";
 import { filesUnchangedNow, type LaunchFiles, type LaunchView } from "../runtime/launch.ts";
 import type { ModelsApi } from "../runtime/models-api.ts";
 import { refusedSpare } from "../runtime/scheduler-errors.ts";
+import type { ChatsRunning } from "../store/embed-room.ts";
 import { MemoryEmbedder } from "../store/memory-embedder.ts";
 import type { Store } from "../store/store.ts";
 import { abortable } from "../util/abortable.ts";
@@ -29,6 +30,7 @@ export function memoryEmbedder(
   store: Store,
   models: ModelsApi,
   ask: DriveAnswers = drives,
+  chats?: ChatsRunning,
 ): MemoryEmbedder | undefined {
   const name = config.memory.embedding_model;
   if (!config.memory.enabled || name === null) return undefined;
@@ -43,6 +45,7 @@ export function memoryEmbedder(
     model: name,
     fingerprint: fingerprintNow,
     embed: (texts, signal, spare) => embedWith(models, choice, texts, signal, path, ask, spare),
+    ...(chats ? { chats } : {}),
   });
   // Rows left without a vector (the folders indexed at the first open, another model's vectors,
   // a failure last time) are embedded once the core is up; the folders once they are read.

@@ -10,6 +10,7 @@ import type { PullDeps } from "../models/pull.ts";
 import type { LlamaProvider } from "../runtime/endpoint.ts";
 import { earlierLogsSettled } from "../runtime/log-scrub.ts";
 import type { ModelsApi } from "../runtime/models-api.ts";
+import { ChatsRunning } from "../store/embed-room.ts";
 import { ErasureWatch } from "../store/erasures.ts";
 import { KeyedMutex } from "../store/keyed-mutex.ts";
 import type { MemoryEmbedder } from "../store/memory-embedder.ts";
@@ -63,8 +64,9 @@ export class CoreServices implements Services {
     several: () => this.several,
   });
   private several: SeveralModels | undefined;
-  /** Memory's embedder: undefined until asked, null when there is none (no embedding model). */
+  /** Memory's embedder: undefined until asked, null when there is none; the chats running, every embedder's. */
   private embedder: MemoryEmbedder | null | undefined;
+  private readonly chats = new ChatsRunning();
   private readonly shutdown = new ShutdownOrder();
   readonly erasing = new ErasureWatch();
   private prepared = false;
@@ -268,7 +270,7 @@ export class CoreServices implements Services {
       if (!models) return undefined;
       const store = this.store();
       const { memoryEmbedder } = require("./memory-embedding.ts") as typeof import("./memory-embedding.ts");
-      const made = memoryEmbedder(config, store, models);
+      const made = memoryEmbedder(config, store, models, undefined, this.chats);
       if (made) this.embedder = this.shutdown.add("memory embedder", made, () => made.stop());
     } catch (err) {
       // No config or no store: the request that needs them reports it; asked again next time.

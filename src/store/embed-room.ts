@@ -11,6 +11,34 @@ const realLater: Later = (fn, ms) => {
 };
 
 /**
+ * The chats running, counted by the composition root (services.ts) for every embedder it makes: a
+ * store dropped and opened again makes a new embedder while chats run, and its room must know
+ * them (a room counting none granted its room under a running chat).
+ */
+export class ChatsRunning {
+  count = 0;
+  private readonly ends = new Set<() => void>();
+
+  /** A chat begins; the function it answers is its end (idempotent). */
+  begin(): () => void {
+    this.count += 1;
+    let ended = false;
+    return () => {
+      if (ended) return;
+      ended = true;
+      this.count -= 1;
+      for (const heard of [...this.ends]) heard();
+    };
+  }
+
+  /** `heard` is told each chat's end until the function it answers is called. */
+  listen(heard: () => void): () => void {
+    this.ends.add(heard);
+    return () => this.ends.delete(heard);
+  }
+}
+
+/**
  * When memory's background job may take the room of an idle chat model (docs/agent.md, "How
  * recall ranks with vectors"; docs/supervisor.md, "What is unloaded, when"). Its asks are spare
  * (they take free room only) until one is refused for want of room; then, once no chat has run
@@ -19,17 +47,22 @@ const realLater: Later = (fn, ms) => {
  * every turn unloaded the chat's model, which the next turn loaded again: a reload per turn.
  */
 export class EmbedRoom {
-  private chats = 0;
   private waiting = false;
   private cancel: (() => void) | undefined;
   private grant: AbortController | undefined;
+  private readonly unlisten: () => void;
 
   constructor(
     /** Called when the room is granted: the job runs again, its asks ordinary. */
     private readonly granted: () => void,
     private readonly idleMs = IDLE_BEFORE_TAKING_MS,
     private readonly later: Later = realLater,
-  ) {}
+    private readonly chats = new ChatsRunning(),
+  ) {
+    this.unlisten = chats.listen(() => {
+      if (this.waiting) this.arm();
+    });
+  }
 
   /**
    * The signal of the grant the job's asks may unload a model under, aborted when a chat begins
@@ -50,28 +83,23 @@ export class EmbedRoom {
 
   /** A chat begins: any wait and grant end. The function it answers is its end; the wait starts over then. */
   chatBegan(): () => void {
-    this.chats += 1;
+    const ended = this.chats.begin();
     this.disarm();
     this.grant?.abort(new Error("a chat began: its model is wanted"));
     this.grant = undefined;
-    let ended = false;
-    return () => {
-      if (ended) return;
-      ended = true;
-      this.chats -= 1;
-      if (this.waiting) this.arm();
-    };
+    return ended;
   }
 
   /** Shutdown: no wait left running. */
   stop(): void {
+    this.unlisten();
     this.disarm();
     this.waiting = false;
   }
 
   private arm(): void {
     this.disarm();
-    if (this.chats > 0) return;
+    if (this.chats.count > 0) return;
     this.cancel = this.later(() => {
       this.cancel = undefined;
       this.waiting = false;

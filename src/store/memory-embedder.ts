@@ -2,7 +2,7 @@ import { abortable } from "../util/abortable.ts";
 import { backoffDelayMs } from "../util/backoff.ts";
 import { logger } from "../util/logger.ts";
 import { cannotEmbed, embedShortened, serverDied, tooLong } from "./embed-failures.ts";
-import { EmbedRoom, type Later } from "./embed-room.ts";
+import { type ChatsRunning, EmbedRoom, type Later } from "./embed-room.ts";
 import type { QueryVector } from "./memory-vectors.ts";
 import type { Store } from "./store.ts";
 
@@ -41,6 +41,8 @@ export interface MemoryEmbedderDeps {
   /** Tests: how long chats are idle before the job takes their model's room, and its timer (embed-room.ts). */
   idleMs?: number;
   later?: Later;
+  /** The chats running, the composition root's for every embedder it makes (embed-room.ts). */
+  chats?: ChatsRunning;
 }
 
 /** Rows per embedding request: llama-server takes up to 1,024 inputs, but a batch is one wait. */
@@ -79,7 +81,7 @@ export class MemoryEmbedder {
   private readonly room: EmbedRoom;
 
   constructor(private readonly deps: MemoryEmbedderDeps) {
-    this.room = new EmbedRoom(() => void this.run(), deps.idleMs, deps.later);
+    this.room = new EmbedRoom(() => void this.run(), deps.idleMs, deps.later, deps.chats);
     this.batch = deps.batch ?? BATCH;
     this.settleMs = deps.settleMs ?? SETTLE_MS;
     this.retryMs = deps.retryMs ?? RETRY_MS;
@@ -116,10 +118,7 @@ export class MemoryEmbedder {
     this.timer.unref?.();
   }
 
-  /**
-   * A chat begins (methods/chat.ts): the job's asks take free room only until chats are idle
-   * (embed-room.ts). The function it answers is the chat's end: the job runs after it.
-   */
+  /** A chat begins (chat.ts): asks take free room only till chats idle (embed-room.ts); its end runs the job. */
   chatBegan(): () => void {
     const ended = this.room.chatBegan();
     return () => {

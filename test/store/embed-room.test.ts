@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { EmbedRoom, type Later } from "../../src/store/embed-room.ts";
+import { ChatsRunning, EmbedRoom, type Later } from "../../src/store/embed-room.ts";
 
 /** The room's timer, fired by hand: no real 30 s wait. */
 function handClock() {
@@ -58,5 +58,39 @@ describe("EmbedRoom", () => {
     expect(clock.pending.size).toBe(1);
     clock.fireAll();
     expect(made.grants).toBe(2);
+  });
+});
+
+describe("EmbedRoom: the chats running, shared across embedders", () => {
+  // The store dropped and opened again (services.ts dropStore: its database replaced, or writable
+  // again) makes a new embedder, whose room had counted no chat: a chat running since before was
+  // unknown to it, so its 30 s wait began and its grant came while that chat ran, and its ordinary
+  // ask could unload the chat's model between the chat's claim and its lease (a swap in its way).
+  test("a room made while a chat runs waits for that chat's end", () => {
+    const clock = handClock();
+    const chats = new ChatsRunning();
+    const made = { grants: 0 };
+    const first = new EmbedRoom(() => made.grants++, 10, clock.later, chats);
+    const ended = first.chatBegan();
+    first.stop();
+    const second = new EmbedRoom(() => made.grants++, 10, clock.later, chats);
+    second.refused();
+    expect(clock.pending.size).toBe(0); // the chat still runs: no wait yet
+    ended();
+    expect(clock.pending.size).toBe(1); // the wait starts as it ends
+    clock.fireAll();
+    expect(made.grants).toBe(1);
+    expect(second.ordinary()).toBeDefined();
+  });
+
+  test("a stopped room hears no chat's end", () => {
+    const clock = handClock();
+    const chats = new ChatsRunning();
+    const room = new EmbedRoom(() => {}, 10, clock.later, chats);
+    const ended = room.chatBegan();
+    room.refused();
+    room.stop();
+    ended();
+    expect(clock.pending.size).toBe(0);
   });
 });
