@@ -63,6 +63,20 @@ describe("Scheduler: a wait for room is fair", () => {
     expect(row("b")?.state).toBe("loaded");
   });
 
+  test("shutdown ends a queued chat's wait: refused, not left waiting", async () => {
+    const { scheduler } = schedulerOver({ a: { gib: 6 }, b: { gib: 6 } });
+    const first = await scheduler.acquire("a", signal());
+    const b = rejection(scheduler.acquire("b", signal()));
+    await settle();
+    const second = rejection(scheduler.acquire("a", signal()));
+    await settle();
+    const stopped = scheduler.stop();
+    first.release();
+    await stopped;
+    expect((await second).code).toBe("cancelled");
+    expect((await b).code).toBe("cancelled");
+  });
+
   test("a model pinned: nothing queues behind a load its pin keeps waiting", async () => {
     const { scheduler } = schedulerOver({ a: { gib: 6 }, b: { gib: 6 } }, ["a"], [], 2000);
     const first = await scheduler.acquire("a", signal());
