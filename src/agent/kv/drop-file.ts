@@ -37,6 +37,23 @@ export function dropFile(path: string, zeroes?: Zeroes): boolean {
   return true;
 }
 
+/**
+ * Runs `replace`, a rename onto `path` (a session's next save, its sidecar rewritten), the file it
+ * replaces opened first and zeroed through that descriptor after: renamed over, its blocks keep
+ * the earlier turns' tokens as an unlinked one's do, past any later erase of the session
+ * (docs/agent.md, The store). A rename that throws leaves the old file as it was.
+ */
+export function replaceZeroed(path: string, zeroes: Zeroes, replace: () => void): void {
+  const fd = openAtName(path, zeroes);
+  try {
+    replace();
+  } catch (err) {
+    if (fd !== undefined) closeSync(fd);
+    throw err;
+  }
+  if (fd !== undefined) zeroes.zero(fd, path);
+}
+
 /** Opens of a name whose file another core keeps renaming over, before it is unlinked as it is. */
 const SWAPS = 3;
 

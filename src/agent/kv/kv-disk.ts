@@ -5,7 +5,7 @@ import { stageFileAtomic, syncFolderAsync } from "../../store/atomic.ts";
 import { logger } from "../../util/logger.ts";
 import { ensurePrivateDir, PRIVATE_FILE_MODE } from "../../util/private-fs.ts";
 import { readSmallFile } from "../../util/read-file.ts";
-import { alive, dropFile, Zeroes } from "./drop-file.ts";
+import { alive, dropFile, replaceZeroed, Zeroes } from "./drop-file.ts";
 import { type KvEntry, SidecarSchema } from "./kv-entry.ts";
 
 export type { KvEntry };
@@ -136,10 +136,10 @@ export class KvDisk {
         this.discard(temp);
         return false;
       }
-      // Described first: a state file without its sidecar is never restored.
-      sidecar.commit({ folder: false });
+      // Described first: a state file without its sidecar is never restored. The old ones zeroed.
+      replaceZeroed(this.sidecarOf(name), this.zeroes, () => sidecar.commit({ folder: false }));
       described = true;
-      renameSync(path, this.binOf(name));
+      replaceZeroed(this.binOf(name), this.zeroes, () => renameSync(path, this.binOf(name)));
       // Asked again once in place: another core's erase (its rows first, then its files) or
       // takeover of the session between the check and the renames would otherwise leave them.
       if (!wanted()) {
@@ -174,7 +174,8 @@ export class KvDisk {
       const name = this.nameOf(entry.user_id, entry.session_id);
       const now = this.readSidecar(name);
       if (!now || !sameSave(now, entry)) return;
-      this.stageSidecar(name, { ...entry, used_at: this.now() }).commit();
+      const staged = this.stageSidecar(name, { ...entry, used_at: this.now() });
+      replaceZeroed(this.sidecarOf(name), this.zeroes, () => staged.commit());
     } catch {
       // Only its place in the eviction order is lost.
     }

@@ -1,0 +1,64 @@
+import { describe, expect, test } from "bun:test";
+import * as fs from "node:fs";
+import { join } from "node:path";
+import { KvDisk } from "../../../src/agent/kv/kv-disk.ts";
+import { entryOf } from "../../../src/agent/kv/kv-entry.ts";
+import { emptyRecord } from "../../../src/agent/kv/prompt-record.ts";
+import { holdOpen } from "../../fixtures/held-file.ts";
+import { tmpdir } from "../../fixtures/tmpdir.ts";
+
+// A session's next save is renamed onto its state file's name: the rename frees the old file's
+// blocks as an unlink does, so unzeroed they keep the earlier turns' tokens after the session is
+// erased (docs/agent.md, "Files of erased words are zeroed before they go"). A descriptor the test
+// holds (fixtures/held-file.ts) reads what the disk kept.
+const FP = "f".repeat(32);
+
+async function save(disk: KvDisk, tokens: string, source: string): Promise<void> {
+  const name = disk.nameOf("u", "s");
+  const temp = disk.tempName(name);
+  fs.writeFileSync(join(disk.dir, temp), tokens);
+  const n = Buffer.byteLength(tokens);
+  const entry = entryOf(
+    { userId: "u", sessionId: "s" },
+    FP,
+    { n_saved: 10, n_written: n },
+    emptyRecord(),
+    [source],
+    1,
+  );
+  expect(await disk.commit(temp, entry)).toBe(true);
+}
+
+/** A folder whose session u/s has one save, and the paths of its state file and sidecar. */
+async function savedOnce(dir: string) {
+  const disk = new KvDisk(dir, 10_000_000);
+  await save(disk, "my old secret turn\n".repeat(100), "document:old-secret");
+  const name = disk.nameOf("u", "s");
+  return { disk, bin: join(dir, `${name}.bin`), sidecar: join(dir, `${name}.json`) };
+}
+
+describe("a state file replaced by the session's next save", () => {
+  test("the old state file and sidecar are zeroed once renamed over", async () => {
+    using dir = tmpdir();
+    const { disk, bin, sidecar } = await savedOnce(dir.path);
+    using oldBin = holdOpen(bin);
+    using oldSidecar = holdOpen(sidecar);
+    await save(disk, "the new turn\n".repeat(50), "document:new");
+    await disk.zeroes.done();
+    expect(oldBin.zeroed().allZero).toBe(true);
+    expect(oldSidecar.zeroed().allZero).toBe(true);
+    expect(fs.readFileSync(bin, "utf8")).toBe("the new turn\n".repeat(50));
+  });
+
+  test("touch's rewrite of the sidecar zeroes the one it replaces", async () => {
+    using dir = tmpdir();
+    const { disk, sidecar } = await savedOnce(dir.path);
+    using oldSidecar = holdOpen(sidecar);
+    const entry = disk.entry("u", "s");
+    if (!entry) throw new Error("no entry");
+    disk.touch(entry);
+    await disk.zeroes.done();
+    expect(oldSidecar.zeroed().allZero).toBe(true);
+    expect(disk.entry("u", "s")?.note_sources).toEqual(["document:old-secret"]);
+  });
+});
