@@ -17,23 +17,27 @@ export const alive = (pid: number) => pid === process.pid || isAlive(pid);
  * words (docs/agent.md, The store).
  */
 export function dropFile(path: string, zeroes?: Zeroes): boolean {
-  let fd: number | undefined;
+  let fd: number | typeof MOVING | undefined;
   try {
     if (lstatSync(path).isDirectory()) {
       logger.warn(`${path} is a directory where a KV state file belongs: left as it is`);
       return true;
     }
     if (zeroes) fd = openAtName(path, zeroes);
+    if (fd === MOVING) {
+      logger.warn(`${path} was replaced by another file each time it was opened: left for a later removal`);
+      return false;
+    }
     unlinkSync(path);
     if (zeroes && fd === undefined) logger.warn(`${path} was removed but not zeroed: it could not be opened`);
   } catch (err) {
-    if (fd !== undefined) closeSync(fd);
+    if (typeof fd === "number") closeSync(fd);
     const code = (err as { code?: string }).code;
     if (code === "ENOENT" || code === "ENOTDIR") return true;
     logger.warn(`${path} could not be removed: ${(err as Error).message}`);
     return false;
   }
-  if (fd !== undefined) zeroes?.zero(fd, path);
+  if (typeof fd === "number") zeroes?.zero(fd, path);
   return true;
 }
 
@@ -45,6 +49,9 @@ export function dropFile(path: string, zeroes?: Zeroes): boolean {
  */
 export function replaceZeroed(path: string, zeroes: Zeroes, replace: () => void): void {
   const fd = openAtName(path, zeroes);
+  // Another core's save put there after each open: not renamed over unzeroed (the caller's own
+  // file is dropped instead, and the other core's left).
+  if (fd === MOVING) throw new Error(`${path} was replaced by another file each time it was opened`);
   try {
     replace();
   } catch (err) {
@@ -54,20 +61,24 @@ export function replaceZeroed(path: string, zeroes: Zeroes, replace: () => void)
   if (fd !== undefined) zeroes.zero(fd, path);
 }
 
-/** Opens of a name whose file another core keeps renaming over, before it is unlinked as it is. */
+/** Opens of a name whose file another core keeps renaming over, before it is left as it is. */
 const SWAPS = 3;
+/** `openAtName` found another file at the name after each of its opens. */
+const MOVING = Symbol("moving");
 
 /**
  * `path` opened to be zeroed, still the file at that name: another core renaming its fresh save
  * of the session onto the name after the open had that save unlinked unzeroed, its tokens left in
  * the blocks after an erase. The one opened (nameless now) is zeroed, and the new one opened in
- * turn; the look and the unlink are not one step, a window we accept (docs/agent.md, The store).
+ * turn, up to `SWAPS` times (then `MOVING`: the name is left, never unlinked unchecked); the look
+ * and the unlink are not one step, a window we accept (docs/agent.md, The store).
  */
-function openAtName(path: string, zeroes: Zeroes): number | undefined {
+function openAtName(path: string, zeroes: Zeroes): number | typeof MOVING | undefined {
   for (let tries = 1; ; tries++) {
     const fd = openToZero(path);
-    if (fd === undefined || tries >= SWAPS || stillAt(fd, path)) return fd;
+    if (fd === undefined || stillAt(fd, path)) return fd;
     zeroes.zero(fd, path);
+    if (tries >= SWAPS) return MOVING;
   }
 }
 

@@ -2,7 +2,7 @@ import { expect, spyOn, test } from "bun:test";
 import * as fs from "node:fs";
 import { join } from "node:path";
 import { dropFile, Zeroes } from "../../../src/agent/kv/drop-file.ts";
-import { holdOpen } from "../../fixtures/held-file.ts";
+import { type HeldFile, holdOpen } from "../../fixtures/held-file.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
 // Two cores on one data folder (docs/agent.md, "Files of erased words are zeroed before they
@@ -10,6 +10,33 @@ import { tmpdir } from "../../fixtures/tmpdir.ts";
 // core renaming its fresh save of that session onto the name in between had that save unlinked
 // unzeroed, its tokens left in the disk's blocks after the erase. The rename is made here right
 // after the open's own check (the first lstat once the file is opened), as that core's would land.
+
+/** `dropFile(path)` with `swap` run after each open of `path`'s first look; its answer. */
+function dropSwapping(path: string, zeroes: Zeroes, swap: () => void): boolean {
+  const realOpen = fs.openSync;
+  const realLstat = fs.lstatSync;
+  let opened = false;
+  const open = spyOn(fs, "openSync").mockImplementation(((p: fs.PathLike, flags: number) => {
+    const fd = realOpen(p, flags);
+    if (p === path) opened = true;
+    return fd;
+  }) as typeof fs.openSync);
+  const lstat = spyOn(fs, "lstatSync").mockImplementation(((p: fs.PathLike) => {
+    const stats = realLstat(p);
+    if (opened && p === path) {
+      opened = false;
+      swap();
+    }
+    return stats;
+  }) as typeof fs.lstatSync);
+  try {
+    return dropFile(path, zeroes);
+  } finally {
+    open.mockRestore();
+    lstat.mockRestore();
+  }
+}
+
 test("a save renamed onto the name after the open is zeroed too, not unlinked unzeroed", async () => {
   using dir = tmpdir();
   const path = join(dir.path, `s-${"a".repeat(32)}.bin`);
@@ -18,30 +45,14 @@ test("a save renamed onto the name after the open is zeroed too, not unlinked un
   fs.writeFileSync(fresh, "fresher tokens of my secret\n".repeat(100));
   using older = holdOpen(path);
   using newer = holdOpen(fresh);
-  const realOpen = fs.openSync;
-  const realLstat = fs.lstatSync;
-  let opened = false;
   let swapped = false;
-  const open = spyOn(fs, "openSync").mockImplementation(((p: fs.PathLike, flags: number) => {
-    const fd = realOpen(p, flags);
-    if (p === path) opened = true;
-    return fd;
-  }) as typeof fs.openSync);
-  const lstat = spyOn(fs, "lstatSync").mockImplementation(((p: fs.PathLike) => {
-    const stats = realLstat(p);
-    if (opened && !swapped && p === path) {
-      swapped = true;
-      fs.renameSync(fresh, path);
-    }
-    return stats;
-  }) as typeof fs.lstatSync);
   const zeroes = new Zeroes();
-  try {
-    expect(dropFile(path, zeroes)).toBe(true);
-  } finally {
-    open.mockRestore();
-    lstat.mockRestore();
-  }
+  const dropped = dropSwapping(path, zeroes, () => {
+    if (swapped) return;
+    swapped = true;
+    fs.renameSync(fresh, path);
+  });
+  expect(dropped).toBe(true);
   await zeroes.done();
   expect(swapped).toBe(true);
   expect(fs.existsSync(path)).toBe(false);
@@ -50,4 +61,33 @@ test("a save renamed onto the name after the open is zeroed too, not unlinked un
     size: Buffer.byteLength("fresher tokens of my secret\n") * 100,
     allZero: true,
   });
+});
+
+// A save renamed onto the name after every open: the third open was not checked, so the save
+// renamed after it was unlinked unzeroed.
+test("a name swapped after each open never has a save unlinked unzeroed", async () => {
+  using dir = tmpdir();
+  const path = join(dir.path, `s-${"a".repeat(32)}.bin`);
+  const text = (i: number) => `tokens ${i} of my secret\n`.repeat(100);
+  fs.writeFileSync(path, text(0));
+  const held: HeldFile[] = [holdOpen(path)];
+  const inos = [fs.statSync(path).ino];
+  const zeroes = new Zeroes();
+  const dropped = dropSwapping(path, zeroes, () => {
+    const fresh = join(dir.path, `other-core-save-${held.length}.tmp`);
+    fs.writeFileSync(fresh, text(held.length));
+    held.push(holdOpen(fresh));
+    inos.push(fs.statSync(fresh).ino);
+    fs.renameSync(fresh, path);
+  });
+  // The name is left (said, and an erase fails on it) rather than unlinked unchecked.
+  expect(dropped).toBe(false);
+  await zeroes.done();
+  const named = fs.statSync(path).ino;
+  for (const [i, h] of held.entries()) {
+    // Each save is either still at the name (left for a later removal) or zeroed.
+    if (inos[i] !== named)
+      expect({ i, ...h.zeroed() }).toEqual({ i, size: Buffer.byteLength(text(i)), allZero: true });
+  }
+  for (const h of held) h[Symbol.dispose]();
 });
