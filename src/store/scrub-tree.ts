@@ -1,36 +1,69 @@
-import { readdirSync, rmSync } from "node:fs";
+import { type Dirent, readdirSync, rmdirSync, rmSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import { logger } from "../util/logger.ts";
 import { zeroFileSync } from "./scrub-file.ts";
+
+/** Passes over a folder that files keep being put in, before what came last is left (and said). */
+const PASSES = 2;
 
 /**
  * Removes a file or a folder of a conversation's words, each regular file in it zeroed and synced
  * first (scrub-file.ts: unlinked alone, its blocks keep the words; docs/agent.md, The store). Links
  * are removed, never followed. The zeroing is best effort, as SQLite's `secure_delete` is: a file
  * it cannot open for writing (read-only, another user's) is still removed, with a warning, since
- * an erase that kept the name would keep the words readable too. For the store's thread: synchronous.
+ * an erase that kept the name would keep the words readable too. Entry by entry, each file as it
+ * was zeroed: a file put in a folder after its zeroing pass (the 0.1 app writing on) went unzeroed
+ * with one recursive removal. For the store's thread: synchronous.
  */
 export function removeZeroedSync(path: string): void {
-  zeroTree(path);
-  rmSync(path, { recursive: true, force: true });
-}
-
-function zeroTree(path: string): void {
-  let entries: import("node:fs").Dirent[];
+  let entries: Dirent[];
   try {
     entries = readdirSync(path, { withFileTypes: true });
   } catch (err) {
     // Not a folder: the file itself (a link is refused by zeroFileSync, ELOOP); gone: nothing to do.
     const code = (err as { code?: string }).code;
-    if (code === "ENOTDIR") zeroOne(path);
-    else if (code !== "ENOENT")
+    if (code === "ENOTDIR") removeFile(path, true);
+    else if (code !== "ENOENT") {
       logger.warn(`${path} could not be listed to zero it before its removal: ${code}`);
+      rmSync(path, { recursive: true, force: true });
+    }
     return;
   }
-  for (const e of entries) {
-    // The entry's own type (readdir does not follow a link): a linked folder is never entered.
-    if (e.isDirectory()) zeroTree(join(path, e.name));
-    else if (e.isFile()) zeroOne(join(path, e.name));
+  removeFolder(path, entries);
+}
+
+/** `path`'s entries removed, each file zeroed first, then the folder; a newcomer taken in a next pass. */
+function removeFolder(path: string, listed: Dirent[]): void {
+  let entries = listed;
+  for (let pass = 1; ; pass++) {
+    for (const e of entries) {
+      const at = join(path, e.name);
+      // The entry's own type (readdir does not follow a link): a linked folder is never entered.
+      if (e.isDirectory()) removeZeroedSync(at);
+      else removeFile(at, e.isFile());
+    }
+    try {
+      rmdirSync(path);
+      return;
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      if (code === "ENOENT") return;
+      if (code !== "ENOTEMPTY" && code !== "EEXIST") throw err;
+      if (pass >= PASSES) {
+        logger.warn(`${path} was left: files kept being put in it while it was erased`);
+        return;
+      }
+    }
+    entries = readdirSync(path, { withFileTypes: true });
+  }
+}
+
+function removeFile(path: string, regular: boolean): void {
+  if (regular) zeroOne(path);
+  try {
+    unlinkSync(path);
+  } catch (err) {
+    if ((err as { code?: string }).code !== "ENOENT") throw err;
   }
 }
 

@@ -1,0 +1,66 @@
+import { expect, spyOn, test } from "bun:test";
+import * as fs from "node:fs";
+import { join } from "node:path";
+import { removeZeroedSync } from "../../src/store/scrub-tree.ts";
+import { type HeldFile, holdOpen } from "../fixtures/held-file.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+// A 0.1 folder an erase removes had each file zeroed, then the whole folder removed by one
+// recursive rmSync: a file put in it between (the 0.1 app still writing there) was unlinked
+// unzeroed, its words left in the disk's blocks (docs/agent.md, "Files of erased words are
+// zeroed before they go"). The file is put there at the first zeroing's sync; a descriptor the
+// test holds (fixtures/held-file.ts) reads what the disk kept.
+const WORDS = "my secret, erased by the user\n".repeat(500);
+
+test("a file put in the folder while it is zeroed is zeroed too, never unlinked unzeroed", () => {
+  using dir = tmpdir();
+  const tree = join(dir.path, "session");
+  fs.mkdirSync(join(tree, "sub"), { recursive: true });
+  fs.writeFileSync(join(tree, "history.json"), WORDS);
+  fs.writeFileSync(join(tree, "sub", "checkpoint.json"), WORDS);
+  const held: HeldFile[] = [
+    holdOpen(join(tree, "history.json")),
+    holdOpen(join(tree, "sub", "checkpoint.json")),
+  ];
+  const realSync = fs.fsyncSync;
+  let put = false;
+  const sync = spyOn(fs, "fsyncSync").mockImplementation((fd: number) => {
+    realSync(fd);
+    if (put) return;
+    put = true;
+    const late = join(tree, "late.json");
+    fs.writeFileSync(late, WORDS);
+    held.push(holdOpen(late));
+  });
+  try {
+    removeZeroedSync(tree);
+  } finally {
+    sync.mockRestore();
+  }
+  expect(put).toBe(true);
+  expect(fs.existsSync(tree)).toBe(false);
+  expect(held.map((h) => h.zeroed())).toEqual(
+    held.map(() => ({ size: Buffer.byteLength(WORDS), allZero: true })),
+  );
+  for (const h of held) h[Symbol.dispose]();
+});
+
+test("a file and a link given alone are removed, the link's target left as it was", () => {
+  using dir = tmpdir();
+  const file = join(dir.path, "memory.json");
+  const target = join(dir.path, "target");
+  const link = join(dir.path, "link");
+  fs.writeFileSync(file, WORDS);
+  fs.writeFileSync(target, WORDS);
+  fs.symlinkSync(target, link);
+  using blocks = holdOpen(file);
+  removeZeroedSync(file);
+  removeZeroedSync(link);
+  removeZeroedSync(join(dir.path, "gone"));
+  expect(blocks.zeroed().allZero).toBe(true);
+  expect([fs.existsSync(file), fs.existsSync(link), fs.readFileSync(target, "utf8")]).toEqual([
+    false,
+    false,
+    WORDS,
+  ]);
+});
