@@ -1,4 +1,4 @@
-import { type Dirent, readdirSync, rmdirSync, rmSync, unlinkSync } from "node:fs";
+import { type Dirent, lstatSync, readdirSync, rmdirSync, rmSync, type Stats, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import { logger } from "../util/logger.ts";
 import { zeroFileSync } from "./scrub-file.ts";
@@ -16,14 +16,24 @@ const PASSES = 2;
  * with one recursive removal. For the store's thread: synchronous.
  */
 export function removeZeroedSync(path: string): void {
+  let stats: Stats;
+  try {
+    stats = lstatSync(path);
+  } catch (err) {
+    if ((err as { code?: string }).code === "ENOENT") return;
+    throw err;
+  }
+  // Not a folder (a link to one is never listed through: its target is anyone's): the file itself.
+  if (!stats.isDirectory()) {
+    removeFile(path, stats.isFile());
+    return;
+  }
   let entries: Dirent[];
   try {
     entries = readdirSync(path, { withFileTypes: true });
   } catch (err) {
-    // Not a folder: the file itself (a link is refused by zeroFileSync, ELOOP); gone: nothing to do.
     const code = (err as { code?: string }).code;
-    if (code === "ENOTDIR") removeFile(path, true);
-    else if (code !== "ENOENT") {
+    if (code !== "ENOENT") {
       logger.warn(`${path} could not be listed to zero it before its removal: ${code}`);
       rmSync(path, { recursive: true, force: true });
     }

@@ -64,3 +64,16 @@ test("a file and a link given alone are removed, the link's target left as it wa
     WORDS,
   ]);
 });
+
+// A link planted in data_dir where a 0.1 folder belongs: listed through, the folder it points to
+// (anyone's) had every file zeroed, though only the link was removed.
+test("a link to a folder is removed, never listed through", () => {
+  using dir = tmpdir();
+  const target = join(dir.path, "someone-else");
+  const link = join(dir.path, "session");
+  fs.mkdirSync(target);
+  fs.writeFileSync(join(target, "theirs.txt"), WORDS);
+  fs.symlinkSync(target, link);
+  removeZeroedSync(link);
+  expect([fs.existsSync(link), fs.readFileSync(join(target, "theirs.txt"), "utf8")]).toEqual([false, WORDS]);
+});
