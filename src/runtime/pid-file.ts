@@ -82,6 +82,35 @@ export function removePidRecord(dataDir: string, instance?: string, pid?: number
   removeRecordFile(file);
 }
 
+/**
+ * After a stop: the record goes once its llama-server is gone. One that outlived its stop (its
+ * kill not yet taken, a process stuck in the GPU driver) keeps it, moved off the name the next
+ * start writes to and removed at its exit: removed, no later core would reap it once this one
+ * quits, and it would hold its memory for good.
+ */
+export function recordAfterStop(
+  dataDir: string,
+  instance: string | undefined,
+  child: { pid: number; exited: Promise<unknown> },
+  alive: (pid: number) => boolean = isAlive,
+): void {
+  if (!alive(child.pid)) {
+    removePidRecord(dataDir, instance, child.pid);
+    return;
+  }
+  const file = pidFilePath(dataDir, process.pid, instance);
+  if (recordedPid(file) !== child.pid) return;
+  const aside = pidFilePath(dataDir, process.pid, `${instance ? `${instance}-` : ""}outlived-${child.pid}`);
+  try {
+    renameSync(file, aside);
+  } catch (err) {
+    logger.warn(`the process record ${file} could not be kept aside: ${(err as Error).message}`);
+    return;
+  }
+  logger.warn(`llama-server (pid ${child.pid}) outlived its stop: its record is kept (${aside})`);
+  void child.exited.then(() => removeRecordFile(aside));
+}
+
 function recordedPid(file: string): number | undefined {
   try {
     const pid = (JSON.parse(readRecordText(file)) as { pid?: unknown }).pid;

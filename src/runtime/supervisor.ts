@@ -11,7 +11,7 @@ import { Launcher } from "./launcher.ts";
 import { leaseOn } from "./lease.ts";
 import { withoutQuotes } from "./log-redact.ts";
 import { LogTail } from "./log-sink.ts";
-import { removePidRecord } from "./pid-file.ts";
+import { recordAfterStop, removePidRecord } from "./pid-file.ts";
 import { Prestart } from "./prestart.ts";
 import { ProgressBeat } from "./progress-beat.ts";
 import { RestartPolicy } from "./restart-policy.ts";
@@ -394,6 +394,6 @@ export class Supervisor implements LlamaProvider {
       logger.warn(`stopping llama-server (pid ${running.child.pid}): ${(err as Error).message}`);
       await stopChild(running.child, 0);
     }
-    removePidRecord(this.options.dataDir(), this.options.instance);
+    recordAfterStop(this.options.dataDir(), this.options.instance, running.child);
   }
 }
