@@ -6,7 +6,7 @@ import { logger } from "../../util/logger.ts";
 import { ensurePrivateDir, PRIVATE_FILE_MODE } from "../../util/private-fs.ts";
 import { readSmallFile } from "../../util/read-file.ts";
 import { alive, dropFile, replaceZeroed, Zeroes } from "./drop-file.ts";
-import { type KvEntry, SidecarSchema } from "./kv-entry.ts";
+import { type KvEntry, SidecarSchema, sameSave } from "./kv-entry.ts";
 
 export type { KvEntry };
 
@@ -307,10 +307,15 @@ export class KvDisk {
     }
   }
 
-  /** A sidecar written under a temporary name of ours (so a crash's leftover is known as ours). */
+  /** A sidecar under a temporary name of ours (a crash's leftover known as ours); discarded, zeroed first. */
   private stageSidecar(name: string, entry: KvEntry) {
     const temp = `${name}.${process.pid}-${randomBytes(4).toString("hex")}.json.tmp`;
-    return stageFileAtomic(this.sidecarOf(name), `${JSON.stringify(entry)}\n`, temp);
+    const staged = stageFileAtomic(this.sidecarOf(name), `${JSON.stringify(entry)}\n`, temp);
+    const discard = () => {
+      this.drop(join(this.dir, temp));
+      staged.discard();
+    };
+    return { ...staged, discard };
   }
 
   /**
@@ -392,9 +397,4 @@ export class KvDisk {
   private sidecarOf(name: string): string {
     return join(this.dir, `${name}.json`);
   }
-}
-
-/** Whether two sidecars describe the same save (`used_at` aside). */
-function sameSave(a: KvEntry, b: KvEntry): boolean {
-  return JSON.stringify({ ...a, used_at: 0 }) === JSON.stringify({ ...b, used_at: 0 });
 }

@@ -39,3 +39,8 @@ export function entryOf(
     note_sources: sources,
   };
 }
+
+/** Whether two sidecars describe the same save (`used_at` aside). */
+export function sameSave(a: KvEntry, b: KvEntry): boolean {
+  return JSON.stringify({ ...a, used_at: 0 }) === JSON.stringify({ ...b, used_at: 0 });
+}

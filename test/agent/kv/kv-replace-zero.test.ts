@@ -62,3 +62,31 @@ describe("a state file replaced by the session's next save", () => {
     expect(disk.entry("u", "s")?.note_sources).toEqual(["document:old-secret"]);
   });
 });
+
+// A save whose session is erased while its sidecar is staged (`wanted` false): the staged
+// sidecar, the prompt record's notes, was removed unzeroed.
+test("a staged sidecar of a save not kept is zeroed as it goes", async () => {
+  using dir = tmpdir();
+  const disk = new KvDisk(dir.path, 10_000_000);
+  const name = disk.nameOf("u", "s");
+  const temp = disk.tempName(name);
+  fs.writeFileSync(join(dir.path, temp), "tokens\n");
+  const entry = entryOf(
+    { userId: "u", sessionId: "s" },
+    FP,
+    { n_saved: 1, n_written: 7 },
+    emptyRecord(),
+    ["document:secret"],
+    1,
+  );
+  let staged: ReturnType<typeof holdOpen> | undefined;
+  const wanted = () => {
+    const f = fs.readdirSync(dir.path).find((n) => n.endsWith(".json.tmp"));
+    if (f) staged = holdOpen(join(dir.path, f));
+    return false;
+  };
+  expect(await disk.commit(temp, entry, wanted)).toBe(false);
+  await disk.zeroes.done();
+  expect(staged?.zeroed().allZero).toBe(true);
+  staged?.[Symbol.dispose]();
+});
