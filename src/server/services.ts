@@ -29,6 +29,8 @@ export interface ServicesOptions {
   llama?: (config: () => Config) => LlamaProvider;
   /** Tests: hooks of the store's (a 0.1 import held before a unit). */
   store?: Pick<StoreOptions, "beforeImportUnit">;
+  /** Tests: prompt reuse's idle wait before its quiet save (reuse-deps.ts `quietDelay`; default 2 s). */
+  reuseQuietMs?: number;
 }
 
 /**
@@ -334,8 +336,7 @@ export class CoreServices implements Services {
 
   /** One server's prompt reuse (docs/agent.md#prompt-reuse), over the KV disk and the store. */
   private makeReuse(provider: LlamaProvider): PromptReuse {
-    // The store is opened when first asked, not here: a cold chat makes this before it starts
-    // llama-server, and the open (~15 ms cold) need not come before the spawn.
+    // The store opens when first asked, not here: its open (~15 ms cold) would delay a cold chat's spawn.
     const { llama } = this.config();
     const { PromptReuse } = require("../agent/kv/reuse.ts") as typeof import("../agent/kv/reuse.ts");
     return new PromptReuse({
@@ -343,6 +344,7 @@ export class CoreServices implements Services {
       disk: this.disk(),
       cacheRamBytes: () => provider.snapshot?.().cacheRamBytes ?? null,
       ...reuseStore(() => this.store()),
+      quietMs: this.options.reuseQuietMs,
     });
   }
 

@@ -45,6 +45,8 @@ export class ChatHarness {
       standIn?: (dir: string) => InProcessOptions;
       /** The store's test hooks (a 0.1 import held before a unit). */
       store?: ServicesOptions["store"];
+      /** Prompt reuse's idle wait before its quiet save (default 2 s): tests that wait for that save shorten it. */
+      reuseQuietMs?: number;
     } = {},
   ) {
     this.llama = new LlamaStandIn(options.standIn?.(this.dir.path));
@@ -72,6 +74,7 @@ export class ChatHarness {
       cwd: this.dir.path,
       llama: () => this.provider,
       ...(options.store ? { store: options.store } : {}),
+      reuseQuietMs: options.reuseQuietMs,
     });
     const harness = this;
     const writer = new (class extends Writer {

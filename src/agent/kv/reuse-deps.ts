@@ -21,6 +21,17 @@ export interface ReuseDeps {
   /** Of the sources a record's notes quote (with their passages' rows), those no longer stored; null: cannot tell. */
   gone?: (userId: string, quoted: ReadonlyMap<string, readonly number[]>) => string[] | null;
   now?: () => number;
+  /** The idle wait before the quiet save, in ms, before the `idle_sleep_s` rule; default 2 s (tests shorten it). */
+  quietMs?: number;
+}
+
+const QUIET_MS = 2000;
+
+/** How long the server stays idle before the quiet save (reuse.ts): 2 s, or a quarter of `idle_sleep_s` if shorter. */
+export function quietDelay(deps: Pick<ReuseDeps, "llama" | "quietMs">): number {
+  const base = deps.quietMs ?? QUIET_MS;
+  const idleMs = deps.llama.idle_sleep_s * 1000;
+  return idleMs > 0 ? Math.min(base, idleMs / 4) : base;
 }
 
 /** What a turn gets: its slot and its session's prompt record, and how it says it is over. */

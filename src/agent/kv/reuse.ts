@@ -11,7 +11,7 @@ import type { KvDisk, KvEntry } from "./kv-disk.ts";
 import { keepAll, type Later } from "./later.ts";
 import { dropSource, emptyRecord, type PromptRecord, quotedPassages, quotingNotes } from "./prompt-record.ts";
 import { restoreSlotState } from "./restore-state.ts";
-import type { ReuseDeps, ReusedTurn } from "./reuse-deps.ts";
+import { quietDelay, type ReuseDeps, type ReusedTurn } from "./reuse-deps.ts";
 import { saveSlotState } from "./save-slot.ts";
 import { keyOf, keyText, type SessionKey } from "./session-key.ts";
 import { clearSlots } from "./slot-clear.ts";
@@ -41,7 +41,6 @@ import { UnderWay, type Work } from "./under-way.ts";
 
 export type { ReuseDeps, ReusedTurn };
 
-const QUIET_MS = 2000;
 /** Shutdown waits this long for the last saves (the host gives the whole stop a few seconds: client/shutdown-timing.ts). */
 export const STOP_SAVE_MS = 2000;
 const RECORDS_KEPT = 512;
@@ -76,8 +75,7 @@ export class PromptReuse {
   constructor(private readonly deps: ReuseDeps) {
     this.now = deps.now ?? Date.now;
     this.marks = new EditMarks(deps, RECORDS_KEPT);
-    const idleMs = deps.llama.idle_sleep_s * 1000;
-    this.quietMs = idleMs > 0 ? Math.min(QUIET_MS, idleMs / 4) : QUIET_MS;
+    this.quietMs = quietDelay(deps);
   }
 
   /** Before a turn's first request: its slot (its state restored into it when needed) and its record. */

@@ -19,8 +19,18 @@ const MARK = "QUAGGA-7731";
 const PASSAGE = "subspecies of zebra";
 const USER = "default_user";
 
-/** A core whose stand-in saves into `dataDir`/kv; `dataDir` given: another core's folder and model. */
-function core(shared?: { dataDir: string; modelPath: string }, eraseDelayMs = 0) {
+/**
+ * The quiet save's idle wait for the cores whose tests wait for that save (2 s in production: it
+ * runs the same way, sooner); a test proving nothing is kept after it waits PAST_QUIET_MS.
+ */
+const QUIET_MS = 250;
+const PAST_QUIET_MS = QUIET_MS + 500;
+
+/**
+ * A core whose stand-in saves into `dataDir`/kv; `dataDir` given: another core's folder and model;
+ * `quietMs`: its quiet save's wait (default 2 s).
+ */
+function core(shared?: { dataDir: string; modelPath: string }, eraseDelayMs = 0, quietMs?: number) {
   return new ChatHarness(
     {
       agents: [{ name: "a", system_prompt: "Be brief." }],
@@ -40,6 +50,7 @@ function core(shared?: { dataDir: string; modelPath: string }, eraseDelayMs = 0)
           ...(eraseDelayMs ? { slotFiles: { eraseDelayMs } } : {}),
         };
       },
+      reuseQuietMs: quietMs,
     },
   );
 }
@@ -95,7 +106,7 @@ async function eraseElsewhere(h: ChatHarness, kind: "document" | "session", sour
 
 describe("a source erased by another core, in this core's prompt records", () => {
   test("a document deleted through a second store: the next turn sends no note of it, and no file keeps it", async () => {
-    await using h = core();
+    await using h = core(undefined, 0, QUIET_MS);
     const doc = await recalled(h, "document");
     await eraseElsewhere(h, "document", doc);
     await say(h, "z", "and what else?");
@@ -103,14 +114,14 @@ describe("a source erased by another core, in this core's prompt records", () =>
     const { kv } = h.llama.model;
     expect(kv.slots[0]?.tokens.join("")).not.toContain(PASSAGE);
     expect(kv.ram.flat().join("")).not.toContain(PASSAGE);
-    await Bun.sleep(2500);
+    await Bun.sleep(PAST_QUIET_MS);
     expect(quoting(h)).toEqual([]);
   }, 20_000);
 
   test("the slot's erase answering late: the next turn waits for it, so no cache keeps the note", async () => {
     // A slot is emptied only once its task ends; a turn sent before the erase lands would hand the
     // slot's prompt, note and all, to llama-server's RAM cache (transcripts/94).
-    await using h = core(undefined, 300);
+    await using h = core(undefined, 300, QUIET_MS);
     const doc = await recalled(h, "document");
     await eraseElsewhere(h, "document", doc);
     await say(h, "z", "and what else?");
@@ -125,7 +136,7 @@ describe("a source erased by another core, in this core's prompt records", () =>
     ["session", "edited"],
   ] as const) {
     test(`a saved state quoting a ${kind} ${erased} since: a fresh core neither restores it nor sends the note`, async () => {
-      await using a = core();
+      await using a = core(undefined, 0, QUIET_MS);
       const source = await recalled(a, kind);
       if (erased === "edited") editElsewhere(a);
       else await eraseElsewhere(a, kind, source);
@@ -140,7 +151,7 @@ describe("a source erased by another core, in this core's prompt records", () =>
   }
 
   test("a store that cannot answer the check: the record is neither used nor saved, and nothing is erased", async () => {
-    await using h = core();
+    await using h = core(undefined, 0, QUIET_MS);
     await recalled(h, "document");
     const store = h.services.store();
     const check = store.sourcesGone.bind(store);
@@ -165,7 +176,7 @@ describe("a session edited or deleted by another core, in the slot it holds here
     });
 
   test("a document its notes quote deleted there: another session taking its slot here hands none to the RAM cache", async () => {
-    await using h = core();
+    await using h = core(undefined, 0, QUIET_MS);
     withRamCache(h);
     const doc = await recalled(h, "document");
     const { kv } = h.llama.model;
@@ -225,7 +236,7 @@ function editElsewhere(h: ChatHarness): void {
 
 describe("a session edited, in the records of the sessions whose notes quote its erased turns", () => {
   test("edited in this core: the next turn sends no note of it, and no file keeps it", async () => {
-    await using h = core();
+    await using h = core(undefined, 0, QUIET_MS);
     await recalled(h, "session");
     h.llama.script({ content: ["ok"] });
     const { terminal } = await h.chat(++id, { session_id: "s0", replace_from: 0, input: "something else" });
@@ -238,7 +249,7 @@ describe("a session edited, in the records of the sessions whose notes quote its
   }, 20_000);
 
   test("edited through a second store: the next turn sends no note of it, and no file keeps it", async () => {
-    await using h = core();
+    await using h = core(undefined, 0, QUIET_MS);
     await recalled(h, "session");
     editElsewhere(h);
     h.llama.script({ content: ["ok"] });

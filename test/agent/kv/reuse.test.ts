@@ -26,12 +26,25 @@ import { ChatHarness, type Msg } from "../harness.ts";
 // returns, the save once the server is quiet, and each fault of a slot file falling back to
 // processing the prompt — the chat's result as ever, only its `usage` shows the difference.
 
+/**
+ * The quiet save's idle wait in the tests that wait for that save (2 s in production: it runs
+ * the same way, sooner); a test proving nothing happens after it waits PAST_QUIET_MS, past the save.
+ */
+const QUIET_MS = 250;
+const PAST_QUIET_MS = QUIET_MS + 500;
+
 type Usage = { prompt_tokens: number; cached_tokens: number };
 const usage = (m: Msg) => (m.result as { usage: Usage }).usage;
 
 /** A core whose stand-in has a real model file (the fingerprint reads it) and data_dir/kv as its slot folder. */
 function harness(
-  options: { slots?: number; standIn?: InProcessOptions; config?: Record<string, unknown> } = {},
+  options: {
+    slots?: number;
+    standIn?: InProcessOptions;
+    config?: Record<string, unknown>;
+    /** The quiet save's idle wait (default 2 s): QUIET_MS in the tests that wait for that save. */
+    quietMs?: number;
+  } = {},
 ) {
   return new ChatHarness(
     { agents: [{ name: "a", system_prompt: "Be brief." }], memory: { enabled: false }, ...options.config },
@@ -48,6 +61,7 @@ function harness(
           ...options.standIn,
         };
       },
+      reuseQuietMs: options.quietMs,
     },
   );
 }
@@ -135,7 +149,7 @@ describe("prompt reuse with the stand-in", () => {
   });
 
   test("with llama-server's RAM cache, the session giving way is left to it: nothing on the taking turn's path", async () => {
-    await using h = harness();
+    await using h = harness({ quietMs: QUIET_MS });
     withRamCache(h);
     await say(h, "a", "tell me about the sea and the waves");
     await say(h, "b", "tell me about mountains and rivers");
@@ -158,7 +172,7 @@ describe("prompt reuse with the stand-in", () => {
   }, 60_000);
 
   test("saved once the server is quiet, owner-only; nothing left under a temporary name", async () => {
-    await using h = harness();
+    await using h = harness({ quietMs: QUIET_MS });
     await say(h, "q", "a first question");
     expect(await waitFor(() => pairInPlace(h), { timeoutMs: 5000 })).toBe(true);
     expect(kvFiles(h).some((f) => f.endsWith(".tmp"))).toBe(false);
@@ -243,21 +257,21 @@ describe("prompt reuse with the stand-in", () => {
   });
 
   test("llama.kv_disk_bytes 0: slots are still kept per session, nothing is saved", async () => {
-    await using h = harness({ config: { llama: { kv_disk_bytes: 0 } } });
+    await using h = harness({ quietMs: QUIET_MS, config: { llama: { kv_disk_bytes: 0 } } });
     await say(h, "a", "one");
     await say(h, "b", "two");
     await say(h, "a", "three");
-    await Bun.sleep(2500);
+    await Bun.sleep(PAST_QUIET_MS);
     expect(kvFiles(h)).toEqual([]);
     expect(h.llama.requests.every((r) => r.body.id_slot === 0)).toBe(true);
   });
 
   test("sessions.delete takes the session's files, and a quiet save does not bring them back", async () => {
-    await using h = harness();
+    await using h = harness({ quietMs: QUIET_MS });
     await say(h, "gone", "remember this");
     h.send("d", "sessions.delete", { session_id: "gone" });
     expect((await h.terminal("d")).result).toEqual({ deleted: true, set_aside_copies: [] });
-    await Bun.sleep(2500);
+    await Bun.sleep(PAST_QUIET_MS);
     expect(kvFiles(h)).toEqual([]);
   });
 
@@ -343,15 +357,15 @@ describe("prompt reuse with the stand-in", () => {
   };
 
   test("a model file replaced after llama-server loaded it, before any chat: nothing is saved as the new file's", async () => {
-    await using h = harness();
+    await using h = harness({ quietMs: QUIET_MS });
     replaceModel(h);
     await say(h, "a", "tell me about the sea");
-    await Bun.sleep(2500);
+    await Bun.sleep(PAST_QUIET_MS);
     expect(kvFiles(h)).toEqual([]);
   });
 
   test("a model file replaced after a save: the state is not restored (the server may have re-read it)", async () => {
-    await using h = harness({ standIn: { cacheRamMib: 0 } });
+    await using h = harness({ quietMs: QUIET_MS, standIn: { cacheRamMib: 0 } });
     await say(h, "a", "tell me about the sea and the waves");
     expect(await waitFor(() => pairInPlace(h), { timeoutMs: 5000 })).toBe(true);
     replaceModel(h);
@@ -361,6 +375,7 @@ describe("prompt reuse with the stand-in", () => {
   });
 
   test("a session a second core erased is not saved by this one's quiet save", async () => {
+    // The production wait: the second store's open and erase must land before the quiet save.
     await using h = harness();
     await say(h, "gone", "remember this");
     const other = Store.open(h.dataDir);
@@ -423,21 +438,21 @@ describe("an erased document in other sessions' saved state", () => {
   }
 
   test("documents.delete takes them: no file holds it, a quiet save does not bring it back, z's next prompt lacks it", async () => {
-    await using h = harness(withMemory);
+    await using h = harness({ ...withMemory, quietMs: QUIET_MS });
     const doc = await recalled(h);
     h.send("d", "documents.delete", { document_id: doc });
     expect((await h.terminal("d")).result).toEqual({ deleted: true });
     expect(kvFiles(h)).toEqual([]);
-    await Bun.sleep(2500);
+    await Bun.sleep(PAST_QUIET_MS);
     expect(filesHolding(join(h.dataDir, "kv"), PASSAGE)).toEqual([]);
     await say(h, "z", "and what else?");
     expect(JSON.stringify(h.llama.requests.at(-1)?.body.messages)).not.toContain(PASSAGE);
-    await Bun.sleep(2500);
+    await Bun.sleep(PAST_QUIET_MS);
     expect(filesHolding(join(h.dataDir, "kv"), PASSAGE)).toEqual([]);
   }, 20_000);
 
   test("a save under way when the document goes is not kept", async () => {
-    await using h = harness({ ...withMemory, standIn: { cacheRamMib: 0 } });
+    await using h = harness({ quietMs: QUIET_MS, ...withMemory, standIn: { cacheRamMib: 0 } });
     // z's first save is the one under way: no sidecar of z names the document yet.
     const doc = await recalled(h, false);
     // b takes the only slot: z, changed, is saved first; the delete lands before it is kept.
@@ -460,12 +475,12 @@ describe("an erased document in other sessions' saved state", () => {
     } finally {
       held.mockRestore();
     }
-    await Bun.sleep(2500);
+    await Bun.sleep(PAST_QUIET_MS);
     expect(filesHolding(join(h.dataDir, "kv"), PASSAGE)).toEqual([]);
   }, 20_000);
 
   test("a turn under way when the document goes keeps no record of it: not saved, not sent again", async () => {
-    await using h = harness(withMemory);
+    await using h = harness({ ...withMemory, quietMs: QUIET_MS });
     const doc = await recalled(h);
     h.llama.script({ content: ["a", " slow", " reply"] });
     // The delete is answered while the turn's request waits at the stand-in, before its reply.
@@ -477,7 +492,7 @@ describe("an erased document in other sessions' saved state", () => {
     const turn = await h.chat(++id, { session_id: "z", input: "say more" });
     expect((await h.terminal("d")).result).toEqual({ deleted: true });
     expect(turn.terminal.type).toBe("result");
-    await Bun.sleep(2500);
+    await Bun.sleep(PAST_QUIET_MS);
     expect(filesHolding(join(h.dataDir, "kv"), PASSAGE)).toEqual([]);
     await say(h, "z", "and what else?");
     expect(JSON.stringify(h.llama.requests.at(-1)?.body.messages)).not.toContain(PASSAGE);
@@ -509,7 +524,7 @@ describe("an erased document in other sessions' saved state", () => {
     expect(kv.ram.flat().join("")).not.toContain(PASSAGE);
   }, 20_000);
   test("a turn cancelled after its request quoted the document: its saved state is taken by the delete", async () => {
-    await using h = harness(withMemory);
+    await using h = harness({ ...withMemory, quietMs: QUIET_MS });
     const doc = await cancelledQuoting(h);
     const kv = h.llama.model.kv;
     // The quiet save keeps the slot's state, which holds the passage.
@@ -529,7 +544,7 @@ describe("an erased document in other sessions' saved state", () => {
     // then refuses the constrained step's schema (95d's words). A schema the core's validator
     // cannot compile no longer gets this far: it is refused before the first step.
     const agents = [{ name: "a", system_prompt: "Be brief.", tools: ["t.*"] }];
-    await using h = harness({ config: { ...withMemory.config, agents } });
+    await using h = harness({ quietMs: QUIET_MS, config: { ...withMemory.config, agents } });
     h.send("add", "documents.add", { text: `# Zebras\n\nThe ${MARK} was a ${PASSAGE}.`, name: "z.md" });
     const doc = ((await h.terminal("add")).result as { document_id: string }).document_id;
     await say(h, "z", "hello there");
@@ -543,7 +558,7 @@ describe("an erased document in other sessions' saved state", () => {
     await savedThenDeleted(h, doc);
   }, 20_000);
   test("an edit whose request llama-server refused before reading it: the replaced message's note stays held", async () => {
-    await using h = harness(withMemory);
+    await using h = harness({ ...withMemory, quietMs: QUIET_MS });
     const doc = await recalled(h);
     // The edit replaces the message the note came with, recalls nothing, and its request is
     // answered with an error: the slot still holds the old prompt, note and all, and is saved again.
@@ -557,7 +572,7 @@ describe("an erased document in other sessions' saved state", () => {
     await savedThenDeleted(h, doc);
   }, 20_000);
   test("a held note stays held past a request llama-server refused before reading it: the delete takes the state", async () => {
-    await using h = harness(withMemory);
+    await using h = harness({ ...withMemory, quietMs: QUIET_MS });
     const doc = await cancelledQuoting(h);
     const kv = h.llama.model.kv;
     // The next turn recalls nothing; its request is answered with an error, the slot untouched.
@@ -578,7 +593,7 @@ describe("an erased session in another session's saved state", () => {
     );
 
   test("sessions.delete of a takes b's state, whose notes quote a's turn, from slot and disk", async () => {
-    await using h = harness({ config: { memory: { enabled: true, top_k: 5 } } });
+    await using h = harness({ quietMs: QUIET_MS, config: { memory: { enabled: true, top_k: 5 } } });
     const WORDS = "the lighthouse keeper GANNET-4410 hums";
     h.llama.script({ content: ["noted"] }, { content: ["ok"] });
     await say(h, "a", `remember that ${WORDS}`);
@@ -683,7 +698,7 @@ describe("an erased session in another session's saved state", () => {
   }, 20_000);
 
   test("the same when b's turn quoting a was cancelled after its request", async () => {
-    await using h = harness({ config: { memory: { enabled: true, top_k: 5 } } });
+    await using h = harness({ quietMs: QUIET_MS, config: { memory: { enabled: true, top_k: 5 } } });
     const WORDS = "the lighthouse keeper GANNET-4410 hums";
     h.llama.script({ content: ["noted"] }, { content: ["a"], hang: true });
     await say(h, "a", `remember that ${WORDS}`);
@@ -719,7 +734,10 @@ describe("a memory folder's file gone or changed, in the saved state quoting it"
     using notes = tmpdir("local-ai-notes-");
     const file = join(notes.path, "okapi.md");
     writeFileSync(file, `# Okapis\n\nThe ${MARK} is a ${PASSAGE}.\n`);
-    await using h = harness({ config: { memory: { enabled: true, top_k: 5, folders: [notes.path] } } });
+    await using h = harness({
+      quietMs: QUIET_MS,
+      config: { memory: { enabled: true, top_k: 5, folders: [notes.path] } },
+    });
     h.llama.script({ content: ["ok"] });
     await say(h, "z", `tell me about the ${MARK}`);
     expect(JSON.stringify(h.llama.requests.at(-1)?.body.messages)).toContain(PASSAGE);
@@ -759,7 +777,10 @@ describe("a memory folder's file removed while the core runs", () => {
   function numbatCore(notes: string) {
     const file = join(notes, "numbat.md");
     writeFileSync(file, `# Numbats\n\nThe ${MARK} is a ${PASSAGE}.\n`);
-    return { file, h: harness({ config: { memory: { enabled: true, top_k: 5, folders: [notes] } } }) };
+    return {
+      file,
+      h: harness({ quietMs: QUIET_MS, config: { memory: { enabled: true, top_k: 5, folders: [notes] } } }),
+    };
   }
 
   /** Session z recalls the file, and its state is saved quoting it. */
@@ -800,6 +821,7 @@ describe("a memory folder holding the app's own folder", () => {
     const SECRET = "OCELOT-4417";
     const SAID = "the MARGAY-2290 is spotted";
     await using h = harness({
+      quietMs: QUIET_MS,
       config: {
         agents: [{ name: "a", system_prompt: `Be brief. Never say ${SECRET}.` }],
         memory: { enabled: true, top_k: 5, folders: ["."] },
