@@ -1,16 +1,16 @@
-import {
-  type BrotliOptions,
-  brotliDecompress,
-  constants,
-  createInflateRaw,
-  type inflate,
-  type ZlibOptions,
-} from "node:zlib";
+import { brotliDecompress, constants, createInflateRaw, type inflate } from "node:zlib";
 import { MAX_INFLATED_STREAM_BYTES, MAX_INFLATED_TOTAL_BYTES, MAX_PDF_STREAMS } from "./limits.ts";
 import { ascii85Decode, asciiHexDecode, type Decoded, lzwDecode, runLengthDecode } from "./pdf-decoders.ts";
 import { isRegular, PdfLexer, type PdfValue } from "./pdf-dict.ts";
 import { documentProblem } from "./refusal.ts";
 import { nextTurn } from "./turn.ts";
+
+/** What one stream's decoding, and all of them, may come to (limits.ts); tests pass smaller ones. */
+export interface InflateCaps {
+  stream: number;
+  total: number;
+}
+const INFLATE_CAPS: InflateCaps = { stream: MAX_INFLATED_STREAM_BYTES, total: MAX_INFLATED_TOTAL_BYTES };
 
 /**
  * A PDF's streams measured before pdf.js reads it (docs/agent.md "Documents"): pdf.js decodes a
@@ -18,12 +18,16 @@ import { nextTurn } from "./turn.ts";
  * an LZW stream repeating its longest code (over 2,000 to 1), would take gigabytes. Each stream
  * (images aside: text extraction never decodes them) is run through its filter chain once, as
  * pdf.js would: Flate on zlib's thread, LZW and RunLength by counting (`pdf-decoders.ts`), each
- * step capped at MAX_INFLATED_STREAM_BYTES, and all of them at MAX_INFLATED_TOTAL_BYTES; over
- * either, the file is refused. A filter measured nowhere (an image codec) ends the chain there;
- * a stream that does not decode (encrypted, damaged) is left to pdf.js, which reports it. More
- * than MAX_PDF_STREAMS streams is refused too. Runs on the PDF's thread (`pdf-worker.ts`).
+ * step capped at MAX_INFLATED_STREAM_BYTES, and all of them at MAX_INFLATED_TOTAL_BYTES (`caps`);
+ * over either, the file is refused. A filter measured nowhere (an image codec) ends the chain
+ * there; a stream that does not decode (encrypted, damaged) is left to pdf.js, which reports it.
+ * More than MAX_PDF_STREAMS streams is refused too. Runs on the PDF's thread (`pdf-worker.ts`).
  */
-export async function checkPdfStreams(bytes: Uint8Array, maxStreams = MAX_PDF_STREAMS): Promise<void> {
+export async function checkPdfStreams(
+  bytes: Uint8Array,
+  maxStreams = MAX_PDF_STREAMS,
+  caps: InflateCaps = INFLATE_CAPS,
+): Promise<void> {
   const raw = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const text = raw.toString("latin1");
   const pdf: Pdf = {
@@ -46,9 +50,9 @@ export async function checkPdfStreams(bytes: Uint8Array, maxStreams = MAX_PDF_ST
     if (++seen > maxStreams) throw documentProblem("too_large", `the PDF has over ${maxStreams} streams`);
     after = at + 6;
     if (stream === "unmeasured") continue;
-    const size = await decodedSize(raw.subarray(stream.start, stream.end), stream);
+    const size = await decodedSize(raw.subarray(stream.start, stream.end), stream, caps.stream);
     total += size === "too_large" ? Number.POSITIVE_INFINITY : size;
-    if (total > MAX_INFLATED_TOTAL_BYTES)
+    if (total > caps.total)
       throw documentProblem("too_large", "the PDF's streams decode past what is read (a compression bomb?)");
     at = stream.end;
     after = stream.end;
@@ -265,15 +269,14 @@ function dataEnd(pdf: Pdf, length: PdfValue | undefined, start: number): number 
 const ENDSTREAM = /end(?:stream|steam[ \t\r\n]|strea[ \t\r\n])/g;
 
 /** What the chain decodes to, each step capped; an unmeasured filter ends it with what came before. */
-async function decodedSize(data: Uint8Array, stream: Stream): Promise<number | "too_large"> {
-  const cap = MAX_INFLATED_STREAM_BYTES;
+async function decodedSize(data: Uint8Array, stream: Stream, cap: number): Promise<number | "too_large"> {
   let current = data;
   let size = data.byteLength;
   for (const [i, filter] of stream.filters.entries()) {
     const keep = i < stream.filters.length - 1;
     let step: Decoded | undefined;
-    if (filter === "Flate") step = await flateStep(current);
-    else if (filter === "Br") step = await zlibStep(brotliDecompress as typeof inflate, current);
+    if (filter === "Flate") step = await flateStep(current, cap);
+    else if (filter === "Br") step = await zlibStep(brotliDecompress as typeof inflate, current, cap);
     else if (filter === "LZW") step = lzwDecode(current, stream.earlyChange[i] ?? 1, cap, keep);
     else if (filter === "RL") step = runLengthDecode(current, cap, keep);
     else if (filter === "AHx") step = { size: 0, bytes: asciiHexDecode(current) };
@@ -295,7 +298,7 @@ async function decodedSize(data: Uint8Array, stream: Stream): Promise<number | "
  * back past the start reads zeros in pdf.js (a window of them here), and a block it cannot read
  * ends the stream with the blocks before it in pdf.js's buffer (what came out, here).
  */
-function flateStep(data: Uint8Array): Promise<Decoded> {
+function flateStep(data: Uint8Array, cap: number): Promise<Decoded> {
   const cmf = data[0] ?? 0;
   const flg = data[1] ?? 0;
   if (data.byteLength < 2 || (cmf & 0x0f) !== 8 || ((cmf << 8) + flg) % 31 !== 0 || flg & 0x20)
@@ -311,7 +314,7 @@ function flateStep(data: Uint8Array): Promise<Decoded> {
     const made = () => done({ size, bytes: Buffer.concat(out, size) });
     inflater.on("data", (chunk: Buffer) => {
       size += chunk.byteLength;
-      if (size > MAX_INFLATED_STREAM_BYTES) done("too_large");
+      if (size > cap) done("too_large");
       else out.push(chunk);
     });
     inflater.on("error", made);
@@ -323,14 +326,10 @@ function flateStep(data: Uint8Array): Promise<Decoded> {
 /** What precedes a Flate stream's first byte for a match that reaches back past it (as far as one may). */
 const ZEROS_BEFORE = new Uint8Array(32 * 1024);
 
-/** What a zlib decoder made, capped at MAX_INFLATED_STREAM_BYTES: past it "too_large"; data it refuses decodes to nothing. */
-function zlibStep(
-  decode: typeof inflate,
-  data: Uint8Array,
-  options: ZlibOptions | BrotliOptions = {},
-): Promise<Decoded> {
+/** What a zlib decoder made, capped at `cap`: past it "too_large"; data it refuses decodes to nothing. */
+function zlibStep(decode: typeof inflate, data: Uint8Array, cap: number): Promise<Decoded> {
   return new Promise((resolve) => {
-    decode(data, { ...options, maxOutputLength: MAX_INFLATED_STREAM_BYTES }, (err, out) => {
+    decode(data, { maxOutputLength: cap }, (err, out) => {
       if (err) resolve(err instanceof RangeError ? "too_large" : { size: 0 });
       else resolve({ size: out.byteLength, bytes: out });
     });

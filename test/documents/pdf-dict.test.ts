@@ -1,6 +1,11 @@
 import { describe, expect, test } from "bun:test";
 import { brotliCompressSync, constants, deflateRawSync, deflateSync } from "node:zlib";
-import { MAX_PDF_NESTING, MAX_PDF_STREAMS } from "../../src/documents/limits.ts";
+import {
+  MAX_INFLATED_STREAM_BYTES,
+  MAX_INFLATED_TOTAL_BYTES,
+  MAX_PDF_NESTING,
+  MAX_PDF_STREAMS,
+} from "../../src/documents/limits.ts";
 import { PdfLexer } from "../../src/documents/pdf-dict.ts";
 import { pdfPages } from "../../src/documents/pdf-pages.ts";
 import { checkPdfStreams } from "../../src/documents/pdf-streams.ts";
@@ -34,16 +39,26 @@ async function textOf(pdf: Uint8Array): Promise<string> {
   return text;
 }
 
+/**
+ * The bombs below are measured against limits.ts's caps scaled down (1/64: 1 MiB a stream, 8 MiB in
+ * all), their sizes with them (`mib`): the same pass and the same refusals, 64 times less to inflate.
+ */
+const SCALE = 64;
+const CAPS = { stream: MAX_INFLATED_STREAM_BYTES / SCALE, total: MAX_INFLATED_TOTAL_BYTES / SCALE };
+/** `n` MiB at the tests' scale. */
+const mib = (n: number) => (n * 1024 * 1024) / SCALE;
+const measured = (pdf: Uint8Array) => checkPdfStreams(pdf, MAX_PDF_STREAMS, CAPS);
+
 const tooLarge = expect.objectContaining({ code: "invalid_request", data: { problem: "too_large" } });
 
 describe("a stream's dictionary read as pdf.js reads it", () => {
   const page = deflateSync(Buffer.from("BT /F1 12 Tf 72 700 Td (Inflated) Tj ET"));
-  const bomb = deflateSync(Buffer.alloc(80 * 1024 * 1024, 0x20));
+  const bomb = deflateSync(Buffer.alloc(mib(80), 0x20));
 
   for (const dict of DICTIONARIES) {
     test(`${JSON.stringify(dict)}: pdf.js inflates it, and the pass measures it`, async () => {
       expect(await textOf(pdfOf([{ dict, data: page }]))).toBe("Inflated");
-      await expect(checkPdfStreams(pdfOf([{ dict, data: bomb }]))).rejects.toThrow(tooLarge);
+      await expect(measured(pdfOf([{ dict, data: bomb }]))).rejects.toThrow(tooLarge);
     });
   }
 
@@ -53,7 +68,7 @@ describe("a stream's dictionary read as pdf.js reads it", () => {
     test(`${JSON.stringify(keyword)}: pdf.js inflates it, and the pass measures it`, async () => {
       const dict = "/Filter /FlateDecode";
       expect(await textOf(pdfOf([{ dict, data: page, keyword }]))).toBe("Inflated");
-      await expect(checkPdfStreams(pdfOf([{ dict, data: bomb, keyword }]))).rejects.toThrow(tooLarge);
+      await expect(measured(pdfOf([{ dict, data: bomb, keyword }]))).rejects.toThrow(tooLarge);
     });
   }
 
@@ -61,13 +76,13 @@ describe("a stream's dictionary read as pdf.js reads it", () => {
     const dict = "/Filter /BrotliDecode";
     const text = brotliCompressSync(Buffer.from("BT /F1 12 Tf 72 700 Td (Brotli) Tj ET"));
     expect(await textOf(pdfOf([{ dict, data: text }]))).toBe("Brotli");
-    const bomb = brotliCompressSync(Buffer.alloc(80 * 1024 * 1024, 0x20));
-    await expect(checkPdfStreams(pdfOf([{ dict, data: bomb }]))).rejects.toThrow(tooLarge);
+    const bomb = brotliCompressSync(Buffer.alloc(mib(80), 0x20));
+    await expect(measured(pdfOf([{ dict, data: bomb }]))).rejects.toThrow(tooLarge);
   });
 
   test("an image's stream is still passed over, and a page within the limit is read", async () => {
-    await checkPdfStreams(pdfOf([{ dict: "/Subtype /Image /Filter /FlateDecode", data: bomb }]));
-    await checkPdfStreams(pdfOf([{ dict: "/Filter /FlateDecode", data: page }]));
+    await measured(pdfOf([{ dict: "/Subtype /Image /Filter /FlateDecode", data: bomb }]));
+    await measured(pdfOf([{ dict: "/Filter /FlateDecode", data: page }]));
   });
 });
 
@@ -84,7 +99,7 @@ describe("a stream's end found as pdf.js finds it", () => {
   const flate = (rest: Buffer) =>
     Buffer.concat([Buffer.from([0x78, 0x01]), stored("endstream\n"), deflateRawSync(rest), Buffer.alloc(4)]);
   const page = flate(Buffer.from("BT /F1 12 Tf 72 700 Td (Inflated) Tj ET"));
-  const bomb = flate(Buffer.alloc(80 * 1024 * 1024, 0x20));
+  const bomb = flate(Buffer.alloc(mib(80), 0x20));
   // The padding is after the data, before pdfOf's "\nendstream"; /Length (the last one read) says where the data ends.
   const of = (data: Buffer, padding: string) =>
     pdfOf([
@@ -112,13 +127,13 @@ describe("a stream's end found as pdf.js finds it", () => {
     };
     const dict = "/Filter /FlateDecode";
     expect(await textOf(of(page))).toBe("Inflated");
-    await expect(checkPdfStreams(of(bomb))).rejects.toThrow(tooLarge);
+    await expect(measured(of(bomb))).rejects.toThrow(tooLarge);
   });
 
   for (const padding of ["\n% a comment", "\0\0\0", " ".repeat(100)]) {
     test(`${JSON.stringify(padding)} before "endstream": pdf.js inflates the data whole, and the pass measures it`, async () => {
       expect(await textOf(of(page, padding))).toBe("Inflated");
-      await expect(checkPdfStreams(of(bomb, padding))).rejects.toThrow(tooLarge);
+      await expect(measured(of(bomb, padding))).rejects.toThrow(tooLarge);
     });
   }
 });
@@ -138,8 +153,8 @@ describe("a Flate stream read as pdf.js reads it: no Adler-32 checked", () => {
     expect(
       await textOf(pdfOf([{ dict, data: badSum(Buffer.from("BT /F1 12 Tf 72 700 Td (Summed) Tj ET")) }])),
     ).toBe("Summed");
-    const page = { dict, data: badSum(Buffer.alloc(60 * 1024 * 1024, 0x20)) };
-    await expect(checkPdfStreams(pdfOf(Array.from({ length: 10 }, () => page)))).rejects.toThrow(tooLarge);
+    const page = { dict, data: badSum(Buffer.alloc(mib(60), 0x20)) };
+    await expect(measured(pdfOf(Array.from({ length: 10 }, () => page)))).rejects.toThrow(tooLarge);
   });
 });
 
@@ -156,9 +171,7 @@ describe("a Flate stream zlib refuses midway, read as pdf.js reads it", () => {
   test("a match before the start: pdf.js reads the text after it; the pass counts it", async () => {
     const text = Buffer.concat([Buffer.alloc(64), Buffer.from("BT /F1 12 Tf 72 700 Td (Behind) Tj ET")]);
     expect(await textOf(pdfOf([{ dict, data: reachingBack(text) }]))).toBe("Behind");
-    await expect(checkPdfStreams(tenOf(reachingBack(Buffer.alloc(60 * 1024 * 1024))))).rejects.toThrow(
-      tooLarge,
-    );
+    await expect(measured(tenOf(reachingBack(Buffer.alloc(mib(60)))))).rejects.toThrow(tooLarge);
   });
 
   // A block of a type there is none of, last: pdf.js's FlateStream has inflated every block
@@ -168,9 +181,7 @@ describe("a Flate stream zlib refuses midway, read as pdf.js reads it", () => {
       zlibOf(
         Buffer.concat([deflateRawSync(data, { finishFlush: constants.Z_SYNC_FLUSH }), Buffer.from([0x07])]),
       );
-    await expect(checkPdfStreams(tenOf(badEnd(Buffer.alloc(60 * 1024 * 1024, 0x20))))).rejects.toThrow(
-      tooLarge,
-    );
+    await expect(measured(tenOf(badEnd(Buffer.alloc(mib(60), 0x20))))).rejects.toThrow(tooLarge);
   });
 });
 
