@@ -384,9 +384,10 @@ export async function stopChild(
     }
     logger.warn(`llama-server (pid ${child.pid}) ignored the polite stop for ${graceMs} ms; killing it`);
   }
-  const killedBy = Date.now() + KILL_WAIT_MS;
+  const killWaitMs = child.killWaitMs ?? KILL_WAIT_MS;
+  const killedBy = Date.now() + killWaitMs;
   child.kill();
-  await Promise.race([gone, Bun.sleep(KILL_WAIT_MS)]);
+  await Promise.race([gone, Bun.sleep(killWaitMs)]);
   // A wrapper's shell reaped, the llama-server it started may still be exiting, its memory held
   // under the next start: its group's end is waited for as a leader's exit is.
   await groupEnds(child, killedBy);

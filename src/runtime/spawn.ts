@@ -36,6 +36,8 @@ export interface ChildProcess {
   terminate(): void;
   /** Hard stop, the whole process tree on Windows. */
   kill(): void;
+  /** Tests: the longest a stop waits for it to be gone once killed (launch-steps.ts stopChild; default 5 s). */
+  readonly killWaitMs?: number;
 }
 
 export interface SpawnRequest {

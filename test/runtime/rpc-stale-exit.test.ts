@@ -52,7 +52,8 @@ test("a stopped server's exit seen after the next start leaves that start's work
         await late.promise;
         return e;
       });
-      return { ...child, exited };
+      // Its stop gives up waiting for that exit after 50 ms, not the 5 s a real stop waits.
+      return { ...child, exited, killWaitMs: 50 };
     },
   });
   cleanup.push(() => supervisor.stop());
