@@ -27,6 +27,11 @@ export { type RunResult, runWithTimeout };
 export const PROBE_TIMEOUT_MS = 2000;
 /** `llama-server --list-devices` starts each GPU backend (a CUDA context per device): more time. */
 export const LIST_DEVICES_TIMEOUT_MS = 5000;
+/** Tests of the spawned core wait out a hung `--list-devices` sooner: a shorter wait only, else the 5 s. */
+function listDevicesTimeoutMs(): number {
+  const ms = Number(process.env.LOCAL_AI_TEST_LIST_DEVICES_TIMEOUT_MS);
+  return ms > 0 && ms < LIST_DEVICES_TIMEOUT_MS ? ms : LIST_DEVICES_TIMEOUT_MS;
+}
 /** The id of the binary's own device list among the probe reports (doctor tells it apart). */
 export const LIST_DEVICES_PROBE = "llama-server";
 
@@ -268,9 +273,10 @@ async function probeListed(
   env: ProbeEnv,
   binary: string,
 ): Promise<{ value: ListedDevice[] | null; report: Omit<ProbeReport, "id" | "ms"> }> {
-  const r = await env.run(binary, ["--list-devices"], LIST_DEVICES_TIMEOUT_MS);
+  const timeoutMs = listDevicesTimeoutMs();
+  const r = await env.run(binary, ["--list-devices"], timeoutMs);
   if (r.kind !== "exit" || r.code !== 0) {
-    const failed = describeRun("llama-server --list-devices", r, LIST_DEVICES_TIMEOUT_MS);
+    const failed = describeRun("llama-server --list-devices", r, timeoutMs);
     return {
       value: null,
       report: { ...failed, message: `${failed.message}; the vendor tools' GPUs are planned` },

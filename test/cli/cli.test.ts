@@ -723,13 +723,18 @@ describe("pull stopped by a signal before its download", () => {
  * serve-stdio run in `dir` against `hubUrl`, the pull of org/tiny-GGUF sent, and as soon as its
  * fit check's probe has started (`pids` written), its cancel.
  */
-async function pullCancelledInFitCheck(dir: string, hubUrl: string, pids: string) {
+async function pullCancelledInFitCheck(
+  dir: string,
+  hubUrl: string,
+  pids: string,
+  env: Record<string, string> = {},
+) {
   const proc = Bun.spawn([process.execPath, ENTRY, "serve-stdio"], {
     cwd: dir,
     stdin: "pipe",
     stdout: "pipe",
     stderr: "pipe",
-    env: cleanEnv({ HF_ENDPOINT: hubUrl, HF_HUB_CACHE: join(dir, "hub") }),
+    env: cleanEnv({ HF_ENDPOINT: hubUrl, HF_HUB_CACHE: join(dir, "hub"), ...env }),
   });
   const send = (m: unknown) => {
     proc.stdin.write(`${JSON.stringify(m)}\n`);
@@ -820,15 +825,21 @@ function linesOf(stdout: ReadableStream<Uint8Array>) {
   return { answers, reading };
 }
 
+/**
+ * The hung probe's timeout in the tests that wait it out (plan/probe.ts; 5 s in production): long
+ * enough for the request that must join the probe to come while it still runs.
+ */
+const HUNG_PROBE_ENV = { LOCAL_AI_TEST_LIST_DEVICES_TIMEOUT_MS: "2000" };
+
 describe('one llama-server --list-devices at a time (docs/plan.md, "Which GPUs")', () => {
   test("a plan after a pull cancelled during its fit check joins the probe still running", async () => {
     using dir = tmpdir();
     await using hub = await tinyHub(dir.path);
-    // --list-devices never answers: each probe runs until its 5 s timeout kills it. On CUDA a
-    // second one beside it would read the VRAM the first one's context holds as used.
+    // --list-devices never answers: each probe runs until its timeout (2 s here) kills it. On CUDA
+    // a second one beside it would read the VRAM the first one's context holds as used.
     const pids = hungLlamaServer(dir.path);
     writeGguf(dir.path, "m.gguf", tinyLlama());
-    const { proc, send } = await pullCancelledInFitCheck(dir.path, hub.url, pids);
+    const { proc, send } = await pullCancelledInFitCheck(dir.path, hub.url, pids, HUNG_PROBE_ENV);
     const { answers, reading } = linesOf(proc.stdout);
     const answered = (id: string) => waitFor(() => answers.some((a) => a.id === id && a.type !== "event"));
     expect(await answered("p")).toBe(true);
@@ -853,16 +864,16 @@ describe('models beside a plan (docs/plan.md, "Which GPUs")', () => {
     using dir = tmpdir();
     const pids = hungLlamaServer(dir.path);
     writeGguf(dir.path, "m.gguf", tinyLlama());
-    const proc = coreIn(dir.path);
+    const proc = coreIn(dir.path, HUNG_PROBE_ENV);
     proc.stdin.write(`${JSON.stringify({ id: "plan", method: "plan", params: {} })}\n`);
     proc.stdin.flush();
     expect(await waitFor(() => existsSync(pids))).toBe(true);
-    // The plan's probe runs (up to 5 s): the listing, which probes too, must join it.
+    // The plan's probe runs (up to 2 s here): the listing, which probes too, must join it.
     const { answers, reading } = linesOf(proc.stdout);
     proc.stdin.write(`${JSON.stringify({ id: "models", method: "models", params: {} })}\n`);
     proc.stdin.flush();
     // Both answered before the end of input, which would stop them (docs/protocol.md "shutdown");
-    // the plan's after its probe's 5 s timeout.
+    // the plan's after its probe's timeout.
     const answered = (id: string) =>
       waitFor(() => answers.some((a) => a.id === id && a.type !== "event"), { timeoutMs: 20_000 });
     expect(await answered("models")).toBe(true);
