@@ -158,9 +158,8 @@ export class CoreServices implements Services {
   prepareForChat(): void {
     if (this.prepared) return;
     this.prepared = true;
-    // After the answer that asked for it has gone out, and (an immediate, not a timer) most often
-    // before a chat sent at once is read: its plan then takes this probe rather than waiting for
-    // its own. When the chat comes first, ProbeAhead has this start join the chat's probe.
+    // After the answer that asked for it, most often before a chat sent at once is read (its plan
+    // takes this probe; a chat read first has this start join its probe: ProbeAhead).
     setImmediate(() => {
       void METHODS.find((m) => m.name === "chat")
         ?.load()
@@ -305,10 +304,7 @@ export class CoreServices implements Services {
     return this.reuse;
   }
 
-  /**
-   * Several models (docs/models.md, "Several models"), only for a config with `models` entries:
-   * without, undefined, and the model section is served through `llama()` as before.
-   */
+  /** Several models (docs/models.md), only for a config with `models` entries: else undefined. */
   models(options?: { create: boolean }): ModelsApi | undefined {
     if (options?.create === false) return this.several;
     return this.severalIfConfigured();

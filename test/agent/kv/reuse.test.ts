@@ -149,7 +149,7 @@ describe("prompt reuse with the stand-in", () => {
   });
 
   test("with llama-server's RAM cache, the session giving way is left to it: nothing on the taking turn's path", async () => {
-    await using h = harness({ quietMs: QUIET_MS });
+    await using h = harness({ quietMs: 1000 });
     withRamCache(h);
     await say(h, "a", "tell me about the sea and the waves");
     await say(h, "b", "tell me about mountains and rivers");
