@@ -30,7 +30,7 @@ export const modelsLoad = defineMethod({
     const api = modelsApi(services, params.model);
     // A request for the model is coming, as after a warmup: memory's job, granted an idle chat
     // model's room, would unload the model loaded here at its next batch (store/embed-room.ts).
-    const ended = services.memoryIndex?.({ create: false })?.chatBegan();
+    const ended = services.chatBegan?.();
     try {
       return await api.load(model, {
         pin: params.pin,

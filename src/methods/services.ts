@@ -85,6 +85,11 @@ export interface Services {
    */
   memoryIndex?(options?: { create: boolean }): MemoryEmbedder | undefined;
   /**
+   * A chat, warmup or `models.load` begins (store/embed-room.ts): counted for memory's job made
+   * now or later, so the job waits for its end before taking the room. Answers its end.
+   */
+  chatBegan?(): () => void;
+  /**
    * Embeds these memory rows now (a document's chunks once `documents.add` has committed them,
    * docs/agent.md "Documents"), reporting rows done of all; defined only when an embedding model
    * is configured (else documents are found by FTS alone). A failure of the model leaves the rows

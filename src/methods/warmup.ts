@@ -26,8 +26,8 @@ export const warmup = defineMethod({
     // (docs/protocol.md#modelsunload), not with the stopping server's shutdown message.
     const watch = services.models?.()?.chatSignal({ kind: "path", name: DEFAULT_MODEL_NAME }, ctx.signal);
     // A chat is coming: memory's job, granted an idle chat model's room, would unload the model
-    // warmed here at its next batch (store/embed-room.ts). Only a job already made has a grant.
-    const ended = services.memoryIndex?.({ create: false })?.chatBegan();
+    // warmed here at its next batch (store/embed-room.ts). Counted by the core: a job made meanwhile waits too.
+    const ended = services.chatBegan?.();
     try {
       // An explicit warm-up tries again at once, even when the restart budget is spent.
       const lease = await provider

@@ -4,6 +4,7 @@ import type { PromptReuse } from "../agent/kv/reuse.ts";
 import type { McpPool } from "../agent/mcp/pool.ts";
 import { RefusalMemo } from "../config/refusal-memo.ts";
 import type { Config, LoadedConfig } from "../config/schema.ts";
+import type { EmbedChunks } from "../documents/add-document.ts";
 import { METHODS } from "../methods/index.ts";
 import type { Services } from "../methods/services.ts";
 import type { PullDeps } from "../models/pull.ts";
@@ -281,13 +282,12 @@ export class CoreServices implements Services {
     return this.embedder ?? undefined;
   }
 
-  get embedChunks():
-    | ((
-        ids: number[],
-        onProgress: (done: number, total: number) => void,
-        signal: AbortSignal,
-      ) => Promise<void>)
-    | undefined {
+  /** Counted for memory's job whether or not it is made yet: one made later knows it runs (embed-room.ts). */
+  chatBegan(): () => void {
+    return this.embedder?.chatBegan() ?? this.chats.begin();
+  }
+
+  get embedChunks(): EmbedChunks | undefined {
     const embedder = this.memoryIndex();
     return embedder ? (ids, onProgress, signal) => embedder.embedChunks(ids, onProgress, signal) : undefined;
   }

@@ -9,27 +9,29 @@ import { tmpdir } from "../fixtures/tmpdir.ts";
 // model ahead of its requests (docs/protocol.md#modelsload). Memory's job, granted an idle chat
 // model's room after a pause (store/embed-room.ts), took it back from the model the host had just
 // loaded at its next batch, on a machine with room for one model: the chat that followed loaded
-// it again. Each now begins a chat for that job, as a chat does.
+// it again. Each now begins a chat for that job, as a chat does: counted by the core
+// (services.ts `chatBegan`) whether or not the job is made yet, since a job made while the
+// warmup's load ran (the store opened meanwhile) counted none and granted the room 30 s after
+// its own start, not after the warmup's end.
 
-/** Memory's job as the method sees it: what it is told, in order, with the method's own steps. */
+/** The core as the method sees it: what it is told, in order, with the method's own steps. No job is made yet. */
 function toldIndex() {
   const told: string[] = [];
-  const index = {
-    chatBegan: () => {
-      told.push("began");
-      return () => told.push("ended");
-    },
+  const chatBegan = () => {
+    told.push("began");
+    return () => told.push("ended");
   };
-  const memoryIndex = (options?: { create: boolean }) => (options?.create === false ? index : undefined);
-  return { told, memoryIndex };
+  const memoryIndex = () => undefined;
+  return { told, memoryIndex, chatBegan };
 }
 
 const ctx = { signal: new AbortController().signal, emit: () => {} };
 
 describe("warmup and memory's background job", () => {
   test("counts as a chat beginning and ending for the job's room", async () => {
-    const { told, memoryIndex } = toldIndex();
+    const { told, memoryIndex, chatBegan } = toldIndex();
     const services = {
+      chatBegan,
       llama: () => ({
         acquire: async () => {
           told.push("acquired");
@@ -51,8 +53,9 @@ describe("models.load and memory's background job", () => {
   for (const outcome of ["loaded", "failed"] as const)
     test(`counts as a chat beginning and ending for the job's room (${outcome})`, async () => {
       using dir = tmpdir();
-      const { told, memoryIndex } = toldIndex();
+      const { told, memoryIndex, chatBegan } = toldIndex();
       const services = {
+        chatBegan,
         config: () => defaultConfig(dir.path).config,
         models: () => ({
           load: async () => {
