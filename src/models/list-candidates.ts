@@ -37,7 +37,7 @@ export interface Candidate {
 export async function folderCandidates(folder: string, reads: CacheReads): Promise<Candidate[]> {
   const list = reads.folderNames ?? folderNamesAsync;
   const found = await bounded(
-    folderListings(`names:${folder}`, () => list(folder)),
+    folderListings(`names:${folder}`, () => reads.drives.laned(() => list(folder))),
     reads,
   );
   if (found === null) return [];
@@ -66,9 +66,12 @@ export interface CacheReads {
   stop?: AbortSignal;
 }
 
-/** The listings out, by folder, one at a time (util/one-at-a-time.ts). */
-const listings = oneAtATime<string[] | null>();
-const folderListings = oneAtATime<FolderNames>();
+/**
+ * The listings out, by folder, one at a time (util/one-at-a-time.ts), each in the drive's lanes
+ * (util/drive-answers.ts `laned`): `late` when not answered or not started.
+ */
+const listings = oneAtATime<string[] | "late">();
+const folderListings = oneAtATime<FolderNames | "late">();
 
 /**
  * Every snapshot of every cached model repo; snapshots a ref points at come first. Listed off the
@@ -101,7 +104,7 @@ async function repoCandidates(cacheDir: string, dir: string, reads: CacheReads):
     const snapshot = join(paths.snapshots, commit);
     const walk = reads.snapshotFiles ?? snapshotFilesAsync;
     const files = await bounded(
-      listings(`walk:${snapshot}`, () => walk(snapshot)),
+      listings(`walk:${snapshot}`, () => reads.drives.laned(() => walk(snapshot))),
       reads,
     );
     if (files === null) continue;
@@ -126,15 +129,18 @@ async function repoCandidates(cacheDir: string, dir: string, reads: CacheReads):
 function namesIn(folder: string, reads: CacheReads): Promise<string[] | null> {
   const list = reads.readdir ?? ((f: string) => readdir(f));
   return bounded(
-    listings(`list:${folder}`, () => list(folder)),
+    listings(`list:${folder}`, () => reads.drives.laned(() => list(folder))),
     reads,
   );
 }
 
-/** `work`'s answer, or null once it failed or the drive's wait is over (it runs on unwatched). */
-function bounded<T>(work: Promise<T>, reads: CacheReads): Promise<T | null> {
+/** `work`'s answer, or null once it failed, was late, or the drive's wait is over (it runs on unwatched). */
+function bounded<T>(work: Promise<T | "late">, reads: CacheReads): Promise<T | null> {
   return within(
-    work.catch(() => null),
+    work.then(
+      (v) => (v === "late" ? null : v),
+      () => null,
+    ),
     reads.drives.waitMs,
     null,
   );
@@ -163,13 +169,21 @@ async function readRefs(refsDir: string, reads: CacheReads): Promise<Map<string,
     const names = await namesIn(dir, reads);
     for (const name of (names ?? []).sort()) {
       const full = join(dir, name);
-      const st = await bounded(stat(full), reads);
+      const st = await bounded(
+        reads.drives.laned(() => stat(full)),
+        reads,
+      );
       if (st?.isDirectory()) {
         if (depth < 4) await walk(full, `${prefix}${name}/`, depth + 1);
         continue;
       }
       // An unreadable ref names nothing.
-      const commit = st ? await bounded(readRefAsync(full), reads) : null;
+      const commit = st
+        ? await bounded(
+            reads.drives.laned(() => readRefAsync(full)),
+            reads,
+          )
+        : null;
       if (commit !== null) out.set(commit, [...(out.get(commit) ?? []), `${prefix}${name}`]);
     }
   };

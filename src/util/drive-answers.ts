@@ -116,12 +116,41 @@ export class DriveAnswers {
     return now === WAITED ? "late" : now;
   }
 
-  private async ask(path: string | Buffer, asked: Asked): Promise<Stats | null> {
+  /**
+   * `work` (a folder's listing, models/list-candidates.ts) run in the stats' lanes, or `late` once
+   * the wait is over or while every lane hangs. A folder whose stat answered can still hang its
+   * listing (an NFS client answers stats from cached attributes), holding a file thread for good:
+   * started outside the lanes, listings of folders on one dead share took every thread, and each
+   * file read and write of the core waited with them. Rejects as `work` does.
+   */
+  async laned<T>(work: () => Promise<T>): Promise<T | "late"> {
+    if (this.stuck >= this.lanes) return "late";
+    const task = { stuck: false };
+    const answer = this.lane().then<T | "late">((go) =>
+      go ? this.held(Promise.resolve().then(work), task) : "late",
+    );
+    const done = () => {
+      if (task.stuck) this.stuck--;
+    };
+    answer.then(done, done);
+    const now = await within(answer, this.waitMs, WAITED);
+    return now === WAITED ? "late" : now;
+  }
+
+  private ask(path: string | Buffer, asked: Asked): Promise<Stats | null> {
     asked.asked = true;
-    const answer = this.statNow(path);
+    return this.held(this.statNow(path), asked);
+  }
+
+  /** `answer` holding a lane till it settles; marked `stuck` once out longer than the wait. */
+  private async held<T>(answer: Promise<T>, asked: { stuck: boolean }): Promise<T> {
     // Hung by its own time, from when it was asked: a caller's wait that began while it queued
     // behind a slow one ends sooner, and refused every path for a stat out a moment.
-    void within(answer, this.waitMs, WAITED).then((now) => {
+    const settled = answer.then(
+      () => null,
+      () => null, // a listing's failure is its caller's to hear: this only watches its time
+    );
+    void within(settled, this.waitMs, WAITED).then((now) => {
       if (now !== WAITED) return;
       asked.stuck = true;
       // The queued cannot be asked while every lane hangs: they are late now, not in 30 s.

@@ -55,3 +55,26 @@ describe("models: the hub cache listed off the loop", () => {
     expect(await folderCandidates("/nas/other", { drives: answering(1), folderNames: never })).toEqual([]);
   });
 });
+
+describe("models: listings that hang share the stats' lanes", () => {
+  // Each listing that hangs holds one of the runtime's few file threads, for good on a hard-mounted
+  // share. Started outside the drive's lanes (util/drive-answers.ts), folders beside the config
+  // on one dead share (their stats answered from cached attributes) took every thread: each file
+  // read and write of the core then waited with them.
+  test("once every lane holds a listing that does not answer, no other listing is started", async () => {
+    const drives = new DriveAnswers({ stat: async () => ({ ino: 1 }), statWaitMs: 1, lanes: 1 });
+    const started: string[] = [];
+    const folderNames = (folder: string) => {
+      started.push(folder);
+      return new Promise<{ names: string[]; undecodable: Set<string> }>(() => {});
+    };
+    const reads = { drives, folderNames };
+    expect(await folderCandidates("/dead/lanes-a", reads)).toEqual([]);
+    expect(await folderCandidates("/dead/lanes-b", reads)).toEqual([]);
+    expect(
+      await cachedCandidates("/dead/lanes-hub", { drives, readdir: () => new Promise(() => {}) }),
+    ).toEqual([]);
+    expect(started).toEqual(["/dead/lanes-a"]);
+    expect(await drives.statOf("/dead/lanes-c")).toBe("late"); // stats too: the lane is held
+  });
+});
