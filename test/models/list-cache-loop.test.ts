@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { readdir } from "node:fs/promises";
+import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { cachedCandidates, folderCandidates } from "../../src/models/list-candidates.ts";
+import { snapshotFiles as snapshotFilesNow } from "../../src/models/resolve.ts";
 import { DriveAnswers } from "../../src/util/drive-answers.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { layRepo, tinyModel } from "./cache-layout.ts";
@@ -34,9 +35,14 @@ describe("models: the hub cache listed off the loop", () => {
     const cache = join(dir.path, "cache");
     layRepo(cache, "org/near", { "n-Q4_K_M.gguf": tinyModel() });
     const far = layRepo(cache, "org/far", { "f-Q4_K_M.gguf": tinyModel() });
+    // The near repo's listings and walk answer within the turn (read here, handed back resolved):
+    // the 1 ms drive wait that gives up on the far one must not race a real read of the near one.
     const list = (folder: string) =>
-      folder.startsWith(join(cache, "models--org--far")) ? new Promise<string[]>(() => {}) : readdir(folder);
-    const found = await cachedCandidates(cache, { drives: answering(1), readdir: list });
+      folder.startsWith(join(cache, "models--org--far"))
+        ? new Promise<string[]>(() => {})
+        : Promise.resolve(readdirSync(folder));
+    const snapshotFiles = (snapshot: string) => Promise.resolve(snapshotFilesNow(snapshot));
+    const found = await cachedCandidates(cache, { drives: answering(1), readdir: list, snapshotFiles });
     expect(found.map((c) => `${c.repo}:${c.file}`)).toEqual(["org/near:n-Q4_K_M.gguf"]);
     expect(far.snapshot).toContain("models--org--far");
   });
