@@ -119,7 +119,7 @@ export async function listRepoFiles(
         : null;
     if (why) throw hubError("hub_error", `${repo}: the hub's file listing ${why}`, { repo });
     seen.add(url);
-    const res = await hubFetch(access, url, { repo }, { signal });
+    const { res, at } = await hubFetchAt(access, url, { repo }, { signal });
     try {
       const read = await readCapped(res, budget);
       if (read.over)
@@ -132,9 +132,10 @@ export async function listRepoFiles(
           files.push(...parseTreeListing(piece.slice(i, i + CHECKED_A_SLICE)));
         }
       });
-      // Resolved against the page that gave it (a relative link is a link too); one that is no
-      // URL at all is the hub's error, as a page that is not JSON.
-      url = nextLink(res.headers.get("link"), url);
+      // Resolved against the URL that gave the page, after the redirects (RFC 8288 §3.2: a
+      // renamed repo's 307 to its new name); one that is no URL at all is the hub's error, as a
+      // page that is not JSON.
+      url = nextLink(res.headers.get("link"), at);
     } catch (err) {
       if (signal?.aborted) throw err;
       throw hubError("hub_error", `${repo}: ${(err as Error).message}`, { repo });
@@ -203,6 +204,16 @@ export async function hubFetch(
   what: { repo: string; file?: string },
   init: { headers?: Record<string, string>; signal?: AbortSignal } = {},
 ): Promise<Response> {
+  return (await hubFetchAt(access, url, what, init)).res;
+}
+
+/** hubFetch, with the URL that gave the answer after the redirects (a relative link's context). */
+async function hubFetchAt(
+  access: HubAccess,
+  url: string,
+  what: { repo: string; file?: string },
+  init: { headers?: Record<string, string>; signal?: AbortSignal } = {},
+): Promise<{ res: Response; at: string }> {
   const label = what.file ? `${what.repo} ${what.file}` : what.repo;
   if (access.offline)
     throw hubError("hub_offline", `${label}: HF_HUB_OFFLINE is set, so the hub is not asked`, what);
@@ -240,7 +251,7 @@ export async function hubFetch(
       current = next.toString();
       continue;
     }
-    if (res.ok || res.status === 416) return res;
+    if (res.ok || res.status === 416) return { res, at: current };
     await res.body?.cancel();
     // Past the hub's redirect a 401/403/404 is the download server's (a CDN's expired link, a
     // proxy's block page): not the hub's word on the token, which never went there, or the repo.
