@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto";
 import {
   createReadStream,
   createWriteStream,
@@ -13,7 +12,7 @@ import {
   writeFileSync,
 } from "node:fs";
 import { open } from "node:fs/promises";
-import { dirname, join, relative } from "node:path";
+import { dirname, relative } from "node:path";
 import { pipeline } from "node:stream/promises";
 import { CoreError } from "../protocol/errors.ts";
 import { liveTemps, snapshotTemp, sweepDeadTemps } from "./snapshot-temps.ts";
@@ -182,10 +181,16 @@ function linksUnsupported(err: unknown): boolean {
   return NO_LINKS.has(String((err as NodeJS.ErrnoException).code));
 }
 
-/** `refs/<revision>` holds the commit the revision pointed to (no newline, as huggingface_hub writes it). */
+/**
+ * `refs/<revision>` holds the commit the revision pointed to (no newline, as huggingface_hub
+ * writes it). Its temp is named and swept as a snapshot entry's (snapshot-temps.ts): a core
+ * killed between write and rename left it for good. No git ref name starts with '.', so a
+ * temp's name is never a real ref's.
+ */
 export function writeRef(refFile: string, commit: string): void {
   mkdirSync(dirname(refFile), { recursive: true });
-  const temp = join(dirname(refFile), `.${randomBytes(6).toString("hex")}.tmp`);
+  sweepDeadTemps(dirname(refFile));
+  const temp = snapshotTemp(dirname(refFile));
   try {
     writeFileSync(temp, commit);
     renameSync(temp, refFile);

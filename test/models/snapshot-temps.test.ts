@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { mkdirSync, readdirSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { linkSnapshot } from "../../src/models/snapshot-link.ts";
+import { linkSnapshot, writeRef } from "../../src/models/snapshot-link.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 // A core killed mid snapshot-copy (a folder that takes no links: FAT, exFAT) left its hidden temp,
@@ -51,5 +51,25 @@ describe("a snapshot copy's temp a dead pull left", () => {
     const other = temp(".hidden.tmp", 48 * HOUR);
     await linkSnapshot(blob, join(snap, "m.gguf"));
     expect(readdirSync(snap).sort()).toEqual([alive, recent, earlier, other, "m.gguf"].sort());
+  });
+
+  // writeRef's temp beside refs/<revision>: a core killed between its write and its rename left
+  // it for good, as the snapshot's was (no git ref name starts with '.', so none is a real ref).
+  test("a ref's temp a dead pull left is removed by the next ref written there", async () => {
+    const { dir } = folder();
+    using _ = dir;
+    const refs = join(dir.path, "refs");
+    mkdirSync(refs);
+    const old = (name: string, ageMs: number) => {
+      writeFileSync(join(refs, name), "c".repeat(40));
+      const at = (Date.now() - ageMs) / 1000;
+      utimesSync(join(refs, name), at, at);
+      return name;
+    };
+    old(`.${DEAD}-0123456789ab.tmp`, 2 * HOUR);
+    old(".abcdef012345.tmp", 25 * HOUR);
+    const alive = old(`.${process.ppid}-0123456789ab.tmp`, 2 * HOUR);
+    writeRef(join(refs, "main"), "d".repeat(40));
+    expect(readdirSync(refs).sort()).toEqual([alive, "main"].sort());
   });
 });
