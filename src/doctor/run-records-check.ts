@@ -10,6 +10,13 @@ import type { Check } from "./checks.ts";
 
 /** The most records read (each may cost a `ps` off Linux): a run/ of thousands is counted, not read. */
 export const MAX_RECORDS_READ = 200;
+/**
+ * The most of one record doctor reads: a record the core writes is a few hundred bytes (its
+ * command line, twice), one of a long `llama.extra_args` some KiB. The reaper reads up to 8 MiB
+ * (runtime/pid-file.ts), so 200 planted ones were 1.6 GB read and parsed on the core's loop
+ * here; one past this is the next start's to judge, as an unreadable one is.
+ */
+export const MAX_RECORD_BYTES = 256 * 1024;
 /** The most records named in `data.records`: the report stays small whatever run/ holds. */
 const MAX_NAMED = 20;
 
@@ -121,10 +128,10 @@ function judge(
   uid: number | undefined,
   deps: { alive: (pid: number) => boolean; identity: (pid: number) => ProcIdentity | null },
 ): Finding | null {
-  const r = readRecord(file, uid);
+  const r = readRecord(file, uid, MAX_RECORD_BYTES);
   if (r instanceof NotOwnFile) {
     // The reaper removes another user's record whose process is gone (pid-file.ts `foreign`).
-    const other = readRecord(file, undefined);
+    const other = readRecord(file, undefined, MAX_RECORD_BYTES);
     if (other && !(other instanceof NotOwnFile) && !deps.alive(other.pid)) return null;
     return { file, finding: "foreign", uid: r.uid };
   }
@@ -137,7 +144,7 @@ function judge(
   return { file, finding: "leftover", pid: r.pid, kind: kindOf(r) };
 }
 
-/** The most of an MCP server's name shown: a record is up to 8 MiB, and its name no field checked. */
+/** The most of an MCP server's name shown: a record is up to MAX_RECORD_BYTES, and its name no field checked. */
 const NAME_CHARS = 64;
 
 function kindOf(r: PidRecord): string {

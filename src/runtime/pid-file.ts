@@ -307,9 +307,13 @@ const readRecordText = (file: string) => readSmallFile(file, RECORD_BYTES, { fol
 /** The most of a record read: past any command line the OS takes (2 MiB on Linux), twice (cmdline, argv). */
 const RECORD_BYTES = 8 * 2 ** 20;
 
-export function readRecord(file: string, owner: number | undefined): PidRecord | NotOwnFile | null {
+export function readRecord(
+  file: string,
+  owner: number | undefined,
+  maxBytes = RECORD_BYTES,
+): PidRecord | NotOwnFile | null {
   try {
-    const r = JSON.parse(readSmallFile(file, RECORD_BYTES, { follow: false, owner })) as PidRecord;
+    const r = JSON.parse(readSmallFile(file, maxBytes, { follow: false, owner })) as PidRecord;
     if (!isPid(r.pid) || typeof r.start_time !== "string" || typeof r.cmdline !== "string") return null;
     if (!r.owner || !isPid(r.owner.pid)) return null;
     if (r.binary !== undefined && typeof r.binary !== "string") return null;

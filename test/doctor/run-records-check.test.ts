@@ -109,6 +109,20 @@ describe.skipIf(process.platform === "win32")("doctor: run_records", () => {
     expect(c.message.length).toBeLessThan(400);
   });
 
+  test("a record far larger than any the core writes is not read (a planted one costs nothing)", async () => {
+    // A record is a few hundred bytes (a command line, twice); doctor read each up to the
+    // reaper's 8 MiB, so 200 planted ones were 1.6 GB read and parsed on the core's loop. One
+    // past doctor's cap is left to the next start, as an unreadable one is.
+    using dir = tmpdir();
+    const run = join(dir.path, "run");
+    mkdirSync(run);
+    const huge = JSON.parse(record(1000, 999)) as Record<string, unknown>;
+    huge.argv = ["llama-server", "x".repeat(1024 * 1024)];
+    writeFileSync(join(run, "llama-server-999.json"), JSON.stringify(huge));
+    const c = await runRecordsCheck(configAt(dir.path), { uid: process.getuid!(), alive, identity });
+    expect(c).toMatchObject({ status: "ok", data: { records: 1, leftover: 0 } });
+  });
+
   test("no data_dir or no run/: ok, nothing created", async () => {
     using dir = tmpdir();
     const data = join(dir.path, "missing");
@@ -143,10 +157,10 @@ test("one record a turn of the loop: a ping queued meanwhile is answered before 
   expect(askedWhenPinged).toBeLessThan(5);
 });
 
-test("an MCP record's name of a megabyte: the report shows 64 characters of it", async () => {
+test("an MCP record's name of 128 KiB: the report shows 64 characters of it", async () => {
   using dir = tmpdir();
   mkdirSync(join(dir.path, "run", "mcp"), { recursive: true });
-  const rec = { ...JSON.parse(record(1000, 999)), kind: "mcp", name: "n".repeat(2 ** 20) };
+  const rec = { ...JSON.parse(record(1000, 999)), kind: "mcp", name: "n".repeat(2 ** 17) };
   writeFileSync(join(dir.path, "run", "mcp", "999-1000.json"), JSON.stringify(rec));
   const c = await runRecordsCheck(configAt(dir.path), { uid: process.getuid!(), alive, identity });
   expect(c).toMatchObject({ status: "warn", data: { leftover: 1 } });
