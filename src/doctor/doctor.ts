@@ -15,6 +15,7 @@ import { modelChecks, readConfiguredModels } from "./model-checks.ts";
 import { rpcChecksFrom } from "./rpc-checks.ts";
 import { runRecordsCheck } from "./run-records-check.ts";
 import { storeCheck } from "./store-check.ts";
+import { v01DataCheck } from "./v01-check.ts";
 
 export type { Check, CheckStatus } from "./checks.ts";
 export type DoctorReport = DoctorResult;
@@ -106,6 +107,8 @@ export async function runDoctor(
     await dataDir,
     records,
     store,
+    // Present only where 0.1's files are (docs/doctor.md "0.1 data").
+    ...((await usable) ? [v01DataCheck(config)].filter((c) => c !== undefined) : []),
     ...folders,
     ...mcpChecks(config, await mcpLate(config, drive)),
     ...rpcChecksFrom(config, workers),

@@ -1,0 +1,80 @@
+import { lstatSync } from "node:fs";
+import { join } from "node:path";
+import type { Config } from "../config/schema.ts";
+import { SafeIdSchema } from "../protocol/safe-id.ts";
+import { IMPORTED_DIR } from "../store/import-v01.ts";
+import { namesIn } from "../util/names-in.ts";
+import { shellWord } from "../util/shell-word.ts";
+import type { Check } from "./checks.ts";
+
+/** The most user folders looked into for sessions: a report's work stays bounded whatever 0.1 left. */
+const MAX_USERS_READ = 500;
+/** The most folders named in the message and in `data.folders`. */
+const MAX_NAMED = 10;
+
+const isSafeId = (name: string): boolean => SafeIdSchema.safeParse(name).success;
+
+/** A name as shown: `--json` writes DEL and C1 controls raw (U+009B opens a sequence as ESC [ does). */
+const CONTROLS = /[\u0000-\u001f\u007f-\u009f]/g;
+const shown = (path: string): string => path.replace(CONTROLS, "?");
+
+/** A folder, not a link to one (the import and the erases never follow one: docs/agent.md). */
+function isRealDir(path: string): boolean {
+  try {
+    return lstatSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** 0.1's user trees under data_dir: `users/` (not imported yet) and those kept in `imported-0.1/`. */
+function v01Trees(dataDir: string): string[] {
+  const aside = join(dataDir, IMPORTED_DIR);
+  const kept = isRealDir(aside) ? namesIn(aside).filter((n) => n.startsWith("users")) : [];
+  return [join(dataDir, "users"), ...kept.sort().map((n) => join(aside, n))].filter(isRealDir);
+}
+
+/**
+ * `v01_data` (docs/doctor.md), present only where 0.1's files are: a user or session folder there
+ * whose name the protocol cannot give (a Windows device name such as `nul`, which 0.1 let
+ * through; a name with a space) is neither imported nor reached by `users.delete` or
+ * `sessions.delete`, which take only such ids: its words stay under data_dir whatever the host
+ * erases, and only a person can remove them. Read only; links are not followed.
+ */
+export function v01DataCheck(config: Config): Check | undefined {
+  const trees = v01Trees(config.app.data_dir);
+  if (trees.length === 0) return undefined;
+  const unreachable: string[] = [];
+  let usersRead = 0;
+  for (const tree of trees) {
+    for (const user of namesIn(tree).sort()) {
+      const path = join(tree, user);
+      if (!isRealDir(path)) continue;
+      if (!isSafeId(user)) {
+        unreachable.push(path);
+        continue;
+      }
+      if (usersRead++ >= MAX_USERS_READ) continue;
+      const sessions = join(path, "sessions");
+      if (!isRealDir(sessions)) continue;
+      for (const s of namesIn(sessions).sort())
+        if (!isSafeId(s) && isRealDir(join(sessions, s))) unreachable.push(join(sessions, s));
+    }
+  }
+  const named = unreachable.slice(0, MAX_NAMED).map(shown);
+  const data = { trees: trees.map(shown), folders: named, unreachable: unreachable.length };
+  if (unreachable.length === 0)
+    return { id: "v01_data", status: "ok", message: `0.1 data in ${data.trees.join(", ")}`, data };
+  const more = unreachable.length > MAX_NAMED ? ` and ${unreachable.length - MAX_NAMED} more` : "";
+  const first = unreachable[0]!;
+  // A command only for a name it can spell: one with a control character shown as `?` is another path.
+  const command =
+    shown(first) !== first ? "" : ` (rm -r ${shellWord(first)}${unreachable.length > 1 ? " …" : ""})`;
+  return {
+    id: "v01_data",
+    status: "warn",
+    message: `${unreachable.length} 0.1 user or session folder(s) have a name no request can give, so no users.delete or sessions.delete erases them: ${named.join(", ")}${more}`,
+    fix: `remove them by hand once their conversations are no longer wanted${command}`,
+    data,
+  };
+}

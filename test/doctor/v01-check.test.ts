@@ -1,0 +1,59 @@
+import { describe, expect, test } from "bun:test";
+import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { ConfigSchema } from "../../src/config/schema.ts";
+import { runDoctor } from "../../src/doctor/doctor.ts";
+import { v01DataCheck } from "../../src/doctor/v01-check.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+import { checkById, coreWithConfig, doctorDeps } from "./helpers/config-core.ts";
+
+// 0.1 let a user or session id through that the protocol now refuses (a Windows device name such
+// as `nul`, docs/agent.md "Import of the 0.1 layout"): its folder is kept, never imported, and
+// no users.delete or sessions.delete can name it, so its words outlived every erase unseen.
+const configAt = (dataDir: string) => ConfigSchema.parse({ app: { data_dir: dataDir } });
+
+function session(tree: string, user: string, id: string): void {
+  mkdirSync(join(tree, user, "sessions", id), { recursive: true });
+  writeFileSync(join(tree, user, "sessions", id, "history.json"), '{"version":1,"messages":[]}');
+}
+
+describe.skipIf(process.platform === "win32")("doctor: v01_data", () => {
+  test("folders no erase can name are a warning naming them; named ones are not; nothing written", () => {
+    using dir = tmpdir();
+    session(join(dir.path, "users"), "nul", "s1");
+    session(join(dir.path, "users"), "ann", "s1");
+    session(join(dir.path, "imported-0.1", "users"), "bob", "con.txt");
+    session(join(dir.path, "imported-0.1", "users"), "bob", "s2");
+    const c = v01DataCheck(configAt(dir.path))!;
+    expect(c).toMatchObject({ id: "v01_data", status: "warn", data: { unreachable: 2 } });
+    expect(c.message).toContain(join(dir.path, "users", "nul"));
+    expect(c.message).toContain(join(dir.path, "imported-0.1", "users", "bob", "sessions", "con.txt"));
+    expect(c.message).not.toContain("ann");
+    expect(c.fix).toContain(`rm -r ${join(dir.path, "users", "nul")}`);
+    expect(readdirSync(join(dir.path, "users")).sort()).toEqual(["ann", "nul"]);
+  });
+
+  test("a name with a control character is shown without it, and given no command", () => {
+    using dir = tmpdir();
+    session(join(dir.path, "users"), "a\u001b[2Jb", "s1");
+    const c = v01DataCheck(configAt(dir.path))!;
+    expect(c.message).toContain("a?[2Jb");
+    expect(c.message).not.toContain("\u001b");
+    expect(c.fix).not.toContain("rm -r");
+  });
+
+  test("0.1 data every erase reaches: ok; none at all: no check", () => {
+    using dir = tmpdir();
+    expect(v01DataCheck(configAt(dir.path))).toBeUndefined();
+    session(join(dir.path, "imported-0.1", "users"), "ann", "s1");
+    expect(v01DataCheck(configAt(dir.path))).toMatchObject({ status: "ok", data: { unreachable: 0 } });
+  });
+});
+
+test.skipIf(process.platform === "win32")("doctor's report names 0.1 folders no erase reaches", async () => {
+  using dir = tmpdir();
+  const core = coreWithConfig(dir.path, "app:\n  data_dir: ./data\n");
+  session(join(dir.path, "data", "users"), "aux", "s1");
+  const r = await runDoctor(core, doctorDeps);
+  expect(checkById(r, "v01_data")).toMatchObject({ status: "warn", data: { unreachable: 1 } });
+});
