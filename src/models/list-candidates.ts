@@ -168,6 +168,8 @@ async function readRefs(refsDir: string, reads: CacheReads): Promise<Map<string,
   const walk = async (dir: string, prefix: string, depth: number): Promise<void> => {
     const names = await namesIn(dir, reads);
     for (const name of (names ?? []).sort()) {
+      // No git ref name starts with '.': such a name is a ref's temp a killed pull left (snapshot-link.ts).
+      if (name.startsWith(".")) continue;
       const full = join(dir, name);
       const st = await bounded(
         reads.drives.laned(() => stat(full)),

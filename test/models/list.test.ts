@@ -110,6 +110,20 @@ describe("models: a cache the hub did not write", () => {
   });
 });
 
+describe("models: a ref's temp a killed pull left", () => {
+  test("is no ref: the snapshot lists main only", async () => {
+    // snapshot-link.ts writeRef: a core killed between the temp's write and its rename leaves
+    // `.<pid>-<hex>.tmp` in refs/, holding the commit; it was listed as a ref named so.
+    using dir = tmpdir();
+    const cache = join(dir.path, "cache");
+    const repo = layRepo(cache, "org/m", { "m-Q4_K_M.gguf": tinyModel() });
+    writeFileSync(join(repo.root, "refs", ".4242-0123456789ab.tmp"), repo.commit);
+    const config = defaultConfig(dir.path).config;
+    const result = await listModels({ config, configDir: dir.path, cacheDir: cache }, { probe });
+    expect(result.models.map((m) => m.refs)).toEqual([["main"]]);
+  });
+});
+
 describe("models: every GGUF local-ai can see", () => {
   test("the cache and the config's folders, split models once, projectors left out, bad files with their reason", async () => {
     using dir = tmpdir();
