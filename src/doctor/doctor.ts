@@ -107,7 +107,7 @@ export async function runDoctor(
     await dataDir,
     records,
     store,
-    // Present only where 0.1's files are (docs/doctor.md "0.1 data").
+    // Present only where 0.1's files are (docs/doctor.md, `v01_data`).
     ...((await usable) ? [v01DataCheck(config)].filter((c) => c !== undefined) : []),
     ...folders,
     ...mcpChecks(config, await mcpLate(config, drive)),
