@@ -1,5 +1,6 @@
 import { readCapped } from "../util/capped-body.ts";
 import { causeText } from "../util/cause-text.ts";
+import { wholeCharCut } from "../util/text-cut.ts";
 import { nextLinkTarget, readListingPage } from "./hub-listing-page.ts";
 import { withoutToken } from "./hub-token.ts";
 import { refusedEntry } from "./listed-entry.ts";
@@ -386,11 +387,10 @@ async function hubError(res: Response, url: string, token: string | undefined): 
   }
   // The code is the hub's word too (a short name such as GatedRepo): a mirror may put anything
   // there, the token included, and it goes into the error's message and the pull's `hub_code`.
-  const code = res.headers.get("x-error-code");
-  return new HubError(
-    res.status,
-    (code && withoutToken(code, token).trim().slice(0, 100)) || null,
-    (message && withoutToken(message, token).trim().slice(0, 300)) || null,
-    url,
-  );
+  // Cut between characters: a lone surrogate is no text a host's strict JSON reader takes.
+  const said = (text: string | null, max: number) => {
+    const t = text && withoutToken(text, token).trim();
+    return t ? t.slice(0, wholeCharCut(t, max)) || null : null;
+  };
+  return new HubError(res.status, said(res.headers.get("x-error-code"), 100), said(message, 300), url);
 }

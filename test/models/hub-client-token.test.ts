@@ -221,6 +221,21 @@ async function turnsDuring<T>(work: () => Promise<T>): Promise<{ value: T; turns
   }
 }
 
+test("the hub's words cut at 300 characters never split an emoji: the error is well-formed text", async () => {
+  // The cut was by UTF-16 units: an emoji across it left a lone surrogate in the pull's error,
+  // which a host's strict JSON reader (serde_json) refuses as the whole line (docs/protocol.md "Text").
+  const url = `${HUB}/api/models/org/m/revision/main`;
+  const { fake } = recordingFetch({
+    [url]: () => Response.json({ error: `${"x".repeat(299)}\u{1F600} and more` }, { status: 500 }),
+  });
+  const err = (await new HubClient({ endpoint: HUB, fetch: fake })
+    .commitOf("org/m", "main")
+    .catch((e) => e)) as HubError;
+  expect(err).toBeInstanceOf(HubError);
+  expect(err.serverMessage).toBe("x".repeat(299));
+  expect(err.message.isWellFormed()).toBe(true);
+});
+
 describe("a listing of many files", () => {
   test("is checked in slices, so ping and cancel are answered meanwhile", async () => {
     // A repo of 100,000 files (or a hostile mirror's 64 MiB page): each entry is checked before
