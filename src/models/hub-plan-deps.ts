@@ -4,7 +4,7 @@ import { type MemoOptions, statAnswered } from "../plan/model-memo.ts";
 import { CoreError, isCoreError } from "../protocol/errors.ts";
 import { HF_PREFIX, parseHfModelPath, pullCommand } from "../protocol/model-ref.ts";
 import { answersFor } from "../util/drive-answers.ts";
-import { type Env, hubCacheDir } from "./hf-cache.ts";
+import { type Env, hubCacheDir, isOffline } from "./hf-cache.ts";
 import { type RemoteDeps, readRemoteModel } from "./hub-header.ts";
 import { hubAccess } from "./hub-listing.ts";
 import { isNotDownloaded, resolveModelPath, withPullAgain } from "./resolve.ts";
@@ -31,9 +31,10 @@ export function planDepsWithHub(
         return await base.readModel(resolveModelPath(path, env, home, key), key);
       } catch (err) {
         const ref = isNotDownloaded(err) ? parseHfModelPath(path) : undefined;
+        // A cached file cut short is no missing one (the hub's header would hide it): said, with its
+        // pull. Asked before the token is read: offline no request is made, so a bad token is no error.
+        if (!ref || isOffline(env)) throw withPullAgain(path, err);
         const access = hubAccess(env, home, deps.fetch);
-        // A cached file cut short is no missing one (the hub's header would hide it): said, with its pull.
-        if (!ref || access.offline) throw withPullAgain(path, err);
         try {
           const remote = await readRemoteModel(ref, access, deps.signal);
           const note = `not downloaded; judged from the hub's header (${ref.repo} ${remote.file} at ${ref.revision}): fetch it with: ${pullCommand(ref)}`;

@@ -569,6 +569,23 @@ describe("plan with a model not pulled yet", () => {
     expect(hub.requests.length).toBe(before);
   });
 
+  test("offline, a token that cannot be used is not the error: the hub is not asked, so the pull is", async () => {
+    // hubAccess read the token before the offline check: HF_HUB_OFFLINE with a mistyped HF_TOKEN
+    // answered "the hub token cannot be used" for a model simply not downloaded.
+    using dir = tmpdir();
+    const source = {
+      loadedConfig: () => loadConfig("absent.yaml", dir.path),
+      defaultConfig: () => defaultConfig(dir.path),
+    };
+    const env = { HF_HUB_CACHE: join(dir.path, "cache"), HF_HUB_OFFLINE: "1", HF_TOKEN: "hf_two words" };
+    const err = await failure(
+      planReportWithHub(source, { model: "hf:org/m:Q4_K_M" }, env, { plan: planDeps }),
+    );
+    expect(err.code).toBe("model_missing");
+    expect(err.message).toContain("local-ai pull org/m:Q4_K_M");
+    expect(err.message).not.toContain("token");
+  });
+
   test("--model without a config; a hub error is added to the not-downloaded message", async () => {
     using dir = tmpdir();
     const hub = hubWith(dir.path, { "m-Q4_K_M.gguf": tinyModel() }, { token: TOKEN });
