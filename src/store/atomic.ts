@@ -38,9 +38,16 @@ export interface StagedWrite {
  * wait for `commit()`. For a write whose durability may trail by a moment (a turn's first
  * checkpoint, committed once its request is on its way). Until committed, the target is the
  * old file, and a crash leaves the temp file: a caller whose folder is swept names it (`tempName`,
- * a fresh name in the same folder) so that its sweep knows it (agent/kv/kv-disk.ts).
+ * a fresh name in the same folder) so that its sweep knows it (agent/kv/kv-disk.ts). `remove`
+ * drops the temp file whenever it is not put in place (a caller whose bytes quote erasable words
+ * zeroes it as it goes).
  */
-export function stageFileAtomic(path: string, data: string, tempName?: string): StagedWrite {
+export function stageFileAtomic(
+  path: string,
+  data: string,
+  tempName?: string,
+  remove: (tmp: string) => void = (tmp) => rmSync(tmp, { force: true }),
+): StagedWrite {
   const dir = dirname(path);
   mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
   const tmp = join(dir, tempName ?? `.${randomBytes(6).toString("hex")}.tmp`);
@@ -52,7 +59,7 @@ export function stageFileAtomic(path: string, data: string, tempName?: string): 
     writeAllSync(fd, data);
   } catch (err) {
     if (fd !== undefined) closeSync(fd);
-    rmSync(tmp, { force: true });
+    remove(tmp);
     throw err;
   }
   const handle = fd;
@@ -81,7 +88,7 @@ export function stageFileAtomic(path: string, data: string, tempName?: string): 
         renameSync(tmp, path);
       } catch (err) {
         close();
-        rmSync(tmp, { force: true });
+        remove(tmp);
         throw err;
       }
       if (options.folder !== false) syncFolder(dir);
@@ -90,7 +97,7 @@ export function stageFileAtomic(path: string, data: string, tempName?: string): 
       if (settled) return;
       settled = true;
       close();
-      rmSync(tmp, { force: true });
+      remove(tmp);
     },
   };
 }

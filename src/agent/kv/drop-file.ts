@@ -42,18 +42,26 @@ export function dropFile(path: string, zeroes?: Zeroes): boolean {
 }
 
 /**
- * Runs `replace`, a rename onto `path` (a session's next save, its sidecar rewritten), the file it
- * replaces opened first and zeroed through that descriptor after: renamed over, its blocks keep
+ * Commits `replace`, a rename onto `path` (a session's next save, its sidecar rewritten), the file
+ * it replaces opened first and zeroed through that descriptor after: renamed over, its blocks keep
  * the earlier turns' tokens as an unlinked one's do, past any later erase of the session
  * (docs/agent.md, The store). A rename that throws leaves the old file as it was.
  */
-export function replaceZeroed(path: string, zeroes: Zeroes, replace: () => void): void {
+export function replaceZeroed(
+  path: string,
+  zeroes: Zeroes,
+  replace: { commit(options?: { folder?: boolean }): void; discard?(): void },
+  options?: { folder?: boolean },
+): void {
   const fd = openAtName(path, zeroes);
   // Another core's save put there after each open: not renamed over unzeroed (the caller's own
-  // file is dropped instead, and the other core's left).
-  if (fd === MOVING) throw new Error(`${path} was replaced by another file each time it was opened`);
+  // file is dropped instead, a staged one discarded here, and the other core's left).
+  if (fd === MOVING) {
+    replace.discard?.();
+    throw new Error(`${path} was replaced by another file each time it was opened`);
+  }
   try {
-    replace();
+    replace.commit(options);
   } catch (err) {
     if (fd !== undefined) closeSync(fd);
     throw err;

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { chmodSync, existsSync, lstatSync, readdirSync, renameSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { stageFileAtomic, syncFolderAsync } from "../../store/atomic.ts";
+import { type StagedWrite, stageFileAtomic, syncFolderAsync } from "../../store/atomic.ts";
 import { logger } from "../../util/logger.ts";
 import { ensurePrivateDir, PRIVATE_FILE_MODE } from "../../util/private-fs.ts";
 import { readSmallFile } from "../../util/read-file.ts";
@@ -137,9 +137,9 @@ export class KvDisk {
         return false;
       }
       // Described first: a state file without its sidecar is never restored. The old ones zeroed.
-      replaceZeroed(this.sidecarOf(name), this.zeroes, () => sidecar.commit({ folder: false }));
+      replaceZeroed(this.sidecarOf(name), this.zeroes, sidecar, { folder: false });
       described = true;
-      replaceZeroed(this.binOf(name), this.zeroes, () => renameSync(path, this.binOf(name)));
+      replaceZeroed(this.binOf(name), this.zeroes, { commit: () => renameSync(path, this.binOf(name)) });
       // Asked again once in place: another core's erase (its rows first, then its files) or
       // takeover of the session between the check and the renames would otherwise leave them.
       if (!wanted()) {
@@ -175,7 +175,7 @@ export class KvDisk {
       const now = this.readSidecar(name);
       if (!now || !sameSave(now, entry)) return;
       const staged = this.stageSidecar(name, { ...entry, used_at: this.now() });
-      replaceZeroed(this.sidecarOf(name), this.zeroes, () => staged.commit());
+      replaceZeroed(this.sidecarOf(name), this.zeroes, staged);
     } catch {
       // Only its place in the eviction order is lost.
     }
@@ -307,15 +307,10 @@ export class KvDisk {
     }
   }
 
-  /** A sidecar under a temporary name of ours (a crash's leftover known as ours); discarded, zeroed first. */
-  private stageSidecar(name: string, entry: KvEntry) {
+  /** A sidecar under a temporary name of ours (a crash's leftover known as ours), zeroed if not kept. */
+  private stageSidecar(name: string, entry: KvEntry): StagedWrite {
     const temp = `${name}.${process.pid}-${randomBytes(4).toString("hex")}.json.tmp`;
-    const staged = stageFileAtomic(this.sidecarOf(name), `${JSON.stringify(entry)}\n`, temp);
-    const discard = () => {
-      this.drop(join(this.dir, temp));
-      staged.discard();
-    };
-    return { ...staged, discard };
+    return stageFileAtomic(this.sidecarOf(name), `${JSON.stringify(entry)}\n`, temp, (t) => this.drop(t));
   }
 
   /**

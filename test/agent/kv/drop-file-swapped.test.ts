@@ -1,41 +1,16 @@
-import { expect, spyOn, test } from "bun:test";
+import { expect, test } from "bun:test";
 import * as fs from "node:fs";
 import { join } from "node:path";
 import { dropFile, Zeroes } from "../../../src/agent/kv/drop-file.ts";
 import { type HeldFile, holdOpen } from "../../fixtures/held-file.ts";
+import { swappingAfterOpen } from "../../fixtures/swap-after-open.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
 // Two cores on one data folder (docs/agent.md, "Files of erased words are zeroed before they
 // go"): dropFile opened a session's state file to zero it, then unlinked it by its name. Another
 // core renaming its fresh save of that session onto the name in between had that save unlinked
 // unzeroed, its tokens left in the disk's blocks after the erase. The rename is made here right
-// after the open's own check (the first lstat once the file is opened), as that core's would land.
-
-/** `dropFile(path)` with `swap` run after each open of `path`'s first look; its answer. */
-function dropSwapping(path: string, zeroes: Zeroes, swap: () => void): boolean {
-  const realOpen = fs.openSync;
-  const realLstat = fs.lstatSync;
-  let opened = false;
-  const open = spyOn(fs, "openSync").mockImplementation(((p: fs.PathLike, flags: number) => {
-    const fd = realOpen(p, flags);
-    if (p === path) opened = true;
-    return fd;
-  }) as typeof fs.openSync);
-  const lstat = spyOn(fs, "lstatSync").mockImplementation(((p: fs.PathLike) => {
-    const stats = realLstat(p);
-    if (opened && p === path) {
-      opened = false;
-      swap();
-    }
-    return stats;
-  }) as typeof fs.lstatSync);
-  try {
-    return dropFile(path, zeroes);
-  } finally {
-    open.mockRestore();
-    lstat.mockRestore();
-  }
-}
+// after the open's own check (fixtures/swap-after-open.ts), as that core's would land.
 
 test("a save renamed onto the name after the open is zeroed too, not unlinked unzeroed", async () => {
   using dir = tmpdir();
@@ -47,11 +22,15 @@ test("a save renamed onto the name after the open is zeroed too, not unlinked un
   using newer = holdOpen(fresh);
   let swapped = false;
   const zeroes = new Zeroes();
-  const dropped = dropSwapping(path, zeroes, () => {
-    if (swapped) return;
-    swapped = true;
-    fs.renameSync(fresh, path);
-  });
+  const dropped = swappingAfterOpen(
+    path,
+    () => {
+      if (swapped) return;
+      swapped = true;
+      fs.renameSync(fresh, path);
+    },
+    () => dropFile(path, zeroes),
+  );
   expect(dropped).toBe(true);
   await zeroes.done();
   expect(swapped).toBe(true);
@@ -73,13 +52,17 @@ test("a name swapped after each open never has a save unlinked unzeroed", async 
   const held: HeldFile[] = [holdOpen(path)];
   const inos = [fs.statSync(path).ino];
   const zeroes = new Zeroes();
-  const dropped = dropSwapping(path, zeroes, () => {
-    const fresh = join(dir.path, `other-core-save-${held.length}.tmp`);
-    fs.writeFileSync(fresh, text(held.length));
-    held.push(holdOpen(fresh));
-    inos.push(fs.statSync(fresh).ino);
-    fs.renameSync(fresh, path);
-  });
+  const dropped = swappingAfterOpen(
+    path,
+    () => {
+      const fresh = join(dir.path, `other-core-save-${held.length}.tmp`);
+      fs.writeFileSync(fresh, text(held.length));
+      held.push(holdOpen(fresh));
+      inos.push(fs.statSync(fresh).ino);
+      fs.renameSync(fresh, path);
+    },
+    () => dropFile(path, zeroes),
+  );
   // The name is left (said, and an erase fails on it) rather than unlinked unchecked.
   expect(dropped).toBe(false);
   await zeroes.done();

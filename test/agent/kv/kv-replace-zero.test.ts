@@ -5,6 +5,7 @@ import { KvDisk } from "../../../src/agent/kv/kv-disk.ts";
 import { entryOf } from "../../../src/agent/kv/kv-entry.ts";
 import { emptyRecord } from "../../../src/agent/kv/prompt-record.ts";
 import { holdOpen } from "../../fixtures/held-file.ts";
+import { swappingAfterOpen } from "../../fixtures/swap-after-open.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
 // A session's next save is renamed onto its state file's name: the rename frees the old file's
@@ -57,20 +58,23 @@ describe("a state file replaced by the session's next save", () => {
     const entry = disk.entry("u", "s");
     if (!entry) throw new Error("no entry");
     disk.touch(entry);
+    console.log("AFTER", fs.readdirSync(dir.path));
     await disk.zeroes.done();
     expect(oldSidecar.zeroed().allZero).toBe(true);
     expect(disk.entry("u", "s")?.note_sources).toEqual(["document:old-secret"]);
   });
 });
 
-// A save whose session is erased while its sidecar is staged (`wanted` false): the staged
-// sidecar, the prompt record's notes, was removed unzeroed.
-test("a staged sidecar of a save not kept is zeroed as it goes", async () => {
-  using dir = tmpdir();
-  const disk = new KvDisk(dir.path, 10_000_000);
+/**
+ * A save of u/s committed with `wanted` answering `keep`, its sidecar at the name a folder when
+ * `folderAtSidecar`: whether it was kept, and the staged sidecar as the disk holds it after.
+ */
+async function commitHoldingStaged(dir: string, keep: boolean, folderAtSidecar: boolean) {
+  const disk = new KvDisk(dir, 10_000_000);
   const name = disk.nameOf("u", "s");
+  if (folderAtSidecar) fs.mkdirSync(join(dir, `${name}.json`));
   const temp = disk.tempName(name);
-  fs.writeFileSync(join(dir.path, temp), "tokens\n");
+  fs.writeFileSync(join(dir, temp), "tokens\n");
   const entry = entryOf(
     { userId: "u", sessionId: "s" },
     FP,
@@ -81,12 +85,60 @@ test("a staged sidecar of a save not kept is zeroed as it goes", async () => {
   );
   let staged: ReturnType<typeof holdOpen> | undefined;
   const wanted = () => {
-    const f = fs.readdirSync(dir.path).find((n) => n.endsWith(".json.tmp"));
-    if (f) staged = holdOpen(join(dir.path, f));
-    return false;
+    const f = fs.readdirSync(dir).find((n) => n.endsWith(".json.tmp"));
+    if (f) staged = holdOpen(join(dir, f));
+    return keep;
   };
-  expect(await disk.commit(temp, entry, wanted)).toBe(false);
+  const kept = await disk.commit(temp, entry, wanted);
   await disk.zeroes.done();
-  expect(staged?.zeroed().allZero).toBe(true);
-  staged?.[Symbol.dispose]();
+  if (!staged) throw new Error("no staged sidecar was seen");
+  const held = staged;
+  return { kept, held, temps: fs.readdirSync(dir).filter((n) => n.endsWith(".tmp")) };
+}
+
+// A save whose session is erased while its sidecar is staged (`wanted` false): the staged
+// sidecar, the prompt record's notes, was removed unzeroed.
+test("a staged sidecar of a save not kept is zeroed as it goes", async () => {
+  using dir = tmpdir();
+  const { kept, held } = await commitHoldingStaged(dir.path, false, false);
+  using _ = held;
+  expect(kept).toBe(false);
+  expect(held.zeroed().allZero).toBe(true);
+});
+
+// A sidecar whose rename fails (here a folder at its name; a full or read-only disk does the
+// same): the staged sidecar was removed by stageFileAtomic's own cleanup, unzeroed, its notes
+// quoting the session's passages left in the disk's blocks.
+test("a staged sidecar whose rename fails is zeroed as it goes", async () => {
+  using dir = tmpdir();
+  const { kept, held, temps } = await commitHoldingStaged(dir.path, true, true);
+  using _ = held;
+  expect(kept).toBe(false);
+  expect(held.zeroed()).toEqual({ size: expect.any(Number), allZero: true });
+  expect(held.read().length).toBeGreaterThan(0);
+  expect(temps).toEqual([]);
+});
+
+// Another core's save renamed onto the sidecar's name after each of replaceZeroed's opens (made
+// right after each open's own check, as drop-file-swapped.test.ts does): the rewrite is refused,
+// and its staged sidecar was neither committed nor discarded, left on disk with its descriptor
+// open until a next start's sweep.
+test("a sidecar rewrite refused for a name swapped under each open leaves no staged file", async () => {
+  using dir = tmpdir();
+  const { disk, sidecar } = await savedOnce(dir.path);
+  const entry = disk.entry("u", "s");
+  if (!entry) throw new Error("no entry");
+  let swaps = 0;
+  swappingAfterOpen(
+    sidecar,
+    () => {
+      swaps++;
+      fs.writeFileSync(`${sidecar}.other`, fs.readFileSync(sidecar));
+      fs.renameSync(`${sidecar}.other`, sidecar);
+    },
+    () => disk.touch(entry),
+  );
+  await disk.zeroes.done();
+  expect(swaps).toBe(3);
+  expect(fs.readdirSync(dir.path).filter((n) => n.endsWith(".tmp"))).toEqual([]);
 });
