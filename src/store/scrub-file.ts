@@ -56,13 +56,20 @@ export function zeroFileSync(path: string): void {
 
 /**
  * A file about to be unlinked or replaced by a rename, opened to be zeroed through after (never
- * through a link, never waiting on a FIFO); none when it cannot be opened for writing.
+ * through a link, never waiting on a FIFO); none when it cannot be opened for writing. "changed":
+ * another file was at the name after each open (another core renaming onto it), which a caller
+ * that unlinks by name must not take for "cannot be opened" (agent/kv/drop-file.ts).
  */
 export function openToZero(path: string, flags = ZERO_OPEN): number | undefined {
+  const fd = openToZeroChecked(path, flags);
+  return fd === "changed" ? undefined : fd;
+}
+
+export function openToZeroChecked(path: string, flags = ZERO_OPEN): number | "changed" | undefined {
   try {
     return openNoLink(path, flags);
-  } catch {
-    return undefined;
+  } catch (err) {
+    return (err as { code?: string }).code === "ECHANGED" ? "changed" : undefined;
   }
 }
 

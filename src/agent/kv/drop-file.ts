@@ -1,6 +1,6 @@
 import { closeSync, fstatSync, lstatSync, unlinkSync } from "node:fs";
 import { isAlive } from "../../runtime/proc-info.ts";
-import { openToZero, zeroOpen } from "../../store/scrub-file.ts";
+import { openToZeroChecked, zeroOpen } from "../../store/scrub-file.ts";
 import { logger } from "../../util/logger.ts";
 
 // The KV state folder's removals (kv-disk.ts), which never throw into a turn or a save.
@@ -83,7 +83,9 @@ const MOVING = Symbol("moving");
  */
 function openAtName(path: string, zeroes: Zeroes): number | typeof MOVING | undefined {
   for (let tries = 1; ; tries++) {
-    const fd = openToZero(path);
+    // Swapped inside the open's own check too (ECHANGED): never taken for a file that cannot be opened.
+    const fd = openToZeroChecked(path);
+    if (fd === "changed") return MOVING;
     if (fd === undefined || stillAt(fd, path)) return fd;
     zeroes.zero(fd, path);
     if (tries >= SWAPS) return MOVING;

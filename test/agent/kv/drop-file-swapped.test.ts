@@ -1,4 +1,4 @@
-import { expect, test } from "bun:test";
+import { expect, spyOn, test } from "bun:test";
 import * as fs from "node:fs";
 import { join } from "node:path";
 import { dropFile, Zeroes } from "../../../src/agent/kv/drop-file.ts";
@@ -73,4 +73,35 @@ test("a name swapped after each open never has a save unlinked unzeroed", async 
       expect({ i, ...h.zeroed() }).toEqual({ i, size: Buffer.byteLength(text(i)), allZero: true });
   }
   for (const h of held) h[Symbol.dispose]();
+});
+
+// The same swaps landing between each open and the open's own check (scrub-file.ts openNoLink,
+// which gives up after 3 with ECHANGED): openToZero answered "cannot be opened" and dropFile
+// unlinked the name unchecked, the save renamed there last gone unzeroed.
+test("a name swapped inside each open's own check is left, never unlinked unzeroed", async () => {
+  using dir = tmpdir();
+  const path = join(dir.path, `s-${"a".repeat(32)}.bin`);
+  fs.writeFileSync(path, "tokens 0 of my secret\n".repeat(100));
+  let swaps = 0;
+  const realOpen = fs.openSync;
+  const open = spyOn(fs, "openSync").mockImplementation(((p: fs.PathLike, flags: number) => {
+    const fd = realOpen(p, flags);
+    if (p === path && (flags & fs.constants.O_RDWR) !== 0) {
+      swaps++;
+      fs.writeFileSync(`${path}.other`, `tokens ${swaps} of my secret\n`.repeat(100));
+      fs.renameSync(`${path}.other`, path);
+    }
+    return fd;
+  }) as typeof fs.openSync);
+  const zeroes = new Zeroes();
+  let dropped: boolean;
+  try {
+    dropped = dropFile(path, zeroes);
+  } finally {
+    open.mockRestore();
+  }
+  await zeroes.done();
+  expect(swaps).toBeGreaterThanOrEqual(3);
+  expect(dropped).toBe(false);
+  expect(fs.readFileSync(path, "utf8")).toBe(`tokens ${swaps} of my secret\n`.repeat(100));
 });
