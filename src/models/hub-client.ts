@@ -1,7 +1,7 @@
 import { readCapped } from "../util/capped-body.ts";
 import { causeText } from "../util/cause-text.ts";
 import { wholeCharCut } from "../util/text-cut.ts";
-import { nextLinkTarget, readListingPage } from "./hub-listing-page.ts";
+import { nextLinkTarget, readAnswerObject, readListingPage } from "./hub-listing-page.ts";
 import { withoutToken } from "./hub-token.ts";
 import { refusedEntry } from "./listed-entry.ts";
 
@@ -119,7 +119,9 @@ export class HubClient {
   async commitOf(repo: string, revision: string, signal?: AbortSignal): Promise<string> {
     const url = `${this.options.endpoint}/api/models/${repo}/revision/${encodeURIComponent(revision)}`;
     return this.api(url, signal, async (res) => {
-      const { value } = await readJson(res, url, "the hub's answer for the revision", MAX_JSON_BYTES);
+      const bad = (why: string) => new HubBadAnswer(url, why);
+      const what = "the hub's answer for the revision";
+      const value = await readAnswerObject(res, MAX_JSON_BYTES, what, () => nextTurn(signal), bad);
       // JSON `null` too: its `.sha` threw a TypeError, the pull's internal_error.
       const sha = value && typeof value === "object" ? (value as { sha?: unknown }).sha : undefined;
       if (typeof sha !== "string" || !/^[0-9a-f]{40}$/.test(sha))
@@ -349,27 +351,6 @@ export function nextLink(header: string | null, base: string): string | null {
 const badNext = (url: string): never => {
   throw new HubBadAnswer(url, "the hub's file listing links its next page to a malformed URL");
 };
-
-/** The body as JSON, refused past `max` bytes (what `what` names is too large), and how many bytes it had. */
-async function readJson(
-  res: Response,
-  url: string,
-  what: string,
-  max: number,
-): Promise<{ value: unknown; bytes: number }> {
-  let read: Awaited<ReturnType<typeof readCapped>>;
-  try {
-    read = await readCapped(res, max);
-  } catch {
-    throw new HubBadAnswer(url, "the hub's answer is not JSON");
-  }
-  if (read.over) throw new HubBadAnswer(url, `${what} is larger than ${MAX_JSON_BYTES / 1024 / 1024} MiB`);
-  try {
-    return { value: JSON.parse(new TextDecoder().decode(read.bytes)), bytes: read.bytes.byteLength };
-  } catch {
-    throw new HubBadAnswer(url, "the hub's answer is not JSON");
-  }
-}
 
 async function hubError(res: Response, url: string, token: string | undefined): Promise<HubError> {
   let message = res.headers.get("x-error-message");

@@ -1,5 +1,6 @@
 import { readCapped } from "../util/capped-body.ts";
 import { eachJsonArrayPiece, JsonElementTooLarge } from "../util/sliced-json-array.ts";
+import { parseJsonObjectSliced } from "../util/sliced-json-object.ts";
 
 /** The most all of a listing's pages together may bring (a real listing is far less). */
 export const MAX_LISTING_BYTES = 64 * 1024 * 1024;
@@ -20,23 +21,61 @@ export async function readListingPage(
   each: (entries: unknown[]) => Promise<void>,
   bad: (why: string) => Error,
 ): Promise<number> {
+  const tooLarge = `the hub's file listing is larger than ${MAX_LISTING_BYTES / 1024 / 1024} MiB`;
+  const bytes = await cappedBody(res, budget, tooLarge, bad);
+  let isList: boolean;
+  try {
+    isList = await eachJsonArrayPiece(bytes, each);
+  } catch (err) {
+    throw refusedJson(err, TOO_LARGE_ENTRY, bad);
+  }
+  if (!isList) throw bad("the hub's file listing is not a list");
+  return bytes.byteLength;
+}
+
+/**
+ * An answer of at most `max` bytes, parsed as JSON a piece at a time with `turn` between pieces
+ * (util/sliced-json-object.ts: the revision's answer lists every file of the repo in `siblings`,
+ * and one parse of 44 MiB held the loop 373 ms). `bad` makes the error of an answer too large,
+ * not JSON, or with an entry past 1 MiB (`what` names it); JSON.parse's own error is never shown.
+ */
+export async function readAnswerObject(
+  res: Response,
+  max: number,
+  what: string,
+  turn: () => Promise<void>,
+  bad: (why: string) => Error,
+): Promise<unknown> {
+  const bytes = await cappedBody(res, max, `${what} is larger than ${max / 1024 / 1024} MiB`, bad);
+  try {
+    return await parseJsonObjectSliced(bytes, turn);
+  } catch (err) {
+    throw refusedJson(err, `${what} has an entry larger than 1 MiB`, bad);
+  }
+}
+
+/** At most `max` bytes of the body: past them `bad(tooLarge)`, a body that breaks off not JSON. */
+async function cappedBody(
+  res: Response,
+  max: number,
+  tooLarge: string,
+  bad: (why: string) => Error,
+): Promise<Uint8Array> {
   let read: Awaited<ReturnType<typeof readCapped>>;
   try {
-    read = await readCapped(res, budget);
+    read = await readCapped(res, max);
   } catch {
     throw bad("the hub's answer is not JSON");
   }
-  if (read.over) throw bad(`the hub's file listing is larger than ${MAX_LISTING_BYTES / 1024 / 1024} MiB`);
-  let isList: boolean;
-  try {
-    isList = await eachJsonArrayPiece(read.bytes, each);
-  } catch (err) {
-    if (!(err instanceof SyntaxError)) throw err;
-    throw bad(err instanceof JsonElementTooLarge ? TOO_LARGE_ENTRY : "the hub's answer is not JSON");
-  }
-  if (!isList) throw bad("the hub's file listing is not a list");
-  return read.bytes.byteLength;
+  if (read.over) throw bad(tooLarge);
+  return read.bytes;
 }
+
+/** A parse's SyntaxError in the core's words (`tooLargeEntry` for an entry past the bound); others as they are. */
+const refusedJson = (err: unknown, tooLargeEntry: string, bad: (why: string) => Error): unknown =>
+  err instanceof SyntaxError
+    ? bad(err instanceof JsonElementTooLarge ? tooLargeEntry : "the hub's answer is not JSON")
+    : err;
 
 /**
  * The URI reference of the link whose `rel` holds `next` in a `Link` header, as RFC 8288 §3

@@ -41,8 +41,25 @@ export async function eachJsonArrayPiece(
     JSON.parse(decode(bytes, 0, bytes.length));
     return false;
   }
+  await eachArrayPieceAt(bytes, i, each, (after) => {
+    if (skipSpace(bytes, after) !== bytes.length) throw new SyntaxError("text after the JSON array");
+  });
+  return true;
+}
+
+/**
+ * The elements of the array whose `[` is at `open`, handed to `each` a piece at a time; returns
+ * the index just past the array's `]`. `atEnd` may refuse what follows the array before its
+ * last piece is handed on.
+ */
+export async function eachArrayPieceAt(
+  bytes: Uint8Array,
+  open: number,
+  each: (elements: unknown[]) => Promise<void>,
+  atEnd?: (after: number) => void,
+): Promise<number> {
   let count = 0;
-  let start = i + 1;
+  let start = open + 1;
   for (;;) {
     const at = nextCut(bytes, start);
     if (at === bytes.length) throw new SyntaxError("the JSON array does not end");
@@ -50,9 +67,9 @@ export async function eachJsonArrayPiece(
     const last = bytes[at] === BYTE.closeSquare;
     const elements = parsePiece(bytes, start, at, !last || count > 0);
     count += elements.length;
-    if (last && skipSpace(bytes, at + 1) !== bytes.length) throw new SyntaxError("text after the JSON array");
+    if (last) atEnd?.(at + 1);
     await each(elements);
-    if (last) return true;
+    if (last) return at + 1;
     start = at + 1;
   }
 }
@@ -89,7 +106,7 @@ function parsePiece(bytes: Uint8Array, start: number, end: number, mustHave: boo
 }
 
 /** The index of the quote that ends the string opened at `open` (its escaped quotes skipped), or the end. */
-function stringEnd(bytes: Uint8Array, open: number): number {
+export function stringEnd(bytes: Uint8Array, open: number): number {
   for (let q = bytes.indexOf(BYTE.quote, open + 1); q >= 0; q = bytes.indexOf(BYTE.quote, q + 1)) {
     let slashes = 0;
     while (bytes[q - 1 - slashes] === BYTE.backslash) slashes++;
@@ -98,21 +115,22 @@ function stringEnd(bytes: Uint8Array, open: number): number {
   return bytes.length;
 }
 
-function skipSpace(bytes: Uint8Array, i: number): number {
+export function skipSpace(bytes: Uint8Array, i: number): number {
   let at = i;
   while (at < bytes.length && SPACE.has(bytes[at] as number)) at++;
   return at;
 }
 
-const hasBom = (b: Uint8Array) => b[0] === 0xef && b[1] === 0xbb && b[2] === 0xbf;
-const decode = (b: Uint8Array, start: number, end: number) =>
+export const hasBom = (b: Uint8Array) => b[0] === 0xef && b[1] === 0xbb && b[2] === 0xbf;
+export const decode = (b: Uint8Array, start: number, end: number) =>
   new TextDecoder().decode(b.subarray(start, end));
 
 /** The bytes the cutting reads, as ASCII. */
-const BYTE = {
+export const BYTE = {
   quote: 0x22,
   backslash: 0x5c,
   comma: 0x2c,
+  colon: 0x3a,
   openSquare: 0x5b,
   closeSquare: 0x5d,
   openCurly: 0x7b,

@@ -4,6 +4,7 @@ import { hubFetch, listRepoFiles } from "../../src/models/hub-listing.ts";
 import { TOO_LARGE_ENTRY } from "../../src/models/hub-listing-page.ts";
 import { fromHub } from "../../src/models/pull-errors.ts";
 import type { CoreError } from "../../src/protocol/errors.ts";
+import { turnsDuring } from "../fixtures/loop-lag.ts";
 
 // The token goes to the hub's own origin only (src/models/hub-client.ts): not to a listing page
 // the hub's `Link` header puts on another host, nor over plain http after a redirect that keeps
@@ -204,22 +205,6 @@ describe("the hub's own words", () => {
     expect((err as Error).message).not.toContain(TOKEN.slice(0, 8));
   });
 });
-
-/** `work`'s value, and the turns the event loop took while it ran. */
-async function turnsDuring<T>(work: () => Promise<T>): Promise<{ value: T; turns: number }> {
-  let turns = 0;
-  let counting = true;
-  const turn = () => {
-    turns++;
-    if (counting) setImmediate(turn);
-  };
-  setImmediate(turn);
-  try {
-    return { value: await work(), turns };
-  } finally {
-    counting = false;
-  }
-}
 
 test("the hub's words cut at 300 characters never split an emoji: the error is well-formed text", async () => {
   // The cut was by UTF-16 units: an emoji across it left a lone surrogate in the pull's error,
