@@ -38,7 +38,7 @@ export async function eachJsonArrayPiece(
   const i = skipSpace(bytes, hasBom(bytes) ? 3 : 0);
   if (bytes[i] !== BYTE.openSquare) {
     if (bytes.length > PIECE_BYTES) throw new SyntaxError("a large answer that is not a JSON array");
-    JSON.parse(decode(bytes, 0, bytes.length));
+    JSON.parse(decode(bytes, hasBom(bytes) ? 3 : 0, bytes.length));
     return false;
   }
   await eachArrayPieceAt(bytes, i, each, (after) => {
@@ -122,8 +122,13 @@ export function skipSpace(bytes: Uint8Array, i: number): number {
 }
 
 export const hasBom = (b: Uint8Array) => b[0] === 0xef && b[1] === 0xbb && b[2] === 0xbf;
+/**
+ * UTF-8 text of `[start, end)`, a BOM there kept: a piece starting with one (`[\uFEFF1]`) was
+ * read with it dropped and accepted, where one parse of the whole refuses it. The body's own
+ * BOM is skipped by the callers (`hasBom`), as a whole decode drops it.
+ */
 export const decode = (b: Uint8Array, start: number, end: number) =>
-  new TextDecoder().decode(b.subarray(start, end));
+  new TextDecoder("utf-8", { ignoreBOM: true }).decode(b.subarray(start, end));
 
 /** The bytes the cutting reads, as ASCII. */
 export const BYTE = {

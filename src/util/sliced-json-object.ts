@@ -27,7 +27,7 @@ export async function parseJsonObjectSliced(bytes: Uint8Array, turn: () => Promi
   const open = skipSpace(bytes, hasBom(bytes) ? 3 : 0);
   if (bytes[open] !== BYTE.openCurly) {
     if (bytes.length > PIECE_BYTES) throw new SyntaxError("a large answer that is not a JSON object");
-    return JSON.parse(decode(bytes, 0, bytes.length));
+    return JSON.parse(decode(bytes, hasBom(bytes) ? 3 : 0, bytes.length));
   }
   const object: Record<string, unknown> = {};
   let start = open + 1;

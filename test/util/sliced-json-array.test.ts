@@ -64,6 +64,9 @@ describe("eachJsonArrayPiece", () => {
       "[1,,2]",
       '["a]',
       `[${big}"x`,
+      // A BOM inside, even as a piece's first character, is no space (one parse refuses it).
+      "[\uFEFF1]",
+      `[${big}\uFEFF2]`,
     ])
       expect(await run(text)).toBe("SyntaxError");
   });

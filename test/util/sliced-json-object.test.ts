@@ -72,6 +72,7 @@ describe("parseJsonObjectSliced", () => {
       "null",
       "[1]",
       '"s"',
+      '\uFEFF"s"',
     ];
     for (const text of good) {
       const got = await run(text);
@@ -113,6 +114,10 @@ describe("parseJsonObjectSliced", () => {
       `{"x":[${`${kib},`.repeat(300)}]}`,
       "<html>",
       "",
+      // A BOM is the body's first bytes or nothing: inside, as a piece's first, it is no space.
+      '{\uFEFF"a":1}',
+      '{"a":\uFEFF1}',
+      '\uFEFF\uFEFF{"a":1}',
     ];
     for (const text of bad) {
       expect(parsed(text)).toBe("SyntaxError");
