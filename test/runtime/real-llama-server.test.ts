@@ -228,6 +228,8 @@ if (!BINARY || !MODEL || !RPC_SERVER) {
       const workers = await Promise.all([startRpcServer(RPC_SERVER), startRpcServer(RPC_SERVER)]);
       const [a, b] = workers as [RealWorker, RealWorker];
       const config = ConfigSchema.parse({
+        // Each start makes the plan's slot folder under data_dir: the default, ./data, is the repository's.
+        app: { data_dir: join(dir.path, "data") },
         model: { path: MODEL, context: 1024 },
         llama: { binary: BINARY, rpc: [a.endpoint, b.endpoint] },
       });
