@@ -3,7 +3,9 @@ import { closeSync, constants, fsync, fsyncSync, mkdirSync, openSync, renameSync
 import { open as openAsync } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
+import { logger } from "../util/logger.ts";
 import { openPrivateFile, PRIVATE_DIR_MODE, writeAllSync } from "../util/private-fs.ts";
+import { openToZero, zeroOpen } from "./scrub-file.ts";
 
 /**
  * Writes a file so that a crash leaves either the old or the new content, never a torn one:
@@ -39,14 +41,14 @@ export interface StagedWrite {
  * checkpoint, committed once its request is on its way). Until committed, the target is the
  * old file, and a crash leaves the temp file: a caller whose folder is swept names it (`tempName`,
  * a fresh name in the same folder) so that its sweep knows it (agent/kv/kv-disk.ts). `remove`
- * drops the temp file whenever it is not put in place (a caller whose bytes quote erasable words
- * zeroes it as it goes).
+ * drops the temp file whenever it is not put in place: zeroed as it goes (`dropTemp`) unless the
+ * caller brings its own zeroing drop (KvDisk's).
  */
 export function stageFileAtomic(
   path: string,
   data: string,
   tempName?: string,
-  remove: (tmp: string) => void = (tmp) => rmSync(tmp, { force: true }),
+  remove: (tmp: string) => void = dropTemp,
 ): StagedWrite {
   const dir = dirname(path);
   mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
@@ -100,6 +102,35 @@ export function stageFileAtomic(
       remove(tmp);
     },
   };
+}
+
+/** The zeroings of dropped temp files still running (`stagedTempsZeroed`). */
+const zeroing = new Set<Promise<void>>();
+
+/**
+ * A temp file that will not become the target (a refused rename, a write cut short, a discard):
+ * its bytes are the caller's words (a KV sidecar's notes), so it is opened, unlinked, and zeroed
+ * through that descriptor off the event loop, as every file of words is before it goes
+ * (docs/agent.md, "Files of erased words are zeroed before they go"). Bounded by what was
+ * written to it. One that cannot be opened for writing is removed all the same.
+ */
+function dropTemp(tmp: string): void {
+  const fd = openToZero(tmp);
+  try {
+    rmSync(tmp, { force: true });
+  } finally {
+    if (fd !== undefined) {
+      const work: Promise<void> = zeroOpen(fd)
+        .catch((err) => logger.warn(`a dropped temp file could not be zeroed: ${(err as Error).message}`))
+        .finally(() => zeroing.delete(work));
+      zeroing.add(work);
+    }
+  }
+}
+
+/** Every dropped temp file's zeroing finished: nameless, a next start could not find them (shutdown waits). */
+export async function stagedTempsZeroed(): Promise<void> {
+  await Promise.all([...zeroing]);
 }
 
 /** Also a file's bytes (store/export-temps.ts): an open for reading and its fsync. */

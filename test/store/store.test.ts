@@ -1,8 +1,9 @@
 import { describe, expect, test } from "bun:test";
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { stageFileAtomic, writeFileAtomic } from "../../src/store/atomic.ts";
+import { stagedTempsZeroed, stageFileAtomic, writeFileAtomic } from "../../src/store/atomic.ts";
 import { KeyedMutex } from "../../src/store/keyed-mutex.ts";
+import { holdOpen } from "../fixtures/held-file.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 describe("atomic writes", () => {
@@ -31,6 +32,24 @@ describe("atomic writes", () => {
     dropped.commit(); // settled: nothing happens
     expect(readFileSync(p, "utf8")).toBe("new");
     expect(readdirSync(join(dir.path, "a"))).toEqual(["f.json"]);
+  });
+
+  test("a temp file whose rename is refused, or that is discarded, is zeroed before it goes", async () => {
+    using dir = tmpdir();
+    // A folder (not empty) at the target: rename(2) of a file over it is refused (EISDIR).
+    const p = join(dir.path, "sidecar.json");
+    mkdirSync(join(p, "inside"), { recursive: true });
+    const staged = stageFileAtomic(p, "the user's notes", "s.tmp");
+    using held = holdOpen(join(dir.path, "s.tmp"));
+    expect(() => staged.commit()).toThrow();
+    expect(readdirSync(dir.path)).toEqual(["sidecar.json"]);
+    await stagedTempsZeroed();
+    expect(held.zeroed()).toEqual({ size: 16, allZero: true });
+    const dropped = stageFileAtomic(join(dir.path, "other.json"), "more notes", "o.tmp");
+    using heldToo = holdOpen(join(dir.path, "o.tmp"));
+    dropped.discard();
+    await stagedTempsZeroed();
+    expect(heldToo.zeroed()).toEqual({ size: 10, allZero: true });
   });
 
   test("a folder that cannot be made fails the stage, not the commit, and leaves nothing", () => {
