@@ -12,8 +12,8 @@ import { resolvedCommand } from "../platform/windows-command.ts";
 import type { DoctorCheck } from "../protocol/doctor.ts";
 import { childModeOf } from "../runtime/child-mode.ts";
 import { withoutArgSecrets } from "../util/arg-secrets.ts";
-import { drives } from "../util/drive-answers.ts";
-import { oneAtATime } from "../util/one-at-a-time.ts";
+import { type DriveAnswers, drives } from "../util/drive-answers.ts";
+import { oneLanedAtATime } from "../util/one-at-a-time.ts";
 import { shellWord } from "../util/shell-word.ts";
 import { wholeCharCut } from "../util/text-cut.ts";
 import { within } from "../util/within.ts";
@@ -111,21 +111,24 @@ export async function binaryCheck(
 /**
  * Dynamic backends shipped beside the binary (libggml-cuda.so, ggml-vulkan.dll…). Listed off the
  * loop and waited for no longer than a drive's stat: its folder's stat answered, but an NFS client
- * answers that from cached attributes, and a listing of it can hang with its server gone.
+ * answers that from cached attributes, and a listing of it can hang with its server gone. In the
+ * drives' lanes (util/drive-answers.ts `laned`): a hung one holds a file thread for good, and
+ * started outside them, hung listings of several folders took every thread the core reads with.
  */
 export async function backendsBeside(
   binary: string,
   list: (folder: string) => Promise<string[]> = readdir,
-  waitMs = drives.waitMs,
+  answers: DriveAnswers = drives,
 ): Promise<Set<string>> {
   const out = new Set<string>();
   try {
+    const folder = dirname(binary);
     const names = await within(
-      listing(dirname(binary), () => list(dirname(binary)).catch(() => [] as string[])),
-      waitMs,
-      [] as string[],
+      listing(folder, answers, () => list(folder).catch(() => [] as string[])),
+      answers.waitMs,
+      "late" as const,
     );
-    for (const f of names) {
+    for (const f of names === "late" ? [] : names) {
       const m = /^(?:lib)?ggml-([a-z0-9]+)(?:-[\w]+)?\.(?:so|dll|dylib)$/i.exec(f);
       if (m && !["base"].includes(m[1]!.toLowerCase())) out.add(m[1]!.toUpperCase());
     }
@@ -135,8 +138,8 @@ export async function backendsBeside(
   return out;
 }
 
-/** The listings out, by folder, one at a time (util/one-at-a-time.ts). */
-const listing = oneAtATime<string[]>();
+/** The listings out, by folder, one at a time, in the drives' lanes (util/one-at-a-time.ts). */
+const listing = oneLanedAtATime<string[]>();
 
 export function hardwareCheck(hw: HardwareSnapshot): Check {
   const gpus = hw.gpus.map(

@@ -14,8 +14,8 @@ import {
 } from "../plan/projector.ts";
 import { isCoreError } from "../protocol/errors.ts";
 import { HF_PREFIX } from "../protocol/model-ref.ts";
-import { answersFor, statLate } from "../util/drive-answers.ts";
-import { oneAtATime } from "../util/one-at-a-time.ts";
+import { answersFor, type DriveAnswers, statLate } from "../util/drive-answers.ts";
+import { oneLanedAtATime } from "../util/one-at-a-time.ts";
 import { within } from "../util/within.ts";
 import { hubCacheDir, snapshotRootOf } from "./hf-cache.ts";
 import { isGgufPath, isProjector, namesText } from "./pick-gguf.ts";
@@ -54,9 +54,9 @@ async function answered(
   setting: string,
   model: ModelInfo,
   key: string,
-  options: MemoOptions,
+  options: ProjectorOptions,
 ): Promise<void> {
-  const late = await statLate(answersFor(options), path);
+  const late = await statLate(options.drives ?? answersFor(options), path);
   if (!late) return;
   const target = { path: model.path, width: model.n_embd, key };
   throw projectorError(
@@ -71,7 +71,7 @@ async function configured(
   path: string,
   model: ModelInfo,
   key: string,
-  options: MemoOptions,
+  options: ProjectorOptions,
 ): Promise<ProjectorInfo> {
   const target = { path: model.path, width: model.n_embd, key };
   // Its stat off the loop first, as the model's: one on a dead network mount (the model's drive
@@ -111,11 +111,11 @@ async function candidates(
   const snapshot = snapshotRootOf(modelPath);
   const where = snapshot === null ? "folder" : "snapshot";
   const folder = snapshot ?? dirname(modelPath);
-  const answers = answersFor(options);
+  const answers = options.drives ?? answersFor(options);
   const late = await statLate(answers, folder);
   if (late) return { where, files: [], late };
-  const names = await within(listingOf(folder, where, options), answers.waitMs, null);
-  if (names === null)
+  const names = await within(listingOf(folder, where, options, answers), answers.waitMs, "late" as const);
+  if (names === "late")
     return {
       where,
       files: [],
@@ -127,28 +127,33 @@ async function candidates(
   return { where, files: files.map((n) => join(folder, n)) };
 }
 
-/** Tests: the folder's listing, the snapshot's walk. */
+/** Tests: the folder's listing, the snapshot's walk, the drives' lanes shared by several calls. */
 export interface ProjectorOptions extends MemoOptions {
   readdir?: (folder: string) => Promise<string[]>;
   snapshotFiles?: (snapshot: string) => Promise<string[]>;
+  drives?: DriveAnswers;
 }
 
-/** The listings out, by folder, one at a time (util/one-at-a-time.ts). */
-const listings = oneAtATime<string[]>();
+/** The listings out, by folder, one at a time, in the drives' lanes (util/one-at-a-time.ts). */
+const listings = oneLanedAtATime<string[]>();
 
 /**
  * The folder's names, waited for no longer than its stat: a stat can answer where its listing
  * hangs (an NFS client answers from cached attributes, its server gone), and an unbounded wait
- * hung the plan for good. A folder that cannot be listed holds no projector we could use.
+ * hung the plan for good. In the drives' lanes (util/drive-answers.ts `laned`): a hung listing
+ * holds a file thread for good, and started outside them, listings of models' folders on one dead
+ * share took every thread, every file read and write of the core waiting with them. A folder
+ * that cannot be listed holds no projector we could use.
  */
 function listingOf(
   folder: string,
   where: "snapshot" | "folder",
   options: ProjectorOptions,
-): Promise<string[]> {
+  answers: DriveAnswers,
+): Promise<string[] | "late"> {
   const list =
     where === "snapshot" ? (options.snapshotFiles ?? snapshotFilesAsync) : (options.readdir ?? readdir);
-  return listings(`${where}:${folder}`, () => list(folder).catch(() => [] as string[]));
+  return listings(`${where}:${folder}`, answers, () => list(folder).catch(() => [] as string[]));
 }
 
 async function auto(model: ModelInfo, options: ProjectorOptions): Promise<ProjectorChoice> {

@@ -10,6 +10,7 @@ import { planReportWithHub } from "../../src/models/plan-with-hub.ts";
 import { readGgufHeader } from "../../src/plan/gguf-read.ts";
 import { type ModelInfo, modelInfo } from "../../src/plan/model.ts";
 import { CoreError } from "../../src/protocol/errors.ts";
+import { DriveAnswers } from "../../src/util/drive-answers.ts";
 import { mmproj } from "../fixtures/gguf-mmproj.ts";
 import { type GgufSpec, tinyLlama, tinyLlamaQ8, writeGguf } from "../fixtures/gguf-writer.ts";
 import { cpuOnlyMachine } from "../fixtures/hardware.ts";
@@ -194,6 +195,25 @@ describe("mmproj: auto beside the model", () => {
   test("a folder whose stat answered but whose listing never does (an NFS mount's cached attributes, its server gone) ends the wait, listed once", async () => {
     using dir = tmpdir();
     await listedOnceThoughHung(await modelIn(dir.path), "readdir");
+  });
+
+  test("listings of two models' folders share the drives' lanes: a hung one's is not started beside", async () => {
+    // Each hung listing holds a file thread for good (a hard-mounted share): started outside the
+    // lanes (util/drive-answers.ts `laned`), a few took every thread the core reads and writes with.
+    using a = tmpdir();
+    using b = tmpdir();
+    const models = [await modelIn(a.path), await modelIn(b.path)];
+    const listed: string[] = [];
+    const readdir = (folder: string) => {
+      listed.push(folder);
+      return new Promise<string[]>(() => {});
+    };
+    const drives = new DriveAnswers({ stat: async () => ({ ino: 1 }), statWaitMs: 2, lanes: 1 });
+    for (const model of models)
+      expect(await findProjector("auto", model, "model.mmproj", { drives, readdir })).toMatchObject({
+        kind: "none",
+      });
+    expect(listed).toEqual([a.path]);
   });
 
   test("the only mmproj*.gguf beside it, when its width matches", async () => {
