@@ -70,7 +70,8 @@ export const chat = defineMethod({
     let place: Place | undefined;
     const edit = { done: false, quoted: false };
     // Memory's job takes free room only while chats run (store/embed-room.ts): the chat's model stays.
-    const ended = index?.chatBegan();
+    // Counted by the core (services.ts `chatBegan`): a job made while it runs knows it runs too.
+    const ended = services.chatBegan ? services.chatBegan() : index?.chatBegan();
     try {
       // A plain chat starts llama-server before the turn's modules load: on the first chat they
       // are evaluated while it spawns, not before (docs/performance.md, "A cold chat's way to

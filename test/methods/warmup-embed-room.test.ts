@@ -1,8 +1,13 @@
 import { describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { defaultConfig } from "../../src/config/load.ts";
+import { chat } from "../../src/methods/chat.ts";
 import { modelsLoad } from "../../src/methods/models-load.ts";
 import type { Services } from "../../src/methods/services.ts";
 import { warmup } from "../../src/methods/warmup.ts";
+import type { LlamaProvider } from "../../src/runtime/endpoint.ts";
+import { CoreServices } from "../../src/server/services.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 // A warmup loads the chat's model ahead of a chat (docs/protocol.md#lifecycle), a models.load a
@@ -72,4 +77,33 @@ describe("models.load and memory's background job", () => {
       else await run;
       expect(told).toEqual(["began", "load", "ended"]);
     });
+});
+
+describe("a chat and memory's background job", () => {
+  // Counted before only through an embedder it managed to make (memoryIndex): with none made yet
+  // (no embedding model now, the store not open yet), a job made while the chat ran counted no
+  // chat and took the chat model's room 30 s after its own start.
+  test("counts as a chat beginning and ending whether or not the job is made", async () => {
+    using dir = tmpdir();
+    writeFileSync(join(dir.path, "config.yaml"), `app:\n  data_dir: ${JSON.stringify(dir.path)}\n`);
+    const provider: LlamaProvider = {
+      acquire: () => Promise.reject(new Error("no server in this test")),
+      slots: () => 1,
+      stop: async () => {},
+    };
+    const services = new CoreServices({ configPath: "config.yaml", cwd: dir.path, llama: () => provider });
+    const told: string[] = [];
+    services.chatBegan = () => {
+      told.push("began");
+      return () => told.push("ended");
+    };
+    const chatCtx = { id: "c", signal: ctx.signal, emit: () => true, droppedEvents: 0, settle: () => true };
+    // The turn ends however it ends (no server): only the count is watched.
+    await Promise.resolve(chat.run(chat.params.parse({ input: "hi" }), chatCtx as never, services)).catch(
+      () => {},
+    );
+    await services.stop();
+    expect(services.memoryIndex({ create: false })).toBeUndefined();
+    expect(told).toEqual(["began", "ended"]);
+  });
 });
