@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { HF_PREFIX, parseHfModelPath } from "../protocol/model-ref.ts";
 import type { ModelEntry } from "../protocol/models.ts";
 import type { DriveAnswers } from "../util/drive-answers.ts";
+import { logger } from "../util/logger.ts";
 import { oneAtATime } from "../util/one-at-a-time.ts";
 import { within } from "../util/within.ts";
 import { repoPaths } from "./hf-cache.ts";
@@ -64,6 +65,31 @@ export interface CacheReads {
   folderNames?(folder: string): Promise<FolderNames>;
   /** The core's stop (list.ts ListDeps): the walk ends at the next repo, not after every wait. */
   stop?: AbortSignal;
+  /** Tests: the whole cache walk's wait (`cachedCandidates`), twice the drive's wait otherwise. */
+  walkWaitMs?: number;
+}
+
+/** A cache walk's reads, its one deadline with them (`cachedCandidates`). */
+type WalkReads = CacheReads & { deadline?: Deadline };
+
+/** One wait for a whole walk: `over` is set before `reached` resolves, so a wait it ended sees it over. */
+class Deadline {
+  over = false;
+  readonly reached: Promise<null>;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(ms: number) {
+    this.reached = new Promise((resolve) => {
+      this.timer = setTimeout(() => {
+        this.over = true;
+        resolve(null);
+      }, ms);
+    });
+  }
+
+  clear(): void {
+    clearTimeout(this.timer);
+  }
 }
 
 /**
@@ -78,22 +104,37 @@ const folderListings = oneAtATime<FolderNames | "late">();
  * loop, each listing waited for no longer than a stat (util/drive-answers.ts): a stat can answer
  * where the listing hangs (an NFS client answers from cached attributes, its server gone), and a
  * repo's folder may be a link onto another drive; a readdirSync of either held the whole core,
- * ping and cancel too. What does not answer is left out.
+ * ping and cancel too. What does not answer is left out. The whole walk is waited for no longer
+ * than two drive waits (docs/models.md, "`models`"): walked one after another, each repo a
+ * dead link onto a share gone waited the full wait, and a cache of several took minutes to answer
+ * `models`; what is left when it is over is left out, said in the log.
  */
 export async function cachedCandidates(cacheDir: string, reads: CacheReads): Promise<Candidate[]> {
-  const dirs = ((await namesIn(cacheDir, reads)) ?? []).filter((d) => d.startsWith("models--")).sort();
-  const out: Candidate[] = [];
-  for (const dir of dirs) {
-    reads.stop?.throwIfAborted();
-    out.push(...(await repoCandidates(cacheDir, dir, reads)));
+  // Twice a drive's wait: one dead repo's wait leaves the healthy ones after it their time.
+  const deadline = new Deadline(reads.walkWaitMs ?? 2 * reads.drives.waitMs);
+  const walk: WalkReads = { ...reads, deadline };
+  try {
+    const dirs = ((await namesIn(cacheDir, walk)) ?? []).filter((d) => d.startsWith("models--")).sort();
+    const out: Candidate[] = [];
+    for (const [i, dir] of dirs.entries()) {
+      reads.stop?.throwIfAborted();
+      if (deadline.over) {
+        logger.warn(`the hub cache ${cacheDir} did not answer in time: ${dirs.length - i} repos left out`);
+        break;
+      }
+      out.push(...(await repoCandidates(cacheDir, dir, walk)));
+    }
+    return out;
+  } finally {
+    deadline.clear();
   }
-  return out;
 }
 
-async function repoCandidates(cacheDir: string, dir: string, reads: CacheReads): Promise<Candidate[]> {
+async function repoCandidates(cacheDir: string, dir: string, reads: WalkReads): Promise<Candidate[]> {
   const repo = dir.slice("models--".length).split("--").join("/");
   const paths = repoPaths(cacheDir, repo);
-  if (!(await reads.drives.answers(join(cacheDir, dir)))) return [];
+  const answered = reads.drives.answers(join(cacheDir, dir)).then((yes) => yes || ("late" as const));
+  if ((await bounded(answered, reads)) === null) return [];
   const commits = await namesIn(paths.snapshots, reads);
   if (commits === null) return [];
   const refs = await readRefs(paths.refs, reads);
@@ -101,6 +142,7 @@ async function repoCandidates(cacheDir: string, dir: string, reads: CacheReads):
   commits.sort((a, b) => referenced(a) - referenced(b) || a.localeCompare(b));
   const out: Candidate[] = [];
   for (const commit of commits) {
+    if (reads.deadline?.over) break;
     const snapshot = join(paths.snapshots, commit);
     const walk = reads.snapshotFiles ?? snapshotFilesAsync;
     const files = await bounded(
@@ -126,7 +168,7 @@ async function repoCandidates(cacheDir: string, dir: string, reads: CacheReads):
 }
 
 /** A folder's names; null when it cannot be listed or did not answer within the drive's wait. */
-function namesIn(folder: string, reads: CacheReads): Promise<string[] | null> {
+function namesIn(folder: string, reads: WalkReads): Promise<string[] | null> {
   const list = reads.readdir ?? ((f: string) => readdir(f));
   return bounded(
     listings(`list:${folder}`, () => reads.drives.laned(() => list(folder))),
@@ -134,9 +176,12 @@ function namesIn(folder: string, reads: CacheReads): Promise<string[] | null> {
   );
 }
 
-/** `work`'s answer, or null once it failed, was late, or the drive's wait is over (it runs on unwatched). */
-function bounded<T>(work: Promise<T | "late">, reads: CacheReads): Promise<T | null> {
-  return within(
+/**
+ * `work`'s answer, or null once it failed, was late, or the drive's wait or the walk's deadline
+ * is over (it runs on unwatched).
+ */
+function bounded<T>(work: Promise<T | "late">, reads: WalkReads): Promise<T | null> {
+  const answer = within(
     work.then(
       (v) => (v === "late" ? null : v),
       () => null,
@@ -144,6 +189,7 @@ function bounded<T>(work: Promise<T | "late">, reads: CacheReads): Promise<T | n
     reads.drives.waitMs,
     null,
   );
+  return reads.deadline ? Promise.race([answer, reads.deadline.reached]) : answer;
 }
 
 /**
@@ -163,7 +209,7 @@ function referenceOf(repo: string, file: string, refs: readonly string[]): strin
 }
 
 /** commit → the refs (main, tags, refs/pr/1 as pr/1) that name it, read off the loop as the listings are. */
-async function readRefs(refsDir: string, reads: CacheReads): Promise<Map<string, string[]>> {
+async function readRefs(refsDir: string, reads: WalkReads): Promise<Map<string, string[]>> {
   const out = new Map<string, string[]>();
   const walk = async (dir: string, prefix: string, depth: number): Promise<void> => {
     const names = await namesIn(dir, reads);

@@ -42,7 +42,9 @@ describe("models: the hub cache listed off the loop", () => {
         ? new Promise<string[]>(() => {})
         : Promise.resolve(readdirSync(folder));
     const snapshotFiles = (snapshot: string) => Promise.resolve(snapshotFilesNow(snapshot));
-    const found = await cachedCandidates(cache, { drives: answering(1), readdir: list, snapshotFiles });
+    // The walk's deadline well past the far repo's 1 ms: this is about that repo's own wait.
+    const reads = { drives: answering(1), readdir: list, snapshotFiles, walkWaitMs: 60_000 };
+    const found = await cachedCandidates(cache, reads);
     expect(found.map((c) => `${c.repo}:${c.file}`)).toEqual(["org/near:n-Q4_K_M.gguf"]);
     expect(far.snapshot).toContain("models--org--far");
   });
@@ -82,5 +84,23 @@ describe("models: listings that hang share the stats' lanes", () => {
     ).toEqual([]);
     expect(started).toEqual(["/dead/lanes-a"]);
     expect(await drives.statOf("/dead/lanes-c")).toBe("late"); // stats too: the lane is held
+  });
+});
+
+describe("models: the hub cache's whole walk has one deadline", () => {
+  // Repos walked one after another, each a dead link onto a share gone: each waited the full
+  // drive wait (30 s), and a `models` over a cache of several answered minutes later. The walk's
+  // deadline (1 ms here, twice the drive's 30 s in the core) leaves the rest out, never started.
+  test("repos left when the walk's deadline is over are not listed", async () => {
+    const listed: string[] = [];
+    const readdir = (folder: string) => {
+      listed.push(folder);
+      if (folder === "/dead/hub") return Promise.resolve(["models--a--x", "models--b--y", "models--c--z"]);
+      return new Promise<string[]>(() => {});
+    };
+    // Each listing's own wait (5 ms) is past the walk's (1 ms): only the deadline ends the first.
+    const found = await cachedCandidates("/dead/hub", { drives: answering(5), readdir, walkWaitMs: 1 });
+    expect(found).toEqual([]);
+    expect(listed).toEqual(["/dead/hub", join("/dead/hub", "models--a--x", "snapshots")]);
   });
 });
