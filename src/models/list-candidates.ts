@@ -4,7 +4,7 @@ import { HF_PREFIX, parseHfModelPath } from "../protocol/model-ref.ts";
 import type { ModelEntry } from "../protocol/models.ts";
 import type { DriveAnswers } from "../util/drive-answers.ts";
 import { logger } from "../util/logger.ts";
-import { oneAtATime } from "../util/one-at-a-time.ts";
+import { oneLanedAtATime } from "../util/one-at-a-time.ts";
 import { within } from "../util/within.ts";
 import { repoPaths } from "./hf-cache.ts";
 import { groupGgufs, isGgufPath, isProjector, missingText } from "./pick-gguf.ts";
@@ -38,7 +38,7 @@ export interface Candidate {
 export async function folderCandidates(folder: string, reads: CacheReads): Promise<Candidate[]> {
   const list = reads.folderNames ?? folderNamesAsync;
   const found = await bounded(
-    folderListings(`names:${folder}`, () => reads.drives.laned(() => list(folder))),
+    folderListings(`names:${folder}`, reads.drives, () => list(folder)),
     reads,
   );
   if (found === null) return [];
@@ -93,11 +93,13 @@ class Deadline {
 }
 
 /**
- * The listings out, by folder, one at a time (util/one-at-a-time.ts), each in the drive's lanes
- * (util/drive-answers.ts `laned`): `late` when not answered or not started.
+ * The listings out, by folder, one at a time (util/one-at-a-time.ts `oneLanedAtATime`), each in
+ * the drive's lanes (util/drive-answers.ts `laned`): `late` when not answered or not started. One
+ * still hung after its wait is waited on again by a retry, never started beside itself: each
+ * start held another thread, and a few retries over one dead folder took every lane.
  */
-const listings = oneAtATime<string[] | "late">();
-const folderListings = oneAtATime<FolderNames | "late">();
+const listings = oneLanedAtATime<string[]>();
+const folderListings = oneLanedAtATime<FolderNames>();
 
 /**
  * Every snapshot of every cached model repo; snapshots a ref points at come first. Listed off the
@@ -146,7 +148,7 @@ async function repoCandidates(cacheDir: string, dir: string, reads: WalkReads): 
     const snapshot = join(paths.snapshots, commit);
     const walk = reads.snapshotFiles ?? snapshotFilesAsync;
     const files = await bounded(
-      listings(`walk:${snapshot}`, () => reads.drives.laned(() => walk(snapshot))),
+      listings(`walk:${snapshot}`, reads.drives, () => walk(snapshot)),
       reads,
     );
     if (files === null) continue;
@@ -171,7 +173,7 @@ async function repoCandidates(cacheDir: string, dir: string, reads: WalkReads): 
 function namesIn(folder: string, reads: WalkReads): Promise<string[] | null> {
   const list = reads.readdir ?? ((f: string) => readdir(f));
   return bounded(
-    listings(`list:${folder}`, () => reads.drives.laned(() => list(folder))),
+    listings(`list:${folder}`, reads.drives, () => list(folder)),
     reads,
   );
 }

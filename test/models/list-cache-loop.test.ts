@@ -64,18 +64,24 @@ describe("models: the hub cache listed off the loop", () => {
   });
 });
 
+/** Folders whose stats answer (an NFS client's cached attributes) and whose listings never do, in `lanes` lanes. */
+function deadFolders(lanes: number) {
+  const drives = new DriveAnswers({ stat: async () => ({ ino: 1 }), statWaitMs: 1, lanes });
+  const started: string[] = [];
+  const folderNames = (folder: string) => {
+    started.push(folder);
+    return new Promise<{ names: string[]; undecodable: Set<string> }>(() => {});
+  };
+  return { drives, started, folderNames };
+}
+
 describe("models: listings that hang share the stats' lanes", () => {
   // Each listing that hangs holds one of the runtime's few file threads, for good on a hard-mounted
   // share. Started outside the drive's lanes (util/drive-answers.ts), folders beside the config
   // on one dead share (their stats answered from cached attributes) took every thread: each file
   // read and write of the core then waited with them.
   test("once every lane holds a listing that does not answer, no other listing is started", async () => {
-    const drives = new DriveAnswers({ stat: async () => ({ ino: 1 }), statWaitMs: 1, lanes: 1 });
-    const started: string[] = [];
-    const folderNames = (folder: string) => {
-      started.push(folder);
-      return new Promise<{ names: string[]; undecodable: Set<string> }>(() => {});
-    };
+    const { drives, started, folderNames } = deadFolders(1);
     const reads = { drives, folderNames };
     expect(await folderCandidates("/dead/lanes-a", reads)).toEqual([]);
     expect(await folderCandidates("/dead/lanes-b", reads)).toEqual([]);
@@ -102,5 +108,18 @@ describe("models: the hub cache's whole walk has one deadline", () => {
     const found = await cachedCandidates("/dead/hub", { drives: answering(5), readdir, walkWaitMs: 1 });
     expect(found).toEqual([]);
     expect(listed).toEqual(["/dead/hub", join("/dead/hub", "models--a--x", "snapshots")]);
+  });
+});
+
+describe("models: a listing still hung is not started again", () => {
+  // Its wait over, the next `models` (a host that retries) started the same folder's listing
+  // again beside the hung one: each held another file thread, and once every lane held one, every
+  // stat of the core was refused (models unreadable) for a single dead folder.
+  test("a retry waits on the folder's listing still out, in one lane", async () => {
+    const { drives, started, folderNames } = deadFolders(3);
+    for (let i = 0; i < 3; i++)
+      expect(await folderCandidates("/dead/retried", { drives, folderNames })).toEqual([]);
+    expect(started).toEqual(["/dead/retried"]);
+    expect(await drives.statOf("/alive/model.gguf")).not.toBe("late"); // two lanes still free
   });
 });
