@@ -94,14 +94,20 @@ export function readSmallFileBytes(path: string, maxBytes: number, options: Read
   const { fd, size } = openRegularFile(path, options);
   try {
     if (size > maxBytes) throw new FileTooLarge(path, size, maxBytes);
-    // The read stops past the cap too, in case the file grew after the fstat.
-    const buffer = Buffer.alloc(maxBytes + 1);
+    // Room for the file's size (not the cap: a pid record of 300 bytes read with an 8 MiB cap
+    // cost 8 MiB each); read to the end, stopping past the cap, in case the file grew after the
+    // fstat (or, as /proc files do, says 0 bytes and has more).
+    const parts: Buffer[] = [];
     let length = 0;
-    for (let n = -1; n !== 0 && length < buffer.length; length += n) {
-      n = readSync(fd, buffer, length, buffer.length - length, null);
+    for (let room = size + 1; length <= maxBytes; room = 1 << 16) {
+      const part = Buffer.alloc(Math.min(room, maxBytes + 1 - length));
+      const n = readSync(fd, part, 0, part.length, null);
+      if (n === 0) break;
+      parts.push(part.subarray(0, n));
+      length += n;
     }
     if (length > maxBytes) throw new FileTooLarge(path, length, maxBytes);
-    return buffer.subarray(0, length);
+    return parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, length);
   } finally {
     closeSync(fd);
   }
