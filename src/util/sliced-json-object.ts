@@ -45,6 +45,9 @@ export async function parseJsonObjectSliced(bytes: Uint8Array, turn: () => Promi
     let at = cut.at;
     if (cut.bigArray) {
       const { key, valueAt } = memberKey(bytes, skipSpace(bytes, cut.end + 1));
+      // The `[` found may follow another value (`"a":1 [...], 2]`): read from that value's
+      // first byte as an array, the rest was taken as its elements.
+      if (bytes[valueAt] !== BYTE.openSquare) throw new SyntaxError("a JSON value where an array starts");
       const elements: unknown[] = [];
       const after = await eachArrayPieceAt(bytes, valueAt, async (piece) => {
         for (const element of piece) elements.push(element);

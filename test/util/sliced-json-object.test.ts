@@ -111,6 +111,9 @@ describe("parseJsonObjectSliced", () => {
       `{ , "x":${arr}}`,
       `{"x" ${arr}}`,
       `{"x":1,,"y":${arr}}`,
+      // A big array after some other value: read as if that value's first byte were a `[`.
+      `{"x":1 ${arr}, 2]}`,
+      `{"x":"s" ${arr},"t"]}`,
       `{"x":[${`${kib},`.repeat(300)}]}`,
       "<html>",
       "",
