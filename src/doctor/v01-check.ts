@@ -11,6 +11,30 @@ import type { Check } from "./checks.ts";
 const MAX_USERS_READ = 500;
 /** The most folders named in the message and in `data.folders`. */
 const MAX_NAMED = 10;
+/**
+ * The most folder names the check takes, all folders together: it runs on the core's loop (the
+ * `doctor` method), and 500 users' 100,000 sessions held ping half a second.
+ */
+export const MAX_NAMES_READ = 20_000;
+
+/** Names read so far against the bound; `stopped` once a folder had more than was left. */
+interface Budget {
+  left: number;
+  stopped: boolean;
+}
+
+/**
+ * A folder's names, at most what `budget` has left; none when it cannot be read. Bun's
+ * opendirSync reads a folder whole at its open too, so one listing is not cut short: the bound
+ * is on the folders listed after it and the names checked.
+ */
+function namesWithin(dir: string, budget: Budget): string[] {
+  const all = namesIn(dir);
+  const names = all.length > budget.left ? all.slice(0, budget.left) : all;
+  if (names.length < all.length) budget.stopped = true;
+  budget.left -= names.length;
+  return names.sort();
+}
 
 const isSafeId = (name: string): boolean => SafeIdSchema.safeParse(name).success;
 
@@ -28,10 +52,10 @@ function isRealDir(path: string): boolean {
 }
 
 /** 0.1's user trees under data_dir: `users/` (not imported yet) and those kept in `imported-0.1/`. */
-function v01Trees(dataDir: string): string[] {
+function v01Trees(dataDir: string, budget: Budget): string[] {
   const aside = join(dataDir, IMPORTED_DIR);
-  const kept = isRealDir(aside) ? namesIn(aside).filter((n) => n.startsWith("users")) : [];
-  return [join(dataDir, "users"), ...kept.sort().map((n) => join(aside, n))].filter(isRealDir);
+  const kept = isRealDir(aside) ? namesWithin(aside, budget).filter((n) => n.startsWith("users")) : [];
+  return [join(dataDir, "users"), ...kept.map((n) => join(aside, n))].filter(isRealDir);
 }
 
 /**
@@ -41,13 +65,14 @@ function v01Trees(dataDir: string): string[] {
  * `sessions.delete`, which take only such ids: its words stay under data_dir whatever the host
  * erases, and only a person can remove them. Read only; links are not followed.
  */
-export function v01DataCheck(config: Config): Check | undefined {
-  const trees = v01Trees(config.app.data_dir);
+export function v01DataCheck(config: Config, maxNames = MAX_NAMES_READ): Check | undefined {
+  const budget: Budget = { left: maxNames, stopped: false };
+  const trees = v01Trees(config.app.data_dir, budget);
   if (trees.length === 0) return undefined;
   const unreachable: string[] = [];
   let usersRead = 0;
   for (const tree of trees) {
-    for (const user of namesIn(tree).sort()) {
+    for (const user of namesWithin(tree, budget)) {
       const path = join(tree, user);
       if (!isRealDir(path)) continue;
       if (!isSafeId(user)) {
@@ -57,14 +82,20 @@ export function v01DataCheck(config: Config): Check | undefined {
       if (usersRead++ >= MAX_USERS_READ) continue;
       const sessions = join(path, "sessions");
       if (!isRealDir(sessions)) continue;
-      for (const s of namesIn(sessions).sort())
+      for (const s of namesWithin(sessions, budget))
         if (!isSafeId(s) && isRealDir(join(sessions, s))) unreachable.push(join(sessions, s));
     }
   }
   const named = unreachable.slice(0, MAX_NAMED).map(shown);
-  const data = { trees: trees.map(shown), folders: named, unreachable: unreachable.length };
+  const data = {
+    trees: trees.map(shown),
+    folders: named,
+    unreachable: unreachable.length,
+    complete: !budget.stopped,
+  };
+  const partial = budget.stopped ? ` (only the first ${maxNames} folder names were checked)` : "";
   if (unreachable.length === 0)
-    return { id: "v01_data", status: "ok", message: `0.1 data in ${data.trees.join(", ")}`, data };
+    return { id: "v01_data", status: "ok", message: `0.1 data in ${data.trees.join(", ")}${partial}`, data };
   const more = unreachable.length > MAX_NAMED ? ` and ${unreachable.length - MAX_NAMED} more` : "";
   const first = unreachable[0]!;
   // A command only for a name it can spell: one with a control character shown as `?` is another path.
@@ -73,7 +104,7 @@ export function v01DataCheck(config: Config): Check | undefined {
   return {
     id: "v01_data",
     status: "warn",
-    message: `${unreachable.length} 0.1 user or session folder(s) have a name no request can give, so no users.delete or sessions.delete erases them: ${named.join(", ")}${more}`,
+    message: `${unreachable.length} 0.1 user or session folder(s) have a name no request can give, so no users.delete or sessions.delete erases them: ${named.join(", ")}${more}${partial}`,
     fix: `remove them by hand once their conversations are no longer wanted${command}`,
     data,
   };
