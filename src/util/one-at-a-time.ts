@@ -24,7 +24,8 @@ export function oneAtATime<T>(): (key: string, start: () => Promise<T>) => Promi
  * `oneAtATime`, the call started in the drives' lanes (util/drive-answers.ts `laned`), `late`
  * when refused or not started within the wait. Keyed by the call itself, not its wait: one whose
  * wait ended but that still hangs is waited on again (the caller bounds that wait), never
- * started a second time beside it, and never given a second lane, as it holds one thread only.
+ * started a second time beside it, and never given a second lane, as it holds one thread only
+ * (asks in the same tick too, before its lane is granted, share the first's).
  */
 export function oneLanedAtATime<T>(): (
   key: string,
@@ -43,5 +44,18 @@ export function oneLanedAtATime<T>(): (
     mine.then(done, done);
     return mine;
   };
-  return (key, answers, start) => out.get(key) ?? answers.laned(() => once(key, start));
+  // Asks waiting for a lane, by key: the call starts only once its lane is granted (a tick later
+  // at the soonest), and a second ask meanwhile took a lane of its own, held on the same call.
+  const queued = new Map<string, Promise<T | "late">>();
+  return (key, answers, start) => {
+    const shared = out.get(key) ?? queued.get(key);
+    if (shared) return shared;
+    const mine = answers.laned(() => once(key, start));
+    queued.set(key, mine);
+    const done = () => {
+      if (queued.get(key) === mine) queued.delete(key);
+    };
+    mine.then(done, done);
+    return mine;
+  };
 }
