@@ -1,7 +1,6 @@
 import { existsSync } from "node:fs";
 import type { KvDisk } from "../agent/kv/kv-disk.ts";
 import type { PromptReuse } from "../agent/kv/reuse.ts";
-import { stagedTempsZeroed } from "../store/atomic.ts";
 import type { SeveralModels } from "./several-models.ts";
 
 /** Where the erases of saved KV state look: the prompt reuses and the folder. */
@@ -79,11 +78,11 @@ export class KvErase {
   /**
    * The files the erases removed, zeroed (drop-file.ts `Zeroes`): a delete answers once its
    * files' blocks no longer hold the words (docs/agent.md, The store), and shutdown waits too.
-   * A sidecar's staged temp file a refused rename dropped is zeroed likewise (atomic.ts).
+   * A sidecar's staged temp file a refused rename dropped is zeroed likewise (KvDisk's drop).
    */
   async zeroed(): Promise<void> {
     // Never `budgeted()`: at shutdown it would load the config, which may be missing or refused.
-    await Promise.all([this.deps.made()?.zeroes.done(), this.unbudgeted?.zeroes.done(), stagedTempsZeroed()]);
+    await Promise.all([this.deps.made()?.zeroes.done(), this.unbudgeted?.zeroes.done()]);
   }
 
   /** The one model's reuse's erase; false when none is made. */

@@ -5,7 +5,7 @@ import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 import { logger } from "../util/logger.ts";
 import { openPrivateFile, PRIVATE_DIR_MODE, writeAllSync } from "../util/private-fs.ts";
-import { openToZero, zeroOpen } from "./scrub-file.ts";
+import { openToZero, zeroOpenSync } from "./scrub-file.ts";
 
 /**
  * Writes a file so that a crash leaves either the old or the new content, never a torn one:
@@ -41,8 +41,8 @@ export interface StagedWrite {
  * checkpoint, committed once its request is on its way). Until committed, the target is the
  * old file, and a crash leaves the temp file: a caller whose folder is swept names it (`tempName`,
  * a fresh name in the same folder) so that its sweep knows it (agent/kv/kv-disk.ts). `remove`
- * drops the temp file whenever it is not put in place: zeroed as it goes (`dropTemp`) unless the
- * caller brings its own zeroing drop (KvDisk's).
+ * drops the temp file whenever it is not put in place: zeroed before it returns (`dropTemp`)
+ * unless the caller brings its own zeroing drop (KvDisk's, waited for by kv-erase.ts `zeroed`).
  */
 export function stageFileAtomic(
   path: string,
@@ -104,15 +104,15 @@ export function stageFileAtomic(
   };
 }
 
-/** The zeroings of dropped temp files still running (`stagedTempsZeroed`). */
-const zeroing = new Set<Promise<void>>();
-
 /**
  * A temp file that will not become the target (a refused rename, a write cut short, a discard):
- * its bytes are the caller's words (a KV sidecar's notes), so it is opened, unlinked, and zeroed
- * through that descriptor off the event loop, as every file of words is before it goes
- * (docs/agent.md, "Files of erased words are zeroed before they go"). Bounded by what was
- * written to it. One that cannot be opened for writing is removed all the same.
+ * its bytes are the caller's words, so it is opened, unlinked, and zeroed through that
+ * descriptor before this returns, as every file of words is before it goes (docs/agent.md,
+ * "Files of erased words are zeroed before they go"). Synchronous as the write that filled it
+ * was, and bounded by it: its one caller, the 0.1 erase (import-v01-erase.ts), runs on the
+ * store's thread, whose delete answers as the call returns and which a stop terminates, so a
+ * zeroing left to run after it was waited for by neither and could be cut off, the nameless
+ * file's words kept. One that cannot be opened for writing is removed all the same.
  */
 function dropTemp(tmp: string): void {
   const fd = openToZero(tmp);
@@ -120,17 +120,15 @@ function dropTemp(tmp: string): void {
     rmSync(tmp, { force: true });
   } finally {
     if (fd !== undefined) {
-      const work: Promise<void> = zeroOpen(fd)
-        .catch((err) => logger.warn(`a dropped temp file could not be zeroed: ${(err as Error).message}`))
-        .finally(() => zeroing.delete(work));
-      zeroing.add(work);
+      try {
+        zeroOpenSync(fd);
+      } catch (err) {
+        logger.warn(`a dropped temp file could not be zeroed: ${(err as Error).message}`);
+      } finally {
+        closeSync(fd);
+      }
     }
   }
-}
-
-/** Every dropped temp file's zeroing finished: nameless, a next start could not find them (shutdown waits). */
-export async function stagedTempsZeroed(): Promise<void> {
-  await Promise.all([...zeroing]);
 }
 
 /** Also a file's bytes (store/export-temps.ts): an open for reading and its fsync. */
