@@ -118,14 +118,19 @@ export async function cachedCandidates(cacheDir: string, reads: CacheReads): Pro
   try {
     const dirs = ((await namesIn(cacheDir, walk)) ?? []).filter((d) => d.startsWith("models--")).sort();
     const out: Candidate[] = [];
-    for (const [i, dir] of dirs.entries()) {
+    // Repos walked before the deadline: one it cut short (its snapshots left) is said with those left whole.
+    let whole = 0;
+    for (const dir of dirs) {
       reads.stop?.throwIfAborted();
-      if (deadline.over) {
-        logger.warn(`the hub cache ${cacheDir} did not answer in time: ${dirs.length - i} repos left out`);
-        break;
-      }
+      if (deadline.over) break;
       out.push(...(await repoCandidates(cacheDir, dir, walk)));
+      if (!deadline.over) whole++;
     }
+    const left = dirs.length - whole;
+    if (left > 0)
+      logger.warn(
+        `the hub cache ${cacheDir} did not answer in time: ${left} repo${left === 1 ? "" : "s"} left out or cut short`,
+      );
     return out;
   } finally {
     deadline.clear();

@@ -1,9 +1,10 @@
-import { describe, expect, test } from "bun:test";
+import { describe, expect, spyOn, test } from "bun:test";
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { cachedCandidates, folderCandidates } from "../../src/models/list-candidates.ts";
 import { snapshotFiles as snapshotFilesNow } from "../../src/models/resolve.ts";
 import { DriveAnswers } from "../../src/util/drive-answers.ts";
+import { logger } from "../../src/util/logger.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { layRepo, tinyModel } from "./cache-layout.ts";
 
@@ -108,6 +109,31 @@ describe("models: the hub cache's whole walk has one deadline", () => {
     const found = await cachedCandidates("/dead/hub", { drives: answering(5), readdir, walkWaitMs: 1 });
     expect(found).toEqual([]);
     expect(listed).toEqual(["/dead/hub", join("/dead/hub", "models--a--x", "snapshots")]);
+  });
+});
+
+describe("models: a walk its deadline cut short says so", () => {
+  // The log said what the deadline left out only when whole repos were left after it: one cut
+  // short in its snapshots (the last repo, or the only one) lost models without a word, and a
+  // user asking why a cached model is missing from `models` found nothing in the log.
+  test("a repo whose snapshots were left by the deadline is logged", async () => {
+    const readdir = (folder: string) => {
+      if (folder === "/dead/hub-cut") return Promise.resolve(["models--a--x"]);
+      if (folder.endsWith("snapshots")) return Promise.resolve(["c1", "c2"]);
+      return Promise.reject(new Error("ENOENT")); // no refs
+    };
+    const snapshotFiles = (snapshot: string) =>
+      snapshot.endsWith("c1") ? new Promise<string[]>(() => {}) : Promise.resolve(["m.gguf"]);
+    const lines: string[] = [];
+    const warn = spyOn(logger, "warn").mockImplementation((line: string) => void lines.push(line));
+    try {
+      // Each listing's own wait (5 ms) is past the walk's (1 ms): the deadline ends c1's walk.
+      const reads = { drives: answering(5), readdir, snapshotFiles, walkWaitMs: 1 };
+      expect(await cachedCandidates("/dead/hub-cut", reads)).toEqual([]);
+    } finally {
+      warn.mockRestore();
+    }
+    expect(lines).toEqual([expect.stringContaining("1 repo left out or cut short")]);
   });
 });
 
