@@ -1,6 +1,6 @@
 import { resolve } from "node:path";
 import type { KvDisk } from "../agent/kv/kv-disk.ts";
-import type { PromptReuse } from "../agent/kv/reuse.ts";
+import type { PromptReuse, ReuseDeps } from "../agent/kv/reuse.ts";
 import type { McpPool } from "../agent/mcp/pool.ts";
 import { RefusalMemo } from "../config/refusal-memo.ts";
 import type { Config, LoadedConfig } from "../config/schema.ts";
@@ -30,8 +30,8 @@ export interface ServicesOptions {
   llama?: (config: () => Config) => LlamaProvider;
   /** Tests: hooks of the store's (a 0.1 import held before a unit). */
   store?: Pick<StoreOptions, "beforeImportUnit">;
-  /** Tests: prompt reuse's idle wait before its quiet save (reuse-deps.ts `quietDelay`; default 2 s). */
-  reuseQuietMs?: number;
+  /** Tests: prompt reuse's idle wait before its quiet save (default 2 s), and a view of each (reuse-deps.ts). */
+  reuse?: Pick<ReuseDeps, "quietMs" | "quietSeen">;
 }
 
 /**
@@ -340,7 +340,7 @@ export class CoreServices implements Services {
       disk: this.disk(),
       cacheRamBytes: () => provider.snapshot?.().cacheRamBytes ?? null,
       ...reuseStore(() => this.store()),
-      quietMs: this.options.reuseQuietMs,
+      ...this.options.reuse,
     });
   }
 

@@ -1,5 +1,6 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import type { QuietSave } from "../../src/agent/kv/quiet-timer.ts";
 import { methodTable } from "../../src/methods/index.ts";
 import type { ChatMessage } from "../../src/protocol/chat-message.ts";
 import { Dispatcher } from "../../src/protocol/dispatcher.ts";
@@ -30,6 +31,8 @@ export class ChatHarness {
   readonly services: CoreServices;
   readonly out: Msg[] = [];
   readonly mcpLog: string;
+  /** Prompt reuse's quiet saves, each as its timer was set (reuse-deps.ts `quietSeen`): awaited, or fired now. */
+  readonly quietSaves: QuietSave[] = [];
   /** Called synchronously as the chat emits each event (before it is written), to place a race exactly. */
   onEmit: (msg: Msg) => void = () => {};
   private readonly dispatcher: Dispatcher;
@@ -74,7 +77,7 @@ export class ChatHarness {
       cwd: this.dir.path,
       llama: () => this.provider,
       ...(options.store ? { store: options.store } : {}),
-      reuseQuietMs: options.reuseQuietMs,
+      reuse: { quietMs: options.reuseQuietMs, quietSeen: (q) => this.quietSaves.push(q) },
     });
     const harness = this;
     const writer = new (class extends Writer {
@@ -102,6 +105,17 @@ export class ChatHarness {
       writer,
       async () => {},
     );
+  }
+
+  /**
+   * The quiet save set as the last turn ended, fired now if its idle wait is not over (a test
+   * gives a wait it never reaches, so the save comes after what it arranged), and done.
+   */
+  async quietSave(): Promise<void> {
+    const quiet = this.quietSaves.at(-1);
+    if (!quiet) throw new Error("no quiet save was set");
+    quiet.now();
+    await quiet.ran;
   }
 
   get dataDir(): string {

@@ -1,6 +1,7 @@
 import type { Config } from "../../config/schema.ts";
 import type { KvDisk } from "./kv-disk.ts";
 import type { PromptRecord } from "./prompt-record.ts";
+import type { QuietSave } from "./quiet-timer.ts";
 
 /** What prompt reuse (reuse.ts) is given: the server's settings, the KV folder, the store's answers. */
 export interface ReuseDeps {
@@ -23,6 +24,8 @@ export interface ReuseDeps {
   now?: () => number;
   /** The idle wait before the quiet save, in ms, before the `idle_sleep_s` rule; default 2 s (tests shorten it). */
   quietMs?: number;
+  /** Tests: each quiet save as its timer is set, to await it or fire it now; none in the core. */
+  quietSeen?: (quiet: QuietSave) => void;
 }
 
 const QUIET_MS = 2000;

@@ -10,6 +10,7 @@ import { launchFingerprinter } from "./fingerprint.ts";
 import type { KvDisk, KvEntry } from "./kv-disk.ts";
 import { keepAll, type Later } from "./later.ts";
 import { dropSource, emptyRecord, type PromptRecord, quotedPassages, quotingNotes } from "./prompt-record.ts";
+import { QuietTimer } from "./quiet-timer.ts";
 import { restoreSlotState } from "./restore-state.ts";
 import { quietDelay, type ReuseDeps, type ReusedTurn } from "./reuse-deps.ts";
 import { saveSlotState } from "./save-slot.ts";
@@ -61,13 +62,12 @@ export class PromptReuse {
   /** Sessions whose state llama-server's RAM cache took when they gave way, by the server's epoch. */
   private readonly inRam = new Map<string, string>();
   private server: Server | undefined;
-  private quiet: ReturnType<typeof setTimeout> | undefined;
+  private readonly quiet: QuietTimer;
   /** Saves and restores, one at a time. */
   private chain: Promise<unknown> = Promise.resolve();
   /** Why nothing goes to disk for the current server (it refused slot actions: 501). */
   private diskOff: string | undefined;
   private readonly now: () => number;
-  private readonly quietMs: number;
   private stopped = false;
   private swept = false;
   private readonly underWay = new UnderWay();
@@ -75,7 +75,7 @@ export class PromptReuse {
   constructor(private readonly deps: ReuseDeps) {
     this.now = deps.now ?? Date.now;
     this.marks = new EditMarks(deps, RECORDS_KEPT);
-    this.quietMs = quietDelay(deps);
+    this.quiet = new QuietTimer(quietDelay(deps), deps.quietSeen);
   }
 
   /** Before a turn's first request: its slot (its state restored into it when needed) and its record. */
@@ -190,7 +190,7 @@ export class PromptReuse {
   /** At shutdown, before llama-server stops: what changed since the last save, within STOP_SAVE_MS. */
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.quiet) clearTimeout(this.quiet);
+    this.quiet.clear();
     const server = this.server;
     if (!server?.launch.awake) return;
     await within(this.saveQuietly(server), STOP_SAVE_MS, undefined);
@@ -201,7 +201,7 @@ export class PromptReuse {
    * models"): what changed is saved, within STOP_SAVE_MS; unlike `stop()`, reuse goes on.
    */
   async saveBeforeUnload(stopped: Promise<unknown> = Promise.resolve()): Promise<void> {
-    if (this.quiet) clearTimeout(this.quiet);
+    this.quiet.clear();
     const server = this.server;
     if (!server?.launch.awake) return;
     const later: Later = { keeps: [], closed: false };
@@ -296,14 +296,12 @@ export class PromptReuse {
 
   /** Once the server has been idle for quietMs: the slots that changed are saved. */
   private whenQuiet(): void {
-    if (this.quiet) clearTimeout(this.quiet);
+    this.quiet.clear();
     if (!this.deps.disk || this.stopped) return;
-    this.quiet = setTimeout(() => {
+    this.quiet.set(() => {
       const server = this.server;
-      if (!server?.launch.awake || !server.launch.slots.idle()) return;
-      void this.saveQuietly(server);
-    }, this.quietMs);
-    this.quiet.unref?.();
+      if (server?.launch.awake && server.launch.slots.idle()) return this.saveQuietly(server);
+    });
   }
 
   /** Saves off any turn's path: a failure is logged, never a rejection that could end the core. */
