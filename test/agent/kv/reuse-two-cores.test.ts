@@ -6,7 +6,6 @@ import type { SupervisorSnapshot } from "../../../src/runtime/snapshot.ts";
 import { Store } from "../../../src/store/store.ts";
 import { filesHolding } from "../../fixtures/files-holding.ts";
 import { writeFakeModel } from "../../fixtures/llama-stand-in/binary.ts";
-import { waitFor } from "../../fixtures/wait.ts";
 import { ChatHarness } from "../harness.ts";
 
 // Two cores on one data folder (docs/agent.md#prompt-reuse): what one erases (documents.delete,
@@ -20,11 +19,11 @@ const PASSAGE = "subspecies of zebra";
 const USER = "default_user";
 
 /**
- * The quiet save's idle wait for the cores whose tests wait for that save (2 s in production: it
- * runs the same way, sooner); a test proving nothing is kept after it waits PAST_QUIET_MS.
+ * The quiet save's idle wait for the cores whose tests need that save: one no test reaches, the
+ * test fires the save itself once it arranged what the save must meet, and awaits it
+ * (`h.quietSave()`). Waiting out a short wait instead, under load the save may not have run yet.
  */
-const QUIET_MS = 250;
-const PAST_QUIET_MS = QUIET_MS + 500;
+const FIRED_BY_TEST = 600_000;
 
 /**
  * A core whose stand-in saves into `dataDir`/kv; `dataDir` given: another core's folder and model;
@@ -89,7 +88,8 @@ async function recalled(h: ChatHarness, kind: "document" | "session"): Promise<s
   }
   await say(h, "z", `tell me about the ${MARK}`);
   expect(lastPrompt(h)).toContain(PASSAGE);
-  expect(await waitFor(() => zSaved(h), { timeoutMs: 5000 })).toBe(true);
+  await h.quietSave();
+  expect(zSaved(h)).toBe(true);
   return source;
 }
 
@@ -106,7 +106,7 @@ async function eraseElsewhere(h: ChatHarness, kind: "document" | "session", sour
 
 describe("a source erased by another core, in this core's prompt records", () => {
   test("a document deleted through a second store: the next turn sends no note of it, and no file keeps it", async () => {
-    await using h = core(undefined, 0, QUIET_MS);
+    await using h = core(undefined, 0, FIRED_BY_TEST);
     const doc = await recalled(h, "document");
     await eraseElsewhere(h, "document", doc);
     await say(h, "z", "and what else?");
@@ -114,14 +114,16 @@ describe("a source erased by another core, in this core's prompt records", () =>
     const { kv } = h.llama.model;
     expect(kv.slots[0]?.tokens.join("")).not.toContain(PASSAGE);
     expect(kv.ram.flat().join("")).not.toContain(PASSAGE);
-    await Bun.sleep(PAST_QUIET_MS);
+    // z's state is saved again, without the note.
+    await h.quietSave();
+    expect(readdirSync(kvDir(h)).filter((f) => f.startsWith(nameOf("z")))).toHaveLength(2);
     expect(quoting(h)).toEqual([]);
   }, 20_000);
 
   test("the slot's erase answering late: the next turn waits for it, so no cache keeps the note", async () => {
     // A slot is emptied only once its task ends; a turn sent before the erase lands would hand the
     // slot's prompt, note and all, to llama-server's RAM cache (transcripts/94).
-    await using h = core(undefined, 300, QUIET_MS);
+    await using h = core(undefined, 300, FIRED_BY_TEST);
     const doc = await recalled(h, "document");
     await eraseElsewhere(h, "document", doc);
     await say(h, "z", "and what else?");
@@ -136,7 +138,7 @@ describe("a source erased by another core, in this core's prompt records", () =>
     ["session", "edited"],
   ] as const) {
     test(`a saved state quoting a ${kind} ${erased} since: a fresh core neither restores it nor sends the note`, async () => {
-      await using a = core(undefined, 0, QUIET_MS);
+      await using a = core(undefined, 0, FIRED_BY_TEST);
       const source = await recalled(a, kind);
       if (erased === "edited") editElsewhere(a);
       else await eraseElsewhere(a, kind, source);
@@ -151,7 +153,7 @@ describe("a source erased by another core, in this core's prompt records", () =>
   }
 
   test("a store that cannot answer the check: the record is neither used nor saved, and nothing is erased", async () => {
-    await using h = core(undefined, 0, QUIET_MS);
+    await using h = core(undefined, 0, FIRED_BY_TEST);
     await recalled(h, "document");
     const store = h.services.store();
     const check = store.sourcesGone.bind(store);
@@ -176,7 +178,7 @@ describe("a session edited or deleted by another core, in the slot it holds here
     });
 
   test("a document its notes quote deleted there: another session taking its slot here hands none to the RAM cache", async () => {
-    await using h = core(undefined, 0, QUIET_MS);
+    await using h = core(undefined, 0, FIRED_BY_TEST);
     withRamCache(h);
     const doc = await recalled(h, "document");
     const { kv } = h.llama.model;
@@ -236,7 +238,7 @@ function editElsewhere(h: ChatHarness): void {
 
 describe("a session edited, in the records of the sessions whose notes quote its erased turns", () => {
   test("edited in this core: the next turn sends no note of it, and no file keeps it", async () => {
-    await using h = core(undefined, 0, QUIET_MS);
+    await using h = core(undefined, 0, FIRED_BY_TEST);
     await recalled(h, "session");
     h.llama.script({ content: ["ok"] });
     const { terminal } = await h.chat(++id, { session_id: "s0", replace_from: 0, input: "something else" });
@@ -246,10 +248,12 @@ describe("a session edited, in the records of the sessions whose notes quote its
     await say(h, "z", "and what else?");
     expect(lastPrompt(h)).not.toContain(PASSAGE);
     expect(h.llama.model.kv.slots[0]?.tokens.join("")).not.toContain(PASSAGE);
+    await h.quietSave();
+    expect(quoting(h)).toEqual([]);
   }, 20_000);
 
   test("edited through a second store: the next turn sends no note of it, and no file keeps it", async () => {
-    await using h = core(undefined, 0, QUIET_MS);
+    await using h = core(undefined, 0, FIRED_BY_TEST);
     await recalled(h, "session");
     editElsewhere(h);
     h.llama.script({ content: ["ok"] });
@@ -260,6 +264,7 @@ describe("a session edited, in the records of the sessions whose notes quote its
     // z's prompt with the note in no RAM cache entry (s0's own prompt is the editing core's to reach).
     const zNoted = (e: string[]) => e.join("").includes("tell me about") && e.join("").includes(PASSAGE);
     expect(kv.ram.filter(zNoted)).toEqual([]);
+    await h.quietSave();
     expect(quoting(h)).toEqual([]);
   }, 20_000);
 });

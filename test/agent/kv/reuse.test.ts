@@ -26,12 +26,14 @@ import { ChatHarness, type Msg } from "../harness.ts";
 // returns, the save once the server is quiet, and each fault of a slot file falling back to
 // processing the prompt — the chat's result as ever, only its `usage` shows the difference.
 
-/**
- * The quiet save's idle wait in the tests that wait for that save (2 s in production: it runs
- * the same way, sooner); a test proving nothing happens after it waits PAST_QUIET_MS, past the save.
- */
+/** The quiet save's idle wait in the tests that wait for that save (2 s in production: it runs the same way, sooner). */
 const QUIET_MS = 250;
-const PAST_QUIET_MS = QUIET_MS + 500;
+/**
+ * An idle wait no test reaches, for a test proving what a quiet save does NOT keep: it fires the
+ * save itself once it arranged what the save must meet, and awaits it (`h.quietSave()`). Waiting
+ * out a short wait instead, under load the save may not have run yet, or run before the arrangement.
+ */
+const FIRED_BY_TEST = 600_000;
 
 type Usage = { prompt_tokens: number; cached_tokens: number };
 const usage = (m: Msg) => (m.result as { usage: Usage }).usage;
@@ -257,21 +259,25 @@ describe("prompt reuse with the stand-in", () => {
   });
 
   test("llama.kv_disk_bytes 0: slots are still kept per session, nothing is saved", async () => {
-    await using h = harness({ quietMs: QUIET_MS, config: { llama: { kv_disk_bytes: 0 } } });
+    await using h = harness({ config: { llama: { kv_disk_bytes: 0 } } });
     await say(h, "a", "one");
     await say(h, "b", "two");
     await say(h, "a", "three");
-    await Bun.sleep(PAST_QUIET_MS);
+    // No quiet save is set without a disk; the save an unload or a stop makes asks for none either.
+    expect(h.quietSaves).toEqual([]);
+    await h.services.promptReuse().saveBeforeUnload();
+    expect(slotActions(h, "save")).toBe(0);
     expect(kvFiles(h)).toEqual([]);
     expect(h.llama.requests.every((r) => r.body.id_slot === 0)).toBe(true);
   });
 
   test("sessions.delete takes the session's files, and a quiet save does not bring them back", async () => {
-    await using h = harness({ quietMs: QUIET_MS });
+    await using h = harness({ quietMs: FIRED_BY_TEST });
     await say(h, "gone", "remember this");
     h.send("d", "sessions.delete", { session_id: "gone" });
     expect((await h.terminal("d")).result).toEqual({ deleted: true, set_aside_copies: [] });
-    await Bun.sleep(PAST_QUIET_MS);
+    await h.quietSave();
+    expect(slotActions(h, "save")).toBe(0);
     expect(kvFiles(h)).toEqual([]);
   });
 
@@ -357,10 +363,10 @@ describe("prompt reuse with the stand-in", () => {
   };
 
   test("a model file replaced after llama-server loaded it, before any chat: nothing is saved as the new file's", async () => {
-    await using h = harness({ quietMs: QUIET_MS });
+    await using h = harness({ quietMs: FIRED_BY_TEST });
     replaceModel(h);
     await say(h, "a", "tell me about the sea");
-    await Bun.sleep(PAST_QUIET_MS);
+    await h.quietSave();
     expect(kvFiles(h)).toEqual([]);
   });
 
@@ -375,8 +381,8 @@ describe("prompt reuse with the stand-in", () => {
   });
 
   test("a session a second core erased is not saved by this one's quiet save", async () => {
-    // The production wait: the second store's open and erase must land before the quiet save.
-    await using h = harness();
+    // The quiet save fired once the second store's erase has ended: what this core's save meets.
+    await using h = harness({ quietMs: FIRED_BY_TEST });
     await say(h, "gone", "remember this");
     const other = Store.open(h.dataDir);
     try {
@@ -384,7 +390,7 @@ describe("prompt reuse with the stand-in", () => {
     } finally {
       other.close();
     }
-    await Bun.sleep(2500);
+    await h.quietSave();
     expect(kvFiles(h)).toEqual([]);
   });
 });
@@ -431,28 +437,29 @@ describe("an erased document in other sessions' saved state", () => {
     const added = (await h.terminal("add")).result as { document_id: string };
     await say(h, "z", `tell me about the ${MARK}`);
     if (!saved) return added.document_id;
-    expect(await waitFor(() => pairInPlace(h), { timeoutMs: 5000 })).toBe(true);
+    await h.quietSave();
+    expect(pairInPlace(h)).toBe(true);
     // The setup holds: z's sidecar quotes the passage.
     expect(filesHolding(join(h.dataDir, "kv"), PASSAGE).length).toBeGreaterThan(0);
     return added.document_id;
   }
 
   test("documents.delete takes them: no file holds it, a quiet save does not bring it back, z's next prompt lacks it", async () => {
-    await using h = harness({ ...withMemory, quietMs: QUIET_MS });
+    await using h = harness({ ...withMemory, quietMs: FIRED_BY_TEST });
     const doc = await recalled(h);
     h.send("d", "documents.delete", { document_id: doc });
     expect((await h.terminal("d")).result).toEqual({ deleted: true });
     expect(kvFiles(h)).toEqual([]);
-    await Bun.sleep(PAST_QUIET_MS);
-    expect(filesHolding(join(h.dataDir, "kv"), PASSAGE)).toEqual([]);
     await say(h, "z", "and what else?");
     expect(JSON.stringify(h.llama.requests.at(-1)?.body.messages)).not.toContain(PASSAGE);
-    await Bun.sleep(PAST_QUIET_MS);
+    // z's state is saved again, without the note.
+    await h.quietSave();
+    expect(pairInPlace(h)).toBe(true);
     expect(filesHolding(join(h.dataDir, "kv"), PASSAGE)).toEqual([]);
   }, 20_000);
 
   test("a save under way when the document goes is not kept", async () => {
-    await using h = harness({ quietMs: QUIET_MS, ...withMemory, standIn: { cacheRamMib: 0 } });
+    await using h = harness({ quietMs: FIRED_BY_TEST, ...withMemory, standIn: { cacheRamMib: 0 } });
     // z's first save is the one under way: no sidecar of z names the document yet.
     const doc = await recalled(h, false);
     // b takes the only slot: z, changed, is saved first; the delete lands before it is kept.
@@ -475,12 +482,14 @@ describe("an erased document in other sessions' saved state", () => {
     } finally {
       held.mockRestore();
     }
-    await Bun.sleep(PAST_QUIET_MS);
+    // b's quiet save: b's state and sidecar, none holding the passage.
+    await h.quietSave();
+    expect(pairInPlace(h)).toBe(true);
     expect(filesHolding(join(h.dataDir, "kv"), PASSAGE)).toEqual([]);
   }, 20_000);
 
   test("a turn under way when the document goes keeps no record of it: not saved, not sent again", async () => {
-    await using h = harness({ ...withMemory, quietMs: QUIET_MS });
+    await using h = harness({ ...withMemory, quietMs: FIRED_BY_TEST });
     const doc = await recalled(h);
     h.llama.script({ content: ["a", " slow", " reply"] });
     // The delete is answered while the turn's request waits at the stand-in, before its reply.
@@ -492,7 +501,7 @@ describe("an erased document in other sessions' saved state", () => {
     const turn = await h.chat(++id, { session_id: "z", input: "say more" });
     expect((await h.terminal("d")).result).toEqual({ deleted: true });
     expect(turn.terminal.type).toBe("result");
-    await Bun.sleep(PAST_QUIET_MS);
+    await h.quietSave();
     expect(filesHolding(join(h.dataDir, "kv"), PASSAGE)).toEqual([]);
     await say(h, "z", "and what else?");
     expect(JSON.stringify(h.llama.requests.at(-1)?.body.messages)).not.toContain(PASSAGE);
