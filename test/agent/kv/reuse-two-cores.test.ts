@@ -114,6 +114,7 @@ describe("a source erased by another core, in this core's prompt records", () =>
     const { kv } = h.llama.model;
     expect(kv.slots[0]?.tokens.join("")).not.toContain(PASSAGE);
     expect(kv.ram.flat().join("")).not.toContain(PASSAGE);
+    expect(quoting(h)).toEqual([]);
     // z's state is saved again, without the note.
     await h.quietSave();
     expect(readdirSync(kvDir(h)).filter((f) => f.startsWith(nameOf("z")))).toHaveLength(2);
