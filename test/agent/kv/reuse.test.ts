@@ -382,7 +382,8 @@ describe("prompt reuse with the stand-in", () => {
   test("a model file replaced after a save: the state is not restored (the server may have re-read it)", async () => {
     await using h = harness({ quietMs: QUIET_MS, standIn: { cacheRamMib: 0 } });
     await say(h, "a", "tell me about the sea and the waves");
-    expect(await waitFor(() => pairInPlace(h), { timeoutMs: 5000 })).toBe(true);
+    await h.quietSave();
+    expect(pairInPlace(h)).toBe(true);
     replaceModel(h);
     await say(h, "b", "tell me about mountains");
     await say(h, "a", "and the moon?");
@@ -546,7 +547,8 @@ describe("an erased document in other sessions' saved state", () => {
     const doc = await cancelledQuoting(h);
     const kv = h.llama.model.kv;
     // The quiet save keeps the slot's state, which holds the passage.
-    expect(await waitFor(() => pairInPlace(h), { timeoutMs: 5000 })).toBe(true);
+    await h.quietSave();
+    expect(pairInPlace(h)).toBe(true);
     expect(statesHolding(h, PASSAGE)).toHaveLength(1);
     h.send("d", "documents.delete", { document_id: doc });
     expect((await h.terminal("d")).result).toEqual({ deleted: true });
@@ -759,7 +761,8 @@ describe("a memory folder's file gone or changed, in the saved state quoting it"
     h.llama.script({ content: ["ok"] });
     await say(h, "z", `tell me about the ${MARK}`);
     expect(JSON.stringify(h.llama.requests.at(-1)?.body.messages)).toContain(PASSAGE);
-    expect(await waitFor(() => pairInPlace(h), { timeoutMs: 5000 })).toBe(true);
+    await h.quietSave();
+    expect(pairInPlace(h)).toBe(true);
     expect(filesHolding(join(h.dataDir, "kv"), PASSAGE).length).toBeGreaterThan(0);
     await h.services.stop();
     change(file);
@@ -806,7 +809,8 @@ describe("a memory folder's file removed while the core runs", () => {
     h.llama.script({ content: ["ok"] });
     await say(h, "z", `tell me about the ${MARK}`);
     expect(JSON.stringify(h.llama.requests.at(-1)?.body.messages)).toContain(PASSAGE);
-    expect(await waitFor(() => pairInPlace(h), { timeoutMs: 5000 })).toBe(true);
+    await h.quietSave();
+    expect(pairInPlace(h)).toBe(true);
     expect(filesHolding(join(h.dataDir, "kv"), PASSAGE).length).toBeGreaterThan(0);
   }
 
@@ -848,7 +852,8 @@ describe("a memory folder holding the app's own folder", () => {
     writeFileSync(join(h.dir.path, "note.md"), "the serval note");
     h.llama.script({ content: ["ok"] });
     await say(h, "z", `remember that ${SAID}`);
-    expect(await waitFor(() => pairInPlace(h), { timeoutMs: 5000 })).toBe(true);
+    await h.quietSave();
+    expect(pairInPlace(h)).toBe(true);
     expect(filesHolding(join(h.dataDir, "kv"), "MARGAY-2290").length).toBeGreaterThan(0);
     // A walk of the folder now, with the session's files in place.
     await h.services.store().folderIndex.refresh();
