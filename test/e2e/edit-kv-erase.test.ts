@@ -204,10 +204,12 @@ describe.skipIf(!onPosix)("an edit's erase reaches the saved KV state", () => {
     await chat({ session_id: "a", input: "my secret QMOTHERKV here", model: "second" });
     await chat({ session_id: "a", input: "nothing here", replace_from: 0 });
     await chat({ session_id: "c", input: "something else", model: "second" });
-    // Both models' quiet saves (2 s after each one's last chat).
-    await Bun.sleep(4_500);
+    // The shutdown saves what each model's slots changed since their quiet save, as that save
+    // would (reuse.ts `saveQuietly`): waiting out both quiet saves (2 s) only made it slower.
     await core.request({ id: "stop", method: "shutdown" });
     expect(await core.exited(10_000)).toBe(0);
     expect(filesHolding(kv, "QMOTHERKV")).toEqual([]);
+    // The saves ran: a's edited state (the default model's) and c's (second's).
+    expect(readdirSync(kv).filter((f) => f.endsWith(".bin"))).toHaveLength(2);
   }, 60_000);
 });
