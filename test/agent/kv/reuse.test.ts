@@ -44,7 +44,7 @@ function harness(
     slots?: number;
     standIn?: InProcessOptions;
     config?: Record<string, unknown>;
-    /** The quiet save's idle wait (default 2 s): QUIET_MS in the tests that wait for that save. */
+    /** The quiet save's idle wait (default 2 s): QUIET_MS where a test waits for it, FIRED_BY_TEST where it fires it. */
     quietMs?: number;
   } = {},
 ) {
