@@ -58,7 +58,6 @@ describe("a state file replaced by the session's next save", () => {
     const entry = disk.entry("u", "s");
     if (!entry) throw new Error("no entry");
     disk.touch(entry);
-    console.log("AFTER", fs.readdirSync(dir.path));
     await disk.zeroes.done();
     expect(oldSidecar.zeroed().allZero).toBe(true);
     expect(disk.entry("u", "s")?.note_sources).toEqual(["document:old-secret"]);
