@@ -5,6 +5,7 @@ import { HtmlBlocks } from "../../src/documents/html-blocks.ts";
 import { SLICE_CHARS } from "../../src/documents/limits.ts";
 import { readDocument } from "../../src/documents/read-document.ts";
 import { Interleaving } from "../fixtures/interleave.ts";
+import { turnsDuring } from "../fixtures/loop-lag.ts";
 
 /**
  * Hostile documents against docs/agent.md "Off the main loop": the loop's turns are counted, or
@@ -14,23 +15,13 @@ const fromBytes = (bytes: Uint8Array, name = "doc") =>
   readDocument({ path: name }, { readFile: async () => bytes });
 const utf8 = (s: string) => new TextEncoder().encode(s);
 
-/** Turns of the loop taken while `work` runs. */
-async function loopDuring(work: () => Promise<unknown>): Promise<{ turns: number }> {
-  let turns = 0;
-  let running = true;
-  const tick = () => {
-    turns++;
-    if (running) setImmediate(tick);
-  };
-  setImmediate(tick);
-  await Promise.resolve()
-    .then(work)
-    .catch(() => {})
-    .finally(() => {
-      running = false;
-    });
-  return { turns };
-}
+/** Turns of the loop taken while `work` runs, whether or not it fails. */
+const loopDuring = (work: () => Promise<unknown>) =>
+  turnsDuring(() =>
+    Promise.resolve()
+      .then(work)
+      .catch(() => {}),
+  );
 
 describe("text and Markdown give the loop back on characters scanned, not on block text", () => {
   const n = 2 * 1024 * 1024;

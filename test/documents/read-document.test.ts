@@ -3,6 +3,7 @@ import { deflateSync } from "node:zlib";
 import { MAX_DOCUMENT_CHUNKS } from "../../src/documents/limits.ts";
 import { readDocument } from "../../src/documents/read-document.ts";
 import type { IndexProgress } from "../../src/protocol/documents.ts";
+import { turnsDuring } from "../fixtures/loop-lag.ts";
 import { minimalPdf } from "../fixtures/pdf-writer.ts";
 
 /** readDocument over a fake file edge: the path names bytes in memory. */
@@ -106,27 +107,15 @@ describe("a document's chunks are bounded", () => {
 
 describe("reading gives the event loop back", () => {
   /** Turns of the event loop taken while `work` runs: a ping is answered in any one of them. */
-  async function turnsDuring(work: Promise<unknown>): Promise<number> {
-    let turns = 0;
-    let running = true;
-    const tick = () => {
-      turns++;
-      if (running) setImmediate(tick);
-    };
-    setImmediate(tick);
-    await work.finally(() => {
-      running = false;
-    });
-    return turns;
-  }
+  const turnsOf = async (work: Promise<unknown>) => (await turnsDuring(() => work)).turns;
 
   test("a large Markdown document, an HTML one and a PDF of many pages", async () => {
     const para = "A sentence of some length that goes on. ".repeat(20);
     const md = Array.from({ length: 2000 }, (_, i) => `## Part ${i}\n\n${para}\n\n${para}`).join("\n\n");
-    expect(await turnsDuring(fromBytes(new TextEncoder().encode(md), "big.md"))).toBeGreaterThan(20);
+    expect(await turnsOf(fromBytes(new TextEncoder().encode(md), "big.md"))).toBeGreaterThan(20);
     const html = `<html>${Array.from({ length: 5000 }, () => `<p>${para}</p>`).join("")}</html>`;
-    expect(await turnsDuring(fromBytes(new TextEncoder().encode(html)))).toBeGreaterThan(20);
+    expect(await turnsOf(fromBytes(new TextEncoder().encode(html)))).toBeGreaterThan(20);
     const pdf = minimalPdf(Array.from({ length: 60 }, (_, i) => [`Page ${i} text`]));
-    expect(await turnsDuring(fromBytes(pdf))).toBeGreaterThanOrEqual(60);
+    expect(await turnsOf(fromBytes(pdf))).toBeGreaterThanOrEqual(60);
   });
 });
