@@ -5,6 +5,7 @@ import { mcpDir, ownerAlive, type PidRecord, readRecord, runDir } from "../runti
 import { isAlive, type ProcIdentity, procIdentity } from "../runtime/proc-info.ts";
 import { namesIn } from "../util/names-in.ts";
 import { NotOwnFile } from "../util/read-file.ts";
+import { controlsMarked } from "../util/terminal-text.ts";
 import { wholeCharCut } from "../util/text-cut.ts";
 import type { Check } from "./checks.ts";
 
@@ -152,6 +153,6 @@ function kindOf(r: PidRecord): string {
   const name = typeof r.name === "string" ? r.name : "";
   // The table escapes what it shows (doctor/render.ts); `--json` does not, and JSON.stringify
   // writes DEL and C1 controls (U+009B opens a sequence as ESC [ does) raw: none of a record's.
-  const shown = name.slice(0, wholeCharCut(name, NAME_CHARS)).replace(/[\u0000-\u001f\u007f-\u009f]/g, "?");
+  const shown = controlsMarked(name.slice(0, wholeCharCut(name, NAME_CHARS)));
   return `MCP server ${shown}`.trim();
 }

@@ -5,6 +5,7 @@ import { SafeIdSchema } from "../protocol/safe-id.ts";
 import { IMPORTED_DIR } from "../store/import-v01.ts";
 import { namesIn } from "../util/names-in.ts";
 import { shellWord } from "../util/shell-word.ts";
+import { controlsMarked } from "../util/terminal-text.ts";
 import type { Check } from "./checks.ts";
 
 /** The most user folders looked into for sessions: a report's work stays bounded whatever 0.1 left. */
@@ -37,10 +38,6 @@ function namesWithin(dir: string, budget: Budget): string[] {
 }
 
 const isSafeId = (name: string): boolean => SafeIdSchema.safeParse(name).success;
-
-/** A name as shown: `--json` writes DEL and C1 controls raw (U+009B opens a sequence as ESC [ does). */
-const CONTROLS = /[\u0000-\u001f\u007f-\u009f]/g;
-const shown = (path: string): string => path.replace(CONTROLS, "?");
 
 /** A folder, not a link to one (the import and the erases never follow one: docs/agent.md). */
 function isRealDir(path: string): boolean {
@@ -86,9 +83,9 @@ export function v01DataCheck(config: Config, maxNames = MAX_NAMES_READ): Check |
         if (!isSafeId(s) && isRealDir(join(sessions, s))) unreachable.push(join(sessions, s));
     }
   }
-  const named = unreachable.slice(0, MAX_NAMED).map(shown);
+  const named = unreachable.slice(0, MAX_NAMED).map(controlsMarked);
   const data = {
-    trees: trees.map(shown),
+    trees: trees.map(controlsMarked),
     folders: named,
     unreachable: unreachable.length,
     complete: !budget.stopped,
@@ -100,7 +97,9 @@ export function v01DataCheck(config: Config, maxNames = MAX_NAMES_READ): Check |
   const first = unreachable[0]!;
   // A command only for a name it can spell: one with a control character shown as `?` is another path.
   const command =
-    shown(first) !== first ? "" : ` (rm -r ${shellWord(first)}${unreachable.length > 1 ? " …" : ""})`;
+    controlsMarked(first) !== first
+      ? ""
+      : ` (rm -r ${shellWord(first)}${unreachable.length > 1 ? " …" : ""})`;
   return {
     id: "v01_data",
     status: "warn",

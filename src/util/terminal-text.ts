@@ -43,3 +43,14 @@ export function terminalSafe<T>(value: T): T {
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, terminalSafe(v)])) as T;
   return value;
 }
+
+/**
+ * `text` with each control character (C0, DEL and C1) written as `?`: doctor's `--json` writes
+ * what a check says as JSON, which keeps DEL and C1 raw (U+009B opens a sequence as ESC [ does);
+ * a name from a folder or a record is shown so there.
+ */
+export function controlsMarked(text: string): string {
+  return text.replace(CONTROLS, "?");
+}
+
+const CONTROLS = /[\u0000-\u001f\u007f-\u009f]/g;
