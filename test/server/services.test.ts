@@ -2,7 +2,7 @@ import { describe, expect, spyOn, test } from "bun:test";
 import { chmodSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import * as configLoad from "../../src/config/load.ts";
-import { defaultPlanDeps, modelMemo } from "../../src/models/local-plan-deps.ts";
+import { defaultPlanDeps, modelMemo, probeAhead } from "../../src/models/local-plan-deps.ts";
 import type { LlamaProvider } from "../../src/runtime/endpoint.ts";
 import { CoreServices } from "../../src/server/services.ts";
 import { coreErrorOf } from "../fixtures/core-error.ts";
@@ -129,6 +129,10 @@ describe("the composition root", () => {
     writeFileSync(binary, `#!/bin/sh\necho "$@" >> "${asked}"\nprintf 'Available devices:\\n  (none)\\n'\n`);
     chmodSync(binary, 0o755);
     writeFileSync(join(dir.path, "config.yaml"), `llama:\n  binary: ${JSON.stringify(binary)}\n`);
+    // The header test's probe ahead (for whatever PATH finds) may still run: one for another
+    // binary is not started beside it (plan/probe-ahead.ts), so wait it out. CI's loaded box
+    // met it running and this test never saw --list-devices.
+    await probeAhead.look(undefined).catch(() => {});
     const services = new CoreServices({ configPath: "config.yaml", cwd: dir.path });
     services.prepareForChat();
     const lines = () => {
