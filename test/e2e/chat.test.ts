@@ -14,7 +14,12 @@ const events = (ms: Record<string, any>[], id: unknown) =>
 describe.skipIf(!onPosix)("chat through the compiled binary", () => {
   test("warmup, a streamed answer with the protocol's events and result, then shutdown leaves no llama-server", async () => {
     await using dir = tmpdir();
-    const stack = writeStack(dir.path, { script: [{ content: "Hello from the stand-in" }] });
+    // An event per token: the default 5 ms window joins the tokens a loaded box reads at once
+    // (CI met one chunk; docs/protocol.md "Joined pieces").
+    const stack = writeStack(dir.path, {
+      script: [{ content: "Hello from the stand-in" }],
+      app: ["stream_gather_ms: 0"],
+    });
     await using core = spawnCore({ cwd: dir.path, env: stack.env });
     const init = await core.request({ id: 0, method: "initialize" });
     expect(init.result.capabilities.methods).toEqual(expect.arrayContaining(["chat", "warmup", "cancel"]));
