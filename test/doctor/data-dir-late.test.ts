@@ -14,7 +14,7 @@ test("a data_dir whose drive never answers a stat: data_dir fails saying so, sto
   // docs/agent.md describes of a share gone offline); every other path answers as the disk does.
   const drive = new DriveAnswers({
     stat: (path) => (String(path).includes("/share/") ? new Promise(() => {}) : stat(path)),
-    statWaitMs: 20,
+    statWaitMs: 100, // the other paths' real stats race it
   });
   const r = await runDoctor(core, { ...doctorDeps, drive });
   expect(checkById(r, "data_dir")).toMatchObject({ status: "fail", data: { problem: "ETIMEDOUT" } });
@@ -52,7 +52,8 @@ test("an MCP server whose command sits on a share that never answers: its check 
   );
   const drive = new DriveAnswers({
     stat: (path) => (String(path).includes("/share/") ? new Promise(() => {}) : stat(path)),
-    statWaitMs: 20,
+    // The real stats (/bin/sh) race this wait: 20 ms lost on a loaded box.
+    statWaitMs: 100,
     // Lanes to spare: with every lane held by a hung stat every path is late (util/drive-answers.ts).
     lanes: 4,
   });

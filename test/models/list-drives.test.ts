@@ -35,14 +35,16 @@ describe("models: a drive that does not answer", () => {
     const config = parseConfigText("model:\n  path: ./nas/far.gguf\n", join(dir.path, "config.yaml")).config;
     const silent = (p: string) => p.startsWith(nas) || p.endsWith("linked.gguf");
     const asked: string[] = [];
-    // The near folder's listing is not what hangs here: it runs whole, not raced against the
-    // 1 ms wait that gives up on the dead paths' stats (a real listing lost that race under load).
+    // The near folder's listing is not what hangs here: it runs whole, outside the lanes (a real
+    // listing lost that race under load).
     const drives = new ListingWhole({
       stat: (p: string) => {
         asked.push(p);
         return silent(p) ? new Promise(() => {}) : Promise.resolve();
       },
-      statWaitMs: 1,
+      // The listing's own bound (list-candidates.ts `bounded`) is this wait too: 1 ms lost the
+      // near folder's real readdir on a loaded box even with the lanes out of the way.
+      statWaitMs: 100,
       // Three dead paths hang at once here: with fewer file threads than that, the rest is refused
       // too (drive-answers.test.ts), as it waited behind them before.
       lanes: 4,

@@ -66,11 +66,12 @@ describe.skipIf(!onPosix)("a probe's run", () => {
   test("a child that floods the pipes after the probe exited sends no signal to the probe's reaped pid", async () => {
     using dir = tmpdir();
     const pidFile = join(dir.path, "probe.pid");
-    // The probe exits at once; what it left writes past the bound within the wait after the exit.
+    // The probe exits at once; what it left writes past the bound within the wait after the exit,
+    // as soon as the probe is reaped (a fixed 50 ms sleep first came too late on a loaded box).
     const path = script(
       dir.path,
       "leaves-flood",
-      `echo $$ > '${pidFile}'\n(sleep 0.05; head -c ${MAX_PROBE_OUTPUT_BYTES + 65536} /dev/zero) &\nexit 0`,
+      `echo $$ > '${pidFile}'\n(while kill -0 $$ 2>/dev/null; do :; done; head -c ${MAX_PROBE_OUTPUT_BYTES + 65536} /dev/zero) &\nexit 0`,
     );
     const signalled: number[] = [];
     const kill = process.kill;
