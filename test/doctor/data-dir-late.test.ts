@@ -1,20 +1,26 @@
 import { expect, test } from "bun:test";
-import { mkdirSync, writeFileSync } from "node:fs";
-import { stat } from "node:fs/promises";
+import { mkdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { runDoctor } from "../../src/doctor/doctor.ts";
 import { DriveAnswers } from "../../src/util/drive-answers.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { checkById, coreWithConfig, doctorDeps } from "./helpers/config-core.ts";
 
+/**
+ * A share whose stat never returns (a hard-mounted NFS share whose server is gone, as docs/agent.md
+ * describes of a share gone offline); every other path is stat'ed here and handed back resolved.
+ * A real stat off the loop raced the 20 ms wait meant for the share, and lost it on a loaded box
+ * (mcp:bare's /bin was "late" under a CPU hog).
+ */
+const shareGone = async (path: string | Buffer) =>
+  String(path).includes("/share/") ? new Promise(() => {}) : statSync(path);
+
 test("a data_dir whose drive never answers a stat: data_dir fails saying so, store and run_records are skipped", async () => {
   using dir = tmpdir();
   const core = coreWithConfig(dir.path, "app:\n  data_dir: ./share/data\n");
-  // Stands in for a hard-mounted NFS share whose server is gone (its stat never returns, as
-  // docs/agent.md describes of a share gone offline); every other path answers as the disk does.
   const drive = new DriveAnswers({
-    stat: (path) => (String(path).includes("/share/") ? new Promise(() => {}) : stat(path)),
-    statWaitMs: 100, // the other paths' real stats race it
+    stat: shareGone,
+    statWaitMs: 20,
   });
   const r = await runDoctor(core, { ...doctorDeps, drive });
   expect(checkById(r, "data_dir")).toMatchObject({ status: "fail", data: { problem: "ETIMEDOUT" } });
@@ -51,9 +57,8 @@ test("an MCP server whose command sits on a share that never answers: its check 
       "  - name: onpath\n    command: sh\n    env:\n      PATH: /mnt/share/bin:/bin\n  - name: bare\n    command: sh\n    env:\n      PATH: /bin\n",
   );
   const drive = new DriveAnswers({
-    stat: (path) => (String(path).includes("/share/") ? new Promise(() => {}) : stat(path)),
-    // The real stats (/bin/sh) race this wait: 20 ms lost on a loaded box.
-    statWaitMs: 100,
+    stat: shareGone,
+    statWaitMs: 20,
     // Lanes to spare: with every lane held by a hung stat every path is late (util/drive-answers.ts).
     lanes: 4,
   });
