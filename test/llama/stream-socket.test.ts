@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { ConnectionRefused, LlmError } from "../../src/llama/errors.ts";
 import { ANSWER_LIMITS, type BodyReader, chunkSize, postStream } from "../../src/llama/stream-socket.ts";
-import { closeScripted, scripted } from "./scripted-server.ts";
+import { clientReads, closeScripted, scripted, stepped } from "./scripted-server.ts";
 
 // The streamed completion's own HTTP/1.1 read (docs/performance.md, "Where a streamed piece's
 // CPU goes"): every framing, answers cut anywhere, error statuses, aborts, big requests.
@@ -69,15 +69,21 @@ describe("postStream", () => {
   });
 
   test("what arrived over several network reads while nobody read is one piece; then the next", async () => {
-    const s = await scripted(
-      [OK_CHUNKED, "1\r\na\r\n", "1\r\nb\r\n", "1\r\nc\r\n", ...Array(12).fill(""), "1\r\nd\r\n0\r\n\r\n"],
-      {
-        gapMs: 10,
-      },
-    );
-    const reader = await postStream({ baseUrl: s.baseUrl, apiKey: "k" }, "/p", "{}", never);
-    await Bun.sleep(80); // c came at ~30 ms, d comes at ~160
+    // Each piece written once the last was read off the socket: timed gaps raced a sleep of the
+    // test's, and on a loaded box c came after it (or a and b in one read).
+    const s = await stepped();
+    using reads = clientReads();
+    const answer = postStream({ baseUrl: s.baseUrl, apiKey: "k" }, "/p", "{}", never);
+    await s.write(OK_CHUNKED);
+    const reader = await answer;
+    for (const piece of ["1\r\na\r\n", "1\r\nb\r\n", "1\r\nc\r\n"]) {
+      const read = reads.next();
+      await s.write(piece);
+      await read;
+    }
     expect(await reader.read()).toBe("abc");
+    await s.write("1\r\nd\r\n0\r\n\r\n");
+    s.end();
     expect(await reader.read()).toBe("d");
     expect(await reader.read()).toBeUndefined();
   });
