@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { streamCompletion } from "../../src/llama/completion.ts";
 import { type BodyReader, postStream } from "../../src/llama/stream-socket.ts";
-import { closeScripted, scripted } from "./scripted-server.ts";
+import { closeScripted, scripted, stepped } from "./scripted-server.ts";
 
 // Joined pieces (docs/performance.md, "Joined pieces"): once deltas are handed on the answer
 // rests unread for `gatherMs`, and what came meanwhile goes on as one; a delta after a quiet
@@ -110,16 +110,21 @@ describe("the reader's rest", () => {
     postStream({ baseUrl: url, apiKey: "k" }, "/x", "{}", new AbortController().signal);
 
   test("what arrives while it rests is read after it, in one piece", async () => {
-    const url = await timed(
-      [HEAD, chunk("a"), chunk("b"), chunk("c"), chunk("d"), "", "", "", "", "0\r\n\r\n"],
-      10,
-    );
-    const reader = await open(url);
+    // b, c and d are written once it rests, before its timer can end it: timed gaps let b come
+    // before the rest on a loaded box, and read alone.
+    const s = await stepped();
+    const opened = open(s.baseUrl);
+    await s.write(`${HEAD}${chunk("a")}`);
+    const reader = await opened;
     expect(await reader.read()).toBe("a");
     const t0 = performance.now();
     reader.rest(60);
+    const sent = Promise.all([s.write(chunk("b")), s.write(chunk("c")), s.write(chunk("d"))]);
     expect(await reader.read()).toBe("bcd");
     expect(performance.now() - t0).toBeGreaterThanOrEqual(55);
+    await sent;
+    await s.write("0\r\n\r\n");
+    s.end();
     expect(await all(reader)).toBe("");
   });
 
