@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { streamCompletion } from "../../src/llama/completion.ts";
 import { type BodyReader, postStream } from "../../src/llama/stream-socket.ts";
-import { closeScripted, scripted, stepped } from "./scripted-server.ts";
+import { clientReads, closeScripted, scripted, stepped } from "./scripted-server.ts";
 
 // Joined pieces (docs/performance.md, "Joined pieces"): once deltas are handed on the answer
 // rests unread for `gatherMs`, and what came meanwhile goes on as one; a delta after a quiet
@@ -37,6 +37,20 @@ async function stream(baseUrl: string, gatherMs: number, signal = new AbortContr
   return { result, deltas, thoughts, ms: performance.now() - t0 };
 }
 
+/**
+ * A stream with a 100 ms window from a server the test writes (scripted-server.ts `stepped`),
+ * once the head and `first` were read: its window then holds the socket unread.
+ */
+async function steppedStream(first: string) {
+  const server = await stepped();
+  const reads = clientReads();
+  const read = reads.next();
+  const streamed = stream(server.baseUrl, 100);
+  await server.write(`${HEAD}${first}`);
+  await read;
+  return { server, reads, streamed, [Symbol.dispose]: () => reads[Symbol.dispose]() };
+}
+
 const WORDS = Array.from({ length: 12 }, (_, i) => `w${i} `);
 
 describe("joined pieces", () => {
@@ -70,22 +84,28 @@ describe("joined pieces", () => {
   });
 
   test("after a quiet spell longer than the window, a delta goes at once", async () => {
-    // Two deltas 300 ms apart with a 100 ms window: neither waits. Held for the window, the
-    // second would come 400 ms after the first; the margin below it is for a busy machine's timers.
-    const url = await timed([HEAD, content("a"), "", "", content("b"), FINISH], 100);
-    const { deltas } = await stream(url, 100);
-    expect(deltas.map((d) => d.text)).toEqual(["a", "b"]);
-    const gap = (deltas[1]?.at ?? 0) - (deltas[0]?.at ?? 0);
-    expect(gap).toBeGreaterThanOrEqual(290);
-    expect(gap).toBeLessThan(390);
+    // b comes 150 ms after a, past a 100 ms window, and c once b was read: b went on alone, at
+    // once (its own window then holds c). Held for a window, b would be joined with c. Timing the
+    // gap (under 390 ms, 400 if held) failed on a loaded box.
+    using t = await steppedStream(content("a"));
+    await Bun.sleep(150); // the quiet spell: a's window (100 ms) ends before it
+    const second = t.reads.next();
+    await t.server.write(content("b"));
+    await second;
+    await t.server.write(`${content("c")}${FINISH}`);
+    t.server.end();
+    const { deltas } = await t.streamed;
+    expect(deltas.map((d) => d.text)).toEqual(["a", "b", "c"]);
   });
 
   test("reasoning and content of one window: each joined, thinking first", async () => {
-    const url = await timed(
-      [HEAD, reasoning("r0"), reasoning("r1"), reasoning("r2"), content("c0"), content("c1"), FINISH],
-      4,
-    );
-    const { deltas, thoughts, result } = await stream(url, 100);
+    // All after r0 written while r0's window holds the socket unread: 4 ms gaps from a timed
+    // server let r0 and r1 come in one read on a loaded box.
+    using t = await steppedStream(reasoning("r0"));
+    for (const piece of [reasoning("r1"), reasoning("r2"), content("c0"), content("c1"), FINISH])
+      void t.server.write(piece);
+    t.server.end();
+    const { deltas, thoughts, result } = await t.streamed;
     expect(thoughts.map((d) => d.text)).toEqual(["r0", "r1r2"]);
     expect(deltas.map((d) => d.text)).toEqual(["c0c1"]);
     expect((thoughts[1]?.at ?? Number.POSITIVE_INFINITY) <= (deltas[0]?.at ?? 0)).toBe(true);
