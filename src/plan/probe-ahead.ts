@@ -36,7 +36,8 @@ export class ProbeAhead {
   ) {}
 
   start(binary: string | undefined): void {
-    if (this.last?.running || this.recent(binary)) return;
+    // One running for another binary is waited for (`fresh`), not taken for this one's.
+    if (this.recent(binary) || (this.last?.running && this.last.binary === binary)) return;
     this.fresh(binary, false);
   }
 

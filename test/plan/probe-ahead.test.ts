@@ -128,6 +128,25 @@ describe("one probe at a time (a CUDA probe's context holds VRAM the other would
     expect(nth(await other)).toBe("2");
   });
 
+  test("started ahead while one for another binary runs: made after it, not dropped", async () => {
+    // A test's earlier probe (for what PATH found) was running, and the binary named in a config
+    // was never probed ahead (services.test.ts met it on CI).
+    const { calls, probe, release } = held();
+    const ahead = new ProbeAhead(probe, () => 0);
+    ahead.start(undefined);
+    ahead.start("/b");
+    ahead.start("/b");
+    await ended();
+    expect(calls).toEqual([undefined]);
+    release(0);
+    await ended();
+    expect(calls).toEqual([undefined, "/b"]);
+    const b = ahead.take("/b");
+    release(1);
+    expect(nth(await b)).toBe("2");
+    expect(calls).toHaveLength(2);
+  });
+
   test("a shared probe that failed is made again once, for all who joined it", async () => {
     const { calls, probe, release } = held();
     const ahead = new ProbeAhead(probe, () => 0);
