@@ -1,7 +1,7 @@
 import { defineCommand } from "citty";
 import { listModelsFor } from "../models/list.ts";
 import { formatBytes } from "../plan/render.ts";
-import type { ModelsResult } from "../protocol/models.ts";
+import type { LeftOut, ModelsResult } from "../protocol/models.ts";
 import { CoreServices } from "../server/services.ts";
 import { terminalSafe } from "../util/terminal-text.ts";
 import { configArg, jsonArg, requireNamedConfig } from "./args.ts";
@@ -37,6 +37,9 @@ export function renderModels(given: ModelsResult, color: boolean): string {
   if (result.models.length === 0) {
     return (
       `No GGUF models in ${result.cache_dir} or ${result.folders.join(", ")}.\n` +
+      leftOutLines(result, color)
+        .map((l) => `${l}\n`)
+        .join("") +
       "Fetch one with: local-ai pull org/name:Q4_K_M\n"
     );
   }
@@ -56,5 +59,20 @@ export function renderModels(given: ModelsResult, color: boolean): string {
     if (m.fits !== null) lines.push(`      ${paint(color, "2", `model.path: ${m.model_path}`)}`);
   }
   lines.push("", paint(color, "2", `Cache ${result.cache_dir}; folders ${result.folders.join(", ")}`));
+  lines.push(...leftOutLines(result, color));
   return `${lines.join("\n")}\n`;
+}
+
+/** Why a path was left out, as `left_out` says it (docs/models.md "What was left out"). */
+const LEFT_OUT_WHY: Record<LeftOut["reason"], string> = {
+  no_answer: "its drive did not answer in time (a network drive offline?)",
+  unreadable: "it could not be read (permissions?)",
+  deadline: "the hub cache ran out of time before it was listed whole",
+};
+
+/** One line per path left out of the listing, so a model missing from it says why. */
+function leftOutLines(result: ModelsResult, color: boolean): string[] {
+  return (result.left_out ?? []).map((l) =>
+    paint(color, "33", `! not listed: ${l.path}: ${LEFT_OUT_WHY[l.reason]}`),
+  );
 }

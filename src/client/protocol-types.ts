@@ -431,6 +431,7 @@ export type ModelsResult = {
   }[];
   cache_dir: string;
   folders: string[];
+  left_out?: { path: string; reason: "unreadable" | "no_answer" | "deadline" }[] | undefined;
 };
 
 /** The result of status: llama-server's state, memory, slots, restarts, and the requests in flight. */

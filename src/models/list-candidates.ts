@@ -1,7 +1,7 @@
 import { readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { HF_PREFIX, parseHfModelPath } from "../protocol/model-ref.ts";
-import type { ModelEntry } from "../protocol/models.ts";
+import type { LeftOut, ModelEntry } from "../protocol/models.ts";
 import type { DriveAnswers } from "../util/drive-answers.ts";
 import { logger } from "../util/logger.ts";
 import { oneLanedAtATime } from "../util/one-at-a-time.ts";
@@ -40,6 +40,7 @@ export async function folderCandidates(folder: string, reads: CacheReads): Promi
   const found = await bounded(
     folderListings(`names:${folder}`, reads.drives, () => list(folder)),
     reads,
+    folder,
   );
   if (found === null) return [];
   const names = found.names.filter((n) => isGgufPath(n) && !isProjector(n));
@@ -67,6 +68,8 @@ export interface CacheReads {
   stop?: AbortSignal;
   /** Tests: the whole cache walk's wait (`cachedCandidates`), twice the drive's wait otherwise. */
   walkWaitMs?: number;
+  /** Where what is left out is said (the result's `left_out`), beside the log. */
+  leftOut?: LeftOut[];
 }
 
 /** A cache walk's reads, its one deadline with them (`cachedCandidates`). */
@@ -116,7 +119,9 @@ export async function cachedCandidates(cacheDir: string, reads: CacheReads): Pro
   const deadline = new Deadline(reads.walkWaitMs ?? 2 * reads.drives.waitMs);
   const walk: WalkReads = { ...reads, deadline };
   try {
-    const dirs = ((await namesIn(cacheDir, walk)) ?? []).filter((d) => d.startsWith("models--")).sort();
+    const names = await namesIn(cacheDir, walk, cacheDir);
+    if (names === null && deadline.over) reads.leftOut?.push({ path: cacheDir, reason: "deadline" });
+    const dirs = (names ?? []).filter((d) => d.startsWith("models--")).sort();
     const out: Candidate[] = [];
     // Repos walked before the deadline: one it cut short (its snapshots left) is said with those left whole.
     let whole = 0;
@@ -127,6 +132,8 @@ export async function cachedCandidates(cacheDir: string, reads: CacheReads): Pro
       if (!deadline.over) whole++;
     }
     const left = dirs.length - whole;
+    for (const dir of dirs.slice(whole))
+      reads.leftOut?.push({ path: join(cacheDir, dir), reason: "deadline" });
     if (left > 0)
       logger.warn(
         `the hub cache ${cacheDir} did not answer in time: ${left} repo${left === 1 ? "" : "s"} left out or cut short`,
@@ -141,8 +148,8 @@ async function repoCandidates(cacheDir: string, dir: string, reads: WalkReads): 
   const repo = dir.slice("models--".length).split("--").join("/");
   const paths = repoPaths(cacheDir, repo);
   const answered = reads.drives.answers(join(cacheDir, dir)).then((yes) => yes || ("late" as const));
-  if ((await bounded(answered, reads)) === null) return [];
-  const commits = await namesIn(paths.snapshots, reads);
+  if ((await bounded(answered, reads, join(cacheDir, dir))) === null) return [];
+  const commits = await namesIn(paths.snapshots, reads, paths.snapshots);
   if (commits === null) return [];
   const refs = await readRefs(paths.refs, reads);
   const referenced = (c: string) => (refs.get(c)?.includes("main") ? 0 : refs.has(c) ? 1 : 2);
@@ -155,6 +162,7 @@ async function repoCandidates(cacheDir: string, dir: string, reads: WalkReads): 
     const files = await bounded(
       listings(`walk:${snapshot}`, reads.drives, () => walk(snapshot)),
       reads,
+      snapshot,
     );
     if (files === null) continue;
     const onRefs = refs.get(commit) ?? [];
@@ -174,29 +182,48 @@ async function repoCandidates(cacheDir: string, dir: string, reads: WalkReads): 
   return out;
 }
 
-/** A folder's names; null when it cannot be listed or did not answer within the drive's wait. */
-function namesIn(folder: string, reads: WalkReads): Promise<string[] | null> {
+/**
+ * A folder's names; null when it cannot be listed or did not answer within the drive's wait
+ * (said in `left_out` as `said`, when given).
+ */
+function namesIn(folder: string, reads: WalkReads, said?: string): Promise<string[] | null> {
   const list = reads.readdir ?? ((f: string) => readdir(f));
   return bounded(
     listings(`list:${folder}`, reads.drives, () => list(folder)),
     reads,
+    said,
   );
 }
 
+/** What a bounded wait ended with other than an answer; `gone`: not there, so nothing is left out. */
+type Unanswered = "no_answer" | "unreadable" | "gone" | "deadline";
+
 /**
  * `work`'s answer, or null once it failed, was late, or the drive's wait or the walk's deadline
- * is over (it runs on unwatched).
+ * is over (it runs on unwatched). `said`: the path the result's `left_out` names when it did not
+ * answer or could not be read; the walk's deadline is said by the walk, for the repos it left.
  */
-function bounded<T>(work: Promise<T | "late">, reads: WalkReads): Promise<T | null> {
+async function bounded<T>(work: Promise<T | "late">, reads: WalkReads, said?: string): Promise<T | null> {
   const answer = within(
     work.then(
-      (v) => (v === "late" ? null : v),
-      () => null,
+      (v): { v: T } | Unanswered => (v === "late" ? "no_answer" : { v }),
+      (err): Unanswered => (isGone(err) ? "gone" : "unreadable"),
     ),
     reads.drives.waitMs,
-    null,
+    "no_answer" as const,
   );
-  return reads.deadline ? Promise.race([answer, reads.deadline.reached]) : answer;
+  const deadline = reads.deadline?.reached.then(() => "deadline" as const);
+  const out = await (deadline ? Promise.race([answer, deadline]) : answer);
+  if (typeof out === "object") return out.v;
+  if (said !== undefined && (out === "no_answer" || out === "unreadable"))
+    reads.leftOut?.push({ path: said, reason: out });
+  return null;
+}
+
+/** A folder that is not there (no cache yet, a repo with no snapshots) leaves nothing out. */
+function isGone(err: unknown): boolean {
+  const code = (err as NodeJS.ErrnoException | null)?.code;
+  return code === "ENOENT" || code === "ENOTDIR";
 }
 
 /**

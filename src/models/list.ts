@@ -10,7 +10,7 @@ import { type ModelInfo, modelInfo, notAModel } from "../plan/model.ts";
 import type { ProjectorChoice } from "../plan/projector.ts";
 import { isCoreError } from "../protocol/errors.ts";
 import { HF_PREFIX, parseHfModelPath } from "../protocol/model-ref.ts";
-import type { ModelEntry, ModelsResult } from "../protocol/models.ts";
+import type { LeftOut, ModelEntry, ModelsResult } from "../protocol/models.ts";
 import { abortable } from "../util/abortable.ts";
 import { type DriveAnswers, drives } from "../util/drive-answers.ts";
 import { logger } from "../util/logger.ts";
@@ -62,13 +62,22 @@ export async function listModels(input: ListInput, deps: Partial<ListDeps> = {})
     const answers = await Promise.all(paths.map((p) => ask.answers(p)));
     return paths.filter((_, i) => answers[i]);
   };
-  const folders = scannedFolders(input, await answering(scanRoots(input)));
-  const reads = { drives: ask, ...(deps.stop ? { stop: deps.stop } : {}) };
-  const cached = (await answering([input.cacheDir])).length
+  // What is not looked at is said in the result (docs/models.md "What was left out"), not only logged.
+  const leftOut: LeftOut[] = [];
+  const silent = (paths: string[], answered: string[]) => {
+    for (const path of paths.filter((p) => !answered.includes(p)))
+      leftOut.push({ path, reason: "no_answer" });
+    return answered;
+  };
+  const roots = scanRoots(input);
+  const folders = scannedFolders(input, silent(roots, await answering(roots)));
+  const reads = { drives: ask, leftOut, ...(deps.stop ? { stop: deps.stop } : {}) };
+  const cached = silent([input.cacheDir], await answering([input.cacheDir])).length
     ? await cachedCandidates(input.cacheDir, reads)
     : [];
   const found = [...cached, ...(await Promise.all(folders.map((f) => folderCandidates(f, reads)))).flat()];
-  const reached = new Set(await answering(found.map((c) => c.parts[0]!)));
+  const firsts = found.map((c) => c.parts[0]!);
+  const reached = new Set(silent(firsts, await answering(firsts)));
   const candidates = dedupe(found.filter((c) => reached.has(c.parts[0]!)));
   const reachable = async (path: string | null) =>
     path !== null && (await answering([path])).length ? path : null;
@@ -96,7 +105,20 @@ export async function listModels(input: ListInput, deps: Partial<ListDeps> = {})
     if (entry === null) continue;
     entries.push({ ...entry, name: as?.name ?? null, loaded: loaded.some((p) => sameFile(p, path)) });
   }
-  return { models: sortModels(entries), cache_dir: input.cacheDir, folders };
+  const left = leftOutOnce(leftOut);
+  return {
+    models: sortModels(entries),
+    cache_dir: input.cacheDir,
+    folders,
+    ...(left.length ? { left_out: left } : {}),
+  };
+}
+
+/** Each path once (its first reason: two roots spelled alike, a repo both unanswered and cut), by path. */
+function leftOutOnce(all: LeftOut[]): LeftOut[] {
+  const byPath = new Map<string, LeftOut>();
+  for (const l of all) if (!byPath.has(l.path)) byPath.set(l.path, l);
+  return [...byPath.values()].sort((a, b) => a.path.localeCompare(b.path));
 }
 
 /**

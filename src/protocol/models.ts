@@ -56,6 +56,21 @@ export const ModelEntrySchema = z.strictObject({
 });
 export type ModelEntry = z.infer<typeof ModelEntrySchema>;
 
+/**
+ * Why something the listing looks at is left out of it (docs/models.md "What was left out"):
+ * `no_answer` its drive or listing did not answer within the drive's wait (a network share
+ * offline); `unreadable` it could not be listed (permission denied…); `deadline` the hub cache
+ * walk's one deadline was over before it was walked whole.
+ */
+export const LEFT_OUT_REASONS = ["no_answer", "unreadable", "deadline"] as const;
+
+export const LeftOutSchema = z.strictObject({
+  /** A folder (beside the config, the cache, a cached repo, a snapshot) or a file. */
+  path: z.string(),
+  reason: z.enum(LEFT_OUT_REASONS),
+});
+export type LeftOut = z.infer<typeof LeftOutSchema>;
+
 export const ModelsResultSchema = z.strictObject({
   /** Fitting models first (largest first), then those that do not fit (smallest first), then unreadable ones. */
   models: z.array(ModelEntrySchema),
@@ -63,5 +78,10 @@ export const ModelsResultSchema = z.strictObject({
   cache_dir: z.string(),
   /** The folders scanned for loose GGUF files. */
   folders: z.array(z.string()),
+  /**
+   * What was not looked at, each once, by path; absent when nothing was left out (a host that
+   * predates it sees the same result as before), so a shorter list says why.
+   */
+  left_out: z.array(LeftOutSchema).min(1).optional(),
 });
 export type ModelsResult = z.infer<typeof ModelsResultSchema>;

@@ -54,4 +54,26 @@ describe("the models listing on the CLI", () => {
     expect(text.replaceAll(/\u001b\[[0-9;]*m/g, "")).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/);
     expect(text).toContain("/m/e\\u{1b}]0;x\\u{7}.gguf");
   });
+
+  test("what was left out is one line each, its path escaped, with or without models", () => {
+    const left_out = [
+      { path: "/nas/e\u001b]0;x\u0007", reason: "no_answer" as const },
+      { path: "/cache/models--a--b", reason: "deadline" as const },
+      { path: "/locked", reason: "unreadable" as const },
+    ];
+    for (const models of [[], [entry("/m/x.gguf", null)]]) {
+      const text = renderModels({ models, cache_dir: "/cache", folders: ["/m"], left_out }, true);
+      const plain = text.replaceAll(/\u001b\[[0-9;]*m/g, "");
+      expect(plain).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/);
+      const lines = plain.split("\n").filter((l) => l.startsWith("! not listed"));
+      expect(lines).toEqual([
+        "! not listed: /nas/e\\u{1b}]0;x\\u{7}: its drive did not answer in time (a network drive offline?)",
+        "! not listed: /cache/models--a--b: the hub cache ran out of time before it was listed whole",
+        "! not listed: /locked: it could not be read (permissions?)",
+      ]);
+    }
+    expect(renderModels({ models: [], cache_dir: "/cache", folders: ["/m"] }, false)).not.toContain(
+      "not listed",
+    );
+  });
 });

@@ -3,10 +3,10 @@ import * as fs from "node:fs";
 import { join } from "node:path";
 import { parseConfigText } from "../../src/config/load.ts";
 import { listModels } from "../../src/models/list.ts";
-import { DriveAnswers } from "../../src/util/drive-answers.ts";
 import { tinyLlama, writeGguf } from "../fixtures/gguf-writer.ts";
 import { cpuOnlyMachine, GIB } from "../fixtures/hardware.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
+import { ListingWhole } from "./listing-whole.ts";
 
 // model.path on a dead network mount, or a link into one beside the config: the listing's
 // synchronous walk (readdir, realpath, stat) hung for minutes on it, and the core with it.
@@ -16,13 +16,6 @@ const probe = async () => cpuOnlyMachine({ ram: { total_bytes: 8 * GIB, availabl
 afterEach(() => {
   (fs.realpathSync.native as unknown as { mockRestore?: () => void }).mockRestore?.();
 });
-
-/** Drive answers whose folder listings are waited for whole (list-cache-loop.test.ts covers their lanes). */
-class ListingWhole extends DriveAnswers {
-  override laned<T>(work: () => Promise<T>): Promise<T | "late"> {
-    return work();
-  }
-}
 
 describe("models: a drive that does not answer", () => {
   test("its folder and a link into it are left out, nothing synchronous touches them, the rest is listed", async () => {
@@ -56,6 +49,11 @@ describe("models: a drive that does not answer", () => {
     );
     expect(result.models.map((m) => m.file)).toEqual(["near.gguf"]);
     expect(result.models[0]).toMatchObject({ configured: false });
+    // Said in the result too (docs/models.md "What was left out"), not only in the log.
+    expect(result.left_out).toEqual([
+      { path: join(dir.path, "linked.gguf"), reason: "no_answer" },
+      { path: nas, reason: "no_answer" },
+    ]);
     expect(asked).toContain(nas);
     expect(realpath.mock.calls.map((c) => String(c[0])).filter(silent)).toEqual([]);
   });
