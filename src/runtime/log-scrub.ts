@@ -1,6 +1,6 @@
 import { closeSync, existsSync, fstatSync, lstatSync, readdirSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { openToZero, zeroOpen } from "../store/scrub-file.ts";
+import { openToZeroChecked, zeroOpen } from "../store/scrub-file.ts";
 import { logger } from "../util/logger.ts";
 import { writePrivateFile } from "../util/private-fs.ts";
 import { FileTooLarge, readSmallFile } from "../util/read-file.ts";
@@ -129,7 +129,7 @@ async function redactFile(path: string, zeroing: Promise<boolean>[], stop: Abort
   } catch (err) {
     if (!(err instanceof FileTooLarge)) throw err;
     const aside = setAside(path);
-    const fd = openToZero(aside);
+    const fd = openable(aside);
     // One the core cannot write goes all the same (a kept name keeps the words readable); one
     // that cannot go either throws here, the folder left unmarked, never into a promise no one awaits.
     if (fd === undefined) {
@@ -157,7 +157,7 @@ async function redactFile(path: string, zeroing: Promise<boolean>[], stop: Abort
   if (redacted === text) return;
   const next = `${path}${PART}`;
   // Opened before the rename, zeroed through after it, off the loop (up to MAX_SCRUB_BYTES).
-  const old = openToZero(path);
+  const old = openable(path);
   try {
     writePrivateFile(next, redacted);
     renameSync(next, path);
@@ -170,6 +170,20 @@ async function redactFile(path: string, zeroing: Promise<boolean>[], stop: Abort
   // Its name is gone: a shutdown waits for this zeroing (earlierLogsSettled), as a next start cannot find it.
   if (old !== undefined) zeroing.push(zeroOpen(old).then(yes, (e) => notZeroed(path, e)));
   else notZeroed(path, new Error("it could not be opened for writing; replaced all the same"));
+}
+
+/**
+ * `path` opened to be zeroed; none when it cannot be opened for writing. Another file at the name
+ * after each open (another core's rotation renaming onto it) throws: renamed over or removed
+ * unchecked, the file there last went unzeroed. It is left, the folder unmarked for the next start.
+ */
+function openable(path: string): number | undefined {
+  const fd = openToZeroChecked(path);
+  if (fd !== "changed") return fd;
+  logger.warn(
+    `the earlier log ${path} was replaced by another file each time it was opened: left for the next start`,
+  );
+  throw new Error(`${path} kept being replaced`);
 }
 
 /** Names tried for one file set aside: a stopped pass's file may hold the first (next one's). */
