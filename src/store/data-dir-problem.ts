@@ -19,6 +19,8 @@ const PROBLEMS: Record<string, string> = {
   ENAMETOOLONG: "the path is too long",
   ELOOP: "too many levels of symbolic links",
   EISDIR: "a folder where a file was expected",
+  // Not the system's: store/scrub-file.ts, a name another program kept renaming a file onto.
+  ECHANGED: "replaced by another file each time it was opened",
 };
 
 /** A filesystem error code in words, with the code kept for searching: "permission denied (EACCES)". */

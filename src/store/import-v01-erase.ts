@@ -17,7 +17,7 @@ import {
   TurnsSchema,
 } from "./import-v01.ts";
 import { startsWithInput } from "./import-v01-memory.ts";
-import { openToZero, zeroOpenSync } from "./scrub-file.ts";
+import { openToZeroChecked, zeroOpenSync } from "./scrub-file.ts";
 import { removeZeroedSync } from "./scrub-tree.ts";
 
 /** The user's 0.1 folders kept aside after an import (in `imported-0.1/users`, `users-<time>`). */
@@ -253,7 +253,10 @@ function dropSessionTurns(path: string, sessionId: string, imported: boolean): v
  */
 function rewrite(path: string, value: unknown, imported: boolean, what: "delete" | "edit"): void {
   // Opened before the rename: the old file's blocks keep the erased turns once the new one is in place.
-  const old = openToZero(path);
+  const old = openToZeroChecked(path);
+  // Another file renamed onto the name after each open (another writer's save): renamed over
+  // unchecked, it went unzeroed. Left as it is; the erase fails, to be sent again.
+  if (old === "changed") throw notRewritten(path, { code: "ECHANGED" }, what);
   try {
     try {
       writeFileAtomic(path, JSON.stringify(value));
