@@ -5,7 +5,7 @@ import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 import { logger } from "../util/logger.ts";
 import { openPrivateFile, PRIVATE_DIR_MODE, writeAllSync } from "../util/private-fs.ts";
-import { openToZero, zeroOpenSync } from "./scrub-file.ts";
+import { openToZeroChecked, zeroOpenSync } from "./scrub-file.ts";
 
 /**
  * Writes a file so that a crash leaves either the old or the new content, never a torn one:
@@ -112,22 +112,38 @@ export function stageFileAtomic(
  * was, and bounded by it: its one caller, the 0.1 erase (import-v01-erase.ts), runs on the
  * store's thread, whose delete answers as the call returns and which a stop terminates, so a
  * zeroing left to run after it was waited for by neither and could be cut off, the nameless
- * file's words kept. One that cannot be opened for writing is removed all the same.
+ * file's words kept. One that cannot be opened for writing is removed all the same; one that
+ * cannot be removed is zeroed at its name (said), never thrown over the caller's own error.
  */
 function dropTemp(tmp: string): void {
-  const fd = openToZero(tmp);
+  const fd = openToZeroChecked(tmp);
+  if (fd === "changed") {
+    // Another file renamed onto the fresh name each time: not the core's to remove unchecked.
+    logger.warn(
+      `a dropped temp file ${tmp} was replaced by another file each time it was opened: left as it is`,
+    );
+    return;
+  }
+  // Names the file still has: one when its unlink is refused (Windows' EPERM while a scanner
+  // holds it, a folder made read-only), its words zeroed at that name all the same.
+  let names = 0;
   try {
     rmSync(tmp, { force: true });
+  } catch (err) {
+    names = 1;
+    logger.warn(`a dropped temp file ${tmp} could not be removed: ${(err as Error).message}`);
+  }
+  if (fd === undefined) {
+    if (names > 0)
+      logger.warn(`a dropped temp file ${tmp} could not be opened to be zeroed either: its words are there`);
+    return;
+  }
+  try {
+    zeroOpenSync(fd, names);
+  } catch (err) {
+    logger.warn(`a dropped temp file could not be zeroed: ${(err as Error).message}`);
   } finally {
-    if (fd !== undefined) {
-      try {
-        zeroOpenSync(fd);
-      } catch (err) {
-        logger.warn(`a dropped temp file could not be zeroed: ${(err as Error).message}`);
-      } finally {
-        closeSync(fd);
-      }
-    }
+    closeSync(fd);
   }
 }
 

@@ -1,0 +1,42 @@
+import { expect, spyOn, test } from "bun:test";
+import * as fs from "node:fs";
+import { join } from "node:path";
+import { stageFileAtomic } from "../../src/store/atomic.ts";
+import { logger } from "../../src/util/logger.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+// A staged write's temp file dropped (a discard, a refused rename): its unlink refused (Windows'
+// EPERM/EBUSY while a scanner holds it, a folder made read-only) left the file at its name with
+// the words it was given, and zeroOpenSync, told it had no name left, refused it as another's
+// (docs/agent.md, "Files of erased words are zeroed before they go"). The refusal is faked on
+// the unlink, as root removes any file.
+
+const WORDS = "my secret diagnosis, erased by the user\n".repeat(50);
+
+test("a dropped temp file whose unlink is refused is zeroed at its name, said", () => {
+  using dir = tmpdir();
+  const target = join(dir.path, "turns.json");
+  const staged = stageFileAtomic(target, WORDS, ".aaaaaaaaaaaa.tmp");
+  const tmp = join(dir.path, ".aaaaaaaaaaaa.tmp");
+  const realRm = fs.rmSync;
+  const rm = spyOn(fs, "rmSync").mockImplementation(((p: fs.PathLike, o?: fs.RmOptions) => {
+    if (p === tmp)
+      throw Object.assign(new Error(`EPERM: operation not permitted, unlink '${tmp}'`), { code: "EPERM" });
+    return realRm(p, o);
+  }) as typeof fs.rmSync);
+  const warned: string[] = [];
+  const warn = spyOn(logger, "warn").mockImplementation((m: string) => void warned.push(m));
+  try {
+    staged.discard();
+  } finally {
+    rm.mockRestore();
+    warn.mockRestore();
+  }
+  const left = fs.readFileSync(tmp);
+  expect({ size: left.length, allZero: left.every((b) => b === 0) }).toEqual({
+    size: Buffer.byteLength(WORDS),
+    allZero: true,
+  });
+  expect(warned.join("\n")).toContain("could not be removed");
+  expect(fs.existsSync(target)).toBe(false);
+});
