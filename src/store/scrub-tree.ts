@@ -82,6 +82,9 @@ function zeroOne(path: string): void {
     zeroFileSync(path);
   } catch (err) {
     const code = (err as { code?: string }).code;
+    // Another file renamed onto the name after each open (the 0.1 app, another core): unlinked
+    // unchecked, the one there last went unzeroed. Left, and the erase fails, to be sent again.
+    if (code === "ECHANGED") throw err;
     if (code !== "ENOENT" && code !== "ELOOP")
       logger.warn(
         `${path} could not be zeroed before its removal (${code ?? (err as Error).message}): removed all the same`,

@@ -3,6 +3,7 @@ import * as fs from "node:fs";
 import { join } from "node:path";
 import { removeZeroedSync } from "../../src/store/scrub-tree.ts";
 import { type HeldFile, holdOpen } from "../fixtures/held-file.ts";
+import { renameOnto, swappingInsideOpen } from "../fixtures/swap-in-open.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 // A 0.1 folder an erase removes had each file zeroed, then the whole folder removed by one
@@ -76,4 +77,31 @@ test("a link to a folder is removed, never listed through", () => {
   fs.symlinkSync(target, link);
   removeZeroedSync(link);
   expect([fs.existsSync(link), fs.readFileSync(join(target, "theirs.txt"), "utf8")]).toEqual([false, WORDS]);
+});
+
+// A file of the tree whose name is swapped under each of the three opens to zero it (the 0.1 app
+// or another core renaming onto it): zeroFileSync threw ECHANGED, taken for "cannot be opened",
+// and the file renamed there last was unlinked UNZEROED (docs/agent.md, "Files of erased words
+// are zeroed before they go"). Left instead, and the removal throws, so the erase fails.
+test("a file swapped under each open is left and the removal fails, never unlinked unzeroed", async () => {
+  using dir = tmpdir();
+  const tree = join(dir.path, "trip");
+  fs.mkdirSync(tree);
+  const file = join(tree, "history.json");
+  fs.writeFileSync(file, "secret 0");
+  let thrown: unknown;
+  const swaps = await swappingInsideOpen(
+    file,
+    renameOnto(file, (n) => `secret ${n}`),
+    () => {
+      try {
+        removeZeroedSync(tree);
+      } catch (err) {
+        thrown = err;
+      }
+    },
+  );
+  expect(swaps).toBe(3);
+  expect(fs.readFileSync(file, "utf8")).toBe("secret 3");
+  expect((thrown as { code?: string })?.code).toBe("ECHANGED");
 });
