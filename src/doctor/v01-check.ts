@@ -1,9 +1,8 @@
-import { lstatSync } from "node:fs";
+import { lstatSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import type { Config } from "../config/schema.ts";
 import { SafeIdSchema } from "../protocol/safe-id.ts";
 import { IMPORTED_DIR } from "../store/import-v01.ts";
-import { namesIn } from "../util/names-in.ts";
 import { shellWord } from "../util/shell-word.ts";
 import { controlsMarked } from "../util/terminal-text.ts";
 import type { Check } from "./checks.ts";
@@ -22,6 +21,8 @@ export const MAX_NAMES_READ = 20_000;
 interface Budget {
   left: number;
   stopped: boolean;
+  /** Folders that could not be listed, each with its error code: not looked in, never "none there". */
+  unlisted: string[];
 }
 
 /**
@@ -30,7 +31,14 @@ interface Budget {
  * is on the folders listed after it and the names checked.
  */
 function namesWithin(dir: string, budget: Budget): string[] {
-  const all = namesIn(dir);
+  let all: string[];
+  try {
+    all = readdirSync(dir);
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    if (code !== "ENOENT") budget.unlisted.push(`${dir} (${code ?? (err as Error).message})`);
+    return [];
+  }
   const names = all.length > budget.left ? all.slice(0, budget.left) : all;
   if (names.length < all.length) budget.stopped = true;
   budget.left -= names.length;
@@ -63,7 +71,7 @@ function v01Trees(dataDir: string, budget: Budget): string[] {
  * erases, and only a person can remove them. Read only; links are not followed.
  */
 export function v01DataCheck(config: Config, maxNames = MAX_NAMES_READ): Check | undefined {
-  const budget: Budget = { left: maxNames, stopped: false };
+  const budget: Budget = { left: maxNames, stopped: false, unlisted: [] };
   const trees = v01Trees(config.app.data_dir, budget);
   if (trees.length === 0) return undefined;
   const unreachable: string[] = [];
@@ -88,9 +96,17 @@ export function v01DataCheck(config: Config, maxNames = MAX_NAMES_READ): Check |
     trees: trees.map(controlsMarked),
     folders: named,
     unreachable: unreachable.length,
-    complete: !budget.stopped,
+    complete: !budget.stopped && budget.unlisted.length === 0,
   };
-  const partial = budget.stopped ? ` (only the first ${maxNames} folder names were checked)` : "";
+  const partial = partialText(budget, maxNames);
+  if (unreachable.length === 0 && budget.unlisted.length > 0)
+    return {
+      id: "v01_data",
+      status: "warn",
+      message: `0.1 data in ${data.trees.join(", ")}${partial}`,
+      fix: "give the core's user read access to those folders, then run doctor again",
+      data,
+    };
   if (unreachable.length === 0)
     return { id: "v01_data", status: "ok", message: `0.1 data in ${data.trees.join(", ")}${partial}`, data };
   const more = unreachable.length > MAX_NAMED ? ` and ${unreachable.length - MAX_NAMED} more` : "";
@@ -107,4 +123,13 @@ export function v01DataCheck(config: Config, maxNames = MAX_NAMES_READ): Check |
     fix: `remove them by hand once their conversations are no longer wanted${command}`,
     data,
   };
+}
+
+/** What the check did not look at: folders past the bound, and those it could not list (EACCES). */
+function partialText(budget: Budget, maxNames: number): string {
+  const stopped = budget.stopped ? ` (only the first ${maxNames} folder names were checked)` : "";
+  const shown = budget.unlisted.slice(0, MAX_NAMED).map(controlsMarked);
+  const more = budget.unlisted.length > MAX_NAMED ? ` and ${budget.unlisted.length - MAX_NAMED} more` : "";
+  const unlisted = shown.length > 0 ? `; these folders could not be listed: ${shown.join(", ")}${more}` : "";
+  return `${stopped}${unlisted}`;
 }

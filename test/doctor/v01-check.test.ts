@@ -1,4 +1,5 @@
-import { describe, expect, test } from "bun:test";
+import { describe, expect, spyOn, test } from "bun:test";
+import * as fs from "node:fs";
 import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ConfigSchema } from "../../src/config/schema.ts";
@@ -68,4 +69,27 @@ test.skipIf(process.platform === "win32")("doctor's report names 0.1 folders no 
   session(join(dir.path, "data", "users"), "aux", "s1");
   const r = await runDoctor(core, doctorDeps);
   expect(checkById(r, "v01_data")).toMatchObject({ status: "warn", data: { unreachable: 1 } });
+});
+
+// A `users/` the core cannot list (EACCES: another owner's, after a copy as root) read as "nothing
+// there": the check said ok, and no one learned the 0.1 words in it were never looked at. Root
+// lists any folder: the refusal is faked on the listing.
+test("a 0.1 folder that cannot be listed is a warning naming it, not ok", () => {
+  using dir = tmpdir();
+  session(join(dir.path, "users"), "ann", "s1");
+  const users = join(dir.path, "users");
+  const realReaddir = fs.readdirSync;
+  const readdir = spyOn(fs, "readdirSync").mockImplementation(((p: fs.PathLike, o?: unknown) => {
+    if (p === users)
+      throw Object.assign(new Error(`EACCES: permission denied, scandir '${users}'`), { code: "EACCES" });
+    return realReaddir(p, o as never);
+  }) as typeof fs.readdirSync);
+  let c: ReturnType<typeof v01DataCheck>;
+  try {
+    c = v01DataCheck(configAt(dir.path));
+  } finally {
+    readdir.mockRestore();
+  }
+  expect(c).toMatchObject({ id: "v01_data", status: "warn", data: { complete: false } });
+  expect(c?.message).toContain(`could not be listed: ${users} (EACCES)`);
 });
