@@ -47,6 +47,13 @@ function namesWithin(dir: string, budget: Budget): string[] {
 
 const isSafeId = (name: string): boolean => SafeIdSchema.safeParse(name).success;
 
+/**
+ * A name whose bytes are not UTF-8 (0.1 on Linux took them as they came): listed with U+FFFD in
+ * their place, a name no lstat finds, so it cannot be told a folder; never an id a request gives,
+ * and never a path a command can spell.
+ */
+const notUtf8 = (name: string): boolean => name.includes("\uFFFD");
+
 /** A folder, not a link to one (the import and the erases never follow one: docs/agent.md). */
 function isRealDir(path: string): boolean {
   try {
@@ -79,7 +86,7 @@ export function v01DataCheck(config: Config, maxNames = MAX_NAMES_READ): Check |
   for (const tree of trees) {
     for (const user of namesWithin(tree, budget)) {
       const path = join(tree, user);
-      if (!isRealDir(path)) continue;
+      if (!isRealDir(path) && !notUtf8(user)) continue;
       if (!isSafeId(user)) {
         unreachable.push(path);
         continue;
@@ -88,7 +95,7 @@ export function v01DataCheck(config: Config, maxNames = MAX_NAMES_READ): Check |
       const sessions = join(path, "sessions");
       if (!isRealDir(sessions)) continue;
       for (const s of namesWithin(sessions, budget))
-        if (!isSafeId(s) && isRealDir(join(sessions, s))) unreachable.push(join(sessions, s));
+        if (!isSafeId(s) && (notUtf8(s) || isRealDir(join(sessions, s)))) unreachable.push(join(sessions, s));
     }
   }
   const named = unreachable.slice(0, MAX_NAMED).map(controlsMarked);
@@ -113,7 +120,7 @@ export function v01DataCheck(config: Config, maxNames = MAX_NAMES_READ): Check |
   const first = unreachable[0]!;
   // A command only for a name it can spell: one with a control character shown as `?` is another path.
   const command =
-    controlsMarked(first) !== first
+    controlsMarked(first) !== first || notUtf8(first)
       ? ""
       : ` (rm -r ${shellWord(first)}${unreachable.length > 1 ? " …" : ""})`;
   return {
