@@ -22,6 +22,9 @@ import { refusedEntry } from "./listed-entry.ts";
  * formats a header, so the token cannot end up in a message.
  */
 
+/** The revision answer's one member read: its others (every file in `siblings`) are not kept. */
+const SHA_ONLY: ReadonlySet<string> = new Set(["sha"]);
+
 /** A file of a repo as the tree listing gives it. */
 export interface HubFile {
   path: string;
@@ -121,7 +124,7 @@ export class HubClient {
     return this.api(url, signal, async (res) => {
       const bad = (why: string) => new HubBadAnswer(url, why);
       const what = "the hub's answer for the revision";
-      const value = await readAnswerObject(res, MAX_JSON_BYTES, what, () => nextTurn(signal), bad);
+      const value = await readAnswerObject(res, MAX_JSON_BYTES, what, () => nextTurn(signal), bad, SHA_ONLY);
       // JSON `null` too: its `.sha` threw a TypeError, the pull's internal_error.
       const sha = value && typeof value === "object" ? (value as { sha?: unknown }).sha : undefined;
       if (typeof sha !== "string" || !/^[0-9a-f]{40}$/.test(sha))

@@ -38,6 +38,7 @@ export async function readListingPage(
  * (util/sliced-json-object.ts: the revision's answer lists every file of the repo in `siblings`,
  * and one parse of 44 MiB held the loop 373 ms). `bad` makes the error of an answer too large,
  * not JSON, or with an entry past 1 MiB (`what` names it); JSON.parse's own error is never shown.
+ * `keep`: the members the caller reads, the only ones kept (parseJsonObjectSliced).
  */
 export async function readAnswerObject(
   res: Response,
@@ -45,10 +46,11 @@ export async function readAnswerObject(
   what: string,
   turn: () => Promise<void>,
   bad: (why: string) => Error,
+  keep?: ReadonlySet<string>,
 ): Promise<unknown> {
   const bytes = await cappedBody(res, max, `${what} is larger than ${max / 1024 / 1024} MiB`, bad);
   try {
-    return await parseJsonObjectSliced(bytes, turn);
+    return await parseJsonObjectSliced(bytes, turn, keep);
   } catch (err) {
     throw refusedJson(err, `${what} has an entry larger than 1 MiB`, bad);
   }

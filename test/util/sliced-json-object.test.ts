@@ -144,3 +144,22 @@ describe("parseJsonObjectSliced", () => {
     expect(((await run(fits)) as { value: unknown }).value).toEqual(JSON.parse(fits));
   });
 });
+
+// A hub answer for a revision of millions of tiny distinct keys grew one object past a rehash
+// that held the loop ~235 ms in one member's merge (measured 2026-12, this box), where the core
+// reads `sha` only (models/hub-client.ts): only the kept members are put in it, counted here.
+test("with `keep`, only those members are put in the object, the rest still parsed", async () => {
+  const members = Array.from({ length: 40_000 }, (_, i) => `"k${i}":${i}`);
+  const text = `{${members.join(",")},"sha":"${"a".repeat(40)}","siblings":[1,2]}`;
+  let turns = 0;
+  const value = await parseJsonObjectSliced(enc(text), async () => void turns++, new Set(["sha"]));
+  expect(Object.keys(value as object)).toEqual(["sha"]);
+  expect(turns).toBeGreaterThan(1);
+  // Still checked whole: a broken member after the kept one is refused.
+  const broken = parseJsonObjectSliced(
+    enc(`{"sha":"x",${members.slice(0, 10).join(",")},"z":}`),
+    async () => {},
+    new Set(["sha"]),
+  );
+  await expect(broken).rejects.toThrow(SyntaxError);
+});
