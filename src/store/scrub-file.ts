@@ -58,13 +58,9 @@ export function zeroFileSync(path: string): void {
  * A file about to be unlinked or replaced by a rename, opened to be zeroed through after (never
  * through a link, never waiting on a FIFO); none when it cannot be opened for writing. "changed":
  * another file was at the name after each open (another core renaming onto it), which a caller
- * that unlinks by name must not take for "cannot be opened" (agent/kv/drop-file.ts).
+ * that unlinks or renames over by name must never take for "cannot be opened": the file there
+ * went unzeroed (agent/kv/drop-file.ts leaves the name and says so).
  */
-export function openToZero(path: string, flags = ZERO_OPEN): number | undefined {
-  const fd = openToZeroChecked(path, flags);
-  return fd === "changed" ? undefined : fd;
-}
-
 export function openToZeroChecked(path: string, flags = ZERO_OPEN): number | "changed" | undefined {
   try {
     return openNoLink(path, flags);

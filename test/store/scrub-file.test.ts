@@ -6,7 +6,7 @@ import { exportToFile } from "../../src/store/export-file.ts";
 import { sweepExportTemps } from "../../src/store/export-temps.ts";
 import {
   OtherName,
-  openToZero,
+  openToZeroChecked,
   zeroFile,
   zeroFileSync,
   zeroOpen,
@@ -112,7 +112,7 @@ describe("zeroFileSync / zeroFile", () => {
 // Windows has no O_NOFOLLOW (undefined there, so 0 in the flags): openToZero, which relied on it
 // alone, opened a link or junction planted at a KV file's name in data_dir/kv, and the erase
 // zeroed its target, a file of the user's own. Faked here by the flags without it.
-describe("openToZero where the platform has no O_NOFOLLOW", () => {
+describe("openToZeroChecked where the platform has no O_NOFOLLOW", () => {
   const noNofollow = fs.constants.O_RDWR | fs.constants.O_NONBLOCK;
 
   test("a link at the name is not opened, its target left as it was", () => {
@@ -120,7 +120,7 @@ describe("openToZero where the platform has no O_NOFOLLOW", () => {
     const target = join(dir.path, "target");
     fs.writeFileSync(target, WORDS);
     fs.symlinkSync(target, join(dir.path, "link"));
-    expect(openToZero(join(dir.path, "link"), noNofollow)).toBeUndefined();
+    expect(openToZeroChecked(join(dir.path, "link"), noNofollow)).toBeUndefined();
     expect(fs.readFileSync(target, "utf8")).toBe(WORDS);
   });
 
@@ -137,7 +137,7 @@ describe("openToZero where the platform has no O_NOFOLLOW", () => {
       return real(p, flags);
     }) as typeof fs.openSync);
     try {
-      expect(openToZero(file, noNofollow)).toBeUndefined();
+      expect(openToZeroChecked(file, noNofollow)).toBeUndefined();
       expect(open).toHaveBeenCalledTimes(1);
     } finally {
       open.mockRestore();
@@ -181,14 +181,14 @@ describe("a file renamed onto the name right after the open", () => {
     expect(kept.zeroed()).toEqual({ size: Buffer.byteLength(WORDS), allZero: true });
   });
 
-  test("openToZero opens the file now at the name", () => {
+  test("openToZeroChecked opens the file now at the name", () => {
     using dir = tmpdir();
-    let fd: number | undefined;
+    let fd: number | "changed" | undefined;
     let freshIno: number;
     {
       using swap = renamedOnOpen(dir.path);
       freshIno = swap.freshIno;
-      fd = openToZero(swap.file);
+      fd = openToZeroChecked(swap.file);
     }
     expect(fd).toBeDefined();
     expect(fs.fstatSync(fd as number).ino).toBe(freshIno);
