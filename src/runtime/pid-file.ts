@@ -5,6 +5,7 @@ import { namesIn } from "../util/names-in.ts";
 import { ensurePrivateTree, writePrivateFile } from "../util/private-fs.ts";
 import { NotOwnFile, readSmallFile } from "../util/read-file.ts";
 import { sameFile } from "../util/same-file.ts";
+import { type GroupMember, groupMembers, leaderGone, MAX_MEMBERS, stopLeftover } from "./leftover-stop.ts";
 import { judgeLeftover } from "./leftover-verdict.ts";
 import { isAlive, type ProcIdentity, procIdentity } from "./proc-info.ts";
 
@@ -36,6 +37,11 @@ export interface PidRecord {
    * start time shows the very process, the group is its.
    */
   group?: boolean;
+  /**
+   * The group's other members when written (Linux; leftover-stop.ts `groupMembers`): a wrapper's
+   * llama-server left in the group after its shell died is reaped by its own start time.
+   */
+  members?: GroupMember[];
   owner: { pid: number; start_time: string | null };
   written_at: string;
 }
@@ -162,8 +168,10 @@ function writeRecord(
 ): PidRecord | null {
   const id = procIdentity(fields.pid);
   if (!id) return null;
+  const members = fields.kind === "llama-server" && fields.group ? groupMembers(fields.pid) : undefined;
   const record: PidRecord = {
     ...fields,
+    ...(members ? { members } : {}),
     start_time: id.start_time,
     cmdline: id.cmdline,
     owner: { pid: process.pid, start_time: procIdentity(process.pid)?.start_time ?? null },
@@ -187,11 +195,14 @@ export function llamaPrograms(found: { path: string } | { tried: string[] }): st
   return "path" in found ? [found.path] : found.tried;
 }
 
-export type ReapOutcome = { file: string; kind: ChildKind } & (
-  | { action: "stopped"; pid: number; signal: "SIGTERM" | "SIGKILL" }
+export type ReapOutcome = {
+  file: string;
+  kind: ChildKind;
+} /** `members`: its leader gone, the group's recorded members that were stopped. */ & (
+  | { action: "stopped"; pid: number; signal: "SIGTERM" | "SIGKILL"; members?: number[] }
   | { action: "gone" | "not_ours" | "owner_alive"; pid: number }
   | { action: "unexplained"; pid: number; reason: string }
-  | { action: "failed"; pid: number; error: string }
+  | { action: "failed"; pid: number; error: string; members?: number[] }
   | { action: "unreadable" }
   /** Written by another user (`uid`), its process alive: never acted on, nor removed. */
   | { action: "foreign"; uid: number }
@@ -207,6 +218,10 @@ export interface ReapOptions {
   graceMs?: number;
   identity?: (pid: number) => ProcIdentity | null;
   alive?: (pid: number) => boolean;
+  /** process.kill (tests). */
+  kill?: (pid: number, signal: NodeJS.Signals | 0) => void;
+  /** How long a SIGKILLed leftover is waited for (tests). */
+  killWaitMs?: number;
   /**
    * The core's user, the only one whose records are acted on (tests pose as another); none on
    * Windows. A record another user wrote (data_dir on a shared folder, a core once run with
@@ -228,6 +243,8 @@ export async function reapLeftover(dataDir: string, options: ReapOptions): Promi
     graceMs: options.graceMs ?? 3000,
     identity: options.identity ?? procIdentity,
     alive: options.alive ?? isAlive,
+    kill: options.kill ?? ((pid, signal) => process.kill(pid, signal)),
+    killWaitMs: options.killWaitMs ?? 2000,
     // No owners on Windows (a file's uid reads 0): whatever a runtime's getuid says there, no check.
     uid: options.uid ?? (process.platform === "win32" ? undefined : process.getuid?.()),
   };
@@ -247,7 +264,8 @@ export async function reapLeftover(dataDir: string, options: ReapOptions): Promi
   for (const o of outcomes) {
     // An unreadable record names no process to stop, then or ever: kept, it is met at every start.
     if (["stopped", "gone", "not_ours", "unreadable"].includes(o.action)) removeRecordFile(o.file);
-    const what = `leftover ${o.kind} ${"pid" in o ? o.pid : "?"}`;
+    const members = "members" in o && o.members ? ` (gone; its group's members ${o.members.join(", ")})` : "";
+    const what = `leftover ${o.kind} ${"pid" in o ? o.pid : "?"}${members}`;
     if (o.action === "unexplained")
       logger.warn(`${what} left running and its record kept (${o.file}): ${o.reason}`);
     else if (o.action === "foreign")
@@ -270,18 +288,23 @@ async function reapFile(
   const pid = r.pid;
   if (ownerAlive(r, deps))
     return r.owner.pid === process.pid ? null : { file, kind, action: "owner_alive", pid };
-  if (!deps.alive(pid)) return { file, kind, action: "gone", pid };
+  if (!deps.alive(pid)) return await leaderGone(file, r, configured, "gone", memberDeps(deps));
   const now = deps.identity(pid);
   if (!now) {
     if (!deps.alive(pid)) return { file, kind, action: "gone", pid };
     return { file, kind, action: "unexplained", pid, reason: "its start time cannot be read" };
   }
   const v = judgeLeftover(r, now, configured, sameFile);
-  if (v.verdict === "pid_reused") return { file, kind, action: "not_ours", pid };
+  if (v.verdict === "pid_reused") return await leaderGone(file, r, configured, "not_ours", memberDeps(deps));
   if (v.verdict === "unexplained") return { file, kind, action: "unexplained", pid, reason: v.reason };
-  const stopped = await stop(pid, r.group === true, deps);
+  const stopped = await stopLeftover(pid, r.group === true, memberDeps(deps));
   return { file, kind, pid, ...stopped };
 }
+
+const memberDeps = (deps: Deps) => ({
+  ...deps,
+  startOf: (pid: number) => deps.identity(pid)?.start_time ?? null,
+});
 
 /**
  * Another user's record is never acted on. One whose process is gone names nothing to signal
@@ -318,12 +341,21 @@ export function readRecord(
     if (!r.owner || !isPid(r.owner.pid)) return null;
     if (r.binary !== undefined && typeof r.binary !== "string") return null;
     if (r.group !== undefined && typeof r.group !== "boolean") return null;
+    if (r.members !== undefined && !validMembers(r.members)) return null;
     if (r.argv !== undefined && !(Array.isArray(r.argv) && r.argv.every((a) => typeof a === "string")))
       return null;
     return r;
   } catch (err) {
     return err instanceof NotOwnFile ? err : null;
   }
+}
+
+function validMembers(m: unknown): boolean {
+  return (
+    Array.isArray(m) &&
+    m.length <= MAX_MEMBERS &&
+    m.every((e) => isPid((e as GroupMember)?.pid) && typeof (e as GroupMember).start_time === "string")
+  );
 }
 
 /**
@@ -340,61 +372,4 @@ export function ownerAlive(r: PidRecord, deps: Pick<Deps, "alive" | "identity">)
   const id = deps.identity(r.owner.pid);
   if (!id || r.owner.start_time === null) return true; // cannot tell: err on the side of not killing
   return id.start_time === r.owner.start_time;
-}
-
-/**
- * Signals the process, and with `group` (`PidRecord.group`) its process group, waiting for the
- * whole group: a wrapper's shell may die of the SIGTERM before its llama-server.
- */
-async function stop(
-  pid: number,
-  group: boolean,
-  deps: Deps,
-): Promise<
-  | { action: "stopped"; signal: "SIGTERM" | "SIGKILL" }
-  | { action: "gone" }
-  | { action: "failed"; error: string }
-> {
-  try {
-    const target = group ? -pid : pid;
-    const alive = group ? groupRemains(deps) : deps.alive;
-    process.kill(target, "SIGTERM");
-    if (await waitGone(pid, alive, deps.graceMs)) return { action: "stopped", signal: "SIGTERM" };
-    process.kill(target, "SIGKILL");
-    if (await waitGone(pid, alive, 2000)) return { action: "stopped", signal: "SIGKILL" };
-    return { action: "failed", error: "still alive after SIGKILL" };
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ESRCH") return { action: "gone" };
-    return { action: "failed", error: String((err as Error).message) };
-  }
-}
-
-/**
- * Whether the group that the leftover (shown the very process just before) led has members left
- * (its leader a zombie included), and is still that group: its id is no other's while a member
- * lives, and a process at that pid once the leader was seen gone is a reuse, leading a group not
- * ours. Polled, so no start time is read again (`ps`, off Linux, blocks the loop for each).
- */
-function groupRemains(deps: Deps): (pid: number) => boolean {
-  let leaderGone = false;
-  return (pid) => {
-    if (!leaderGone && deps.alive(pid)) return true;
-    leaderGone = true;
-    if (deps.alive(pid)) return false;
-    try {
-      process.kill(-pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  };
-}
-
-async function waitGone(pid: number, alive: (pid: number) => boolean, ms: number): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (!alive(pid)) return true;
-    await Bun.sleep(50);
-  }
-  return !alive(pid);
 }

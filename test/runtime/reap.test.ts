@@ -42,7 +42,7 @@ async function orphanIn(dir: string): Promise<{ childPid: number; record: string
  * as a core killed outright left it (its owner gone), then reaped: the outcomes, and whether the
  * inner process was gone after (it is killed either way, so a failing run leaves nothing behind).
  */
-async function reapWrapperLeftover(dir: string, inner: string, graceMs: number) {
+async function reapWrapperLeftover(dir: string, inner: string, graceMs: number, shellDies = false) {
   const data = join(dir, "data");
   const wrapper = join(dir, "llama-server");
   const innerPid = join(dir, "inner.pid");
@@ -60,6 +60,11 @@ async function reapWrapperLeftover(dir: string, inner: string, graceMs: number) 
     const file = pidFilePath(data);
     const record = JSON.parse(readFileSync(file, "utf8")) as PidRecord;
     writeFileSync(file, JSON.stringify({ ...record, owner: { pid: await deadPid(), start_time: null } }));
+    if (shellDies) {
+      // The shell alone killed (someone's `kill <pid>`): its llama-server stays in the group.
+      process.kill(child.pid, "SIGKILL");
+      await child.exited;
+    }
     const outcomes = await reapLeftover(data, { ...configured(dir), graceMs });
     return { outcomes, innerGone: await waitFor(() => !pidAlive(pid), { timeoutMs: 3000 }) };
   } finally {
@@ -155,6 +160,13 @@ describe.skipIf(process.platform !== "linux")("reaping a llama-server left by a 
     // The inner process ignores SIGTERM (a llama-server busy loading); the shell dies of it at once.
     const { outcomes, innerGone } = await reapWrapperLeftover(dir.path, `trap "" TERM; `, 300);
     expect(outcomes.map((o) => ("signal" in o ? o.signal : o.action))).toEqual(["SIGKILL"]);
+    expect(innerGone).toBe(true);
+  });
+
+  test("a wrapper's shell that died before its core: its llama-server, left in the group, is still reaped", async () => {
+    await using dir = tmpdir();
+    const { outcomes, innerGone } = await reapWrapperLeftover(dir.path, "", 3000, true);
+    expect(outcomes.map((o) => o.action)).toEqual(["stopped"]);
     expect(innerGone).toBe(true);
   });
 

@@ -1,0 +1,165 @@
+import { descendantsOf, linuxProc, type ProcReader } from "../platform/process-tree.ts";
+import { sameFile } from "../util/same-file.ts";
+
+/**
+ * Stopping what a dead core left running (pid-file.ts `reapLeftover`): the recorded process, with
+ * its process group, or, its leader gone, the group's members as recorded.
+ */
+
+/** A member of a llama-server's process group other than its leader, as /proc showed it. */
+export interface GroupMember {
+  pid: number;
+  /** /proc/<pid>/stat field 22: fixed at fork, so a reused pid shows another one. */
+  start_time: string;
+}
+
+/** The most members a record lists (a wrapper's shell runs one llama-server, perhaps a helper). */
+export const MAX_MEMBERS = 64;
+
+/**
+ * The members of the group `leader` leads, among what it started (a `llama.binary` wrapper that
+ * does not `exec` runs llama-server as its child), so that a llama-server still stuck in the group
+ * once its shell died can be reaped as the very process (docs/supervisor.md "Orphans"). Undefined
+ * without /proc (not Linux): the record lists none and the reap works from the leader alone.
+ */
+export function groupMembers(
+  leader: number,
+  proc: ProcReader | null = process.platform === "linux" ? linuxProc : null,
+): GroupMember[] | undefined {
+  if (!proc) return undefined;
+  return descendantsOf(leader, proc, MAX_MEMBERS * 4)
+    .filter((e) => e.pgid === leader && e.pid !== leader)
+    .slice(0, MAX_MEMBERS)
+    .map((e) => ({ pid: e.pid, start_time: e.start }));
+}
+
+export interface StopDeps {
+  graceMs: number;
+  /** How long a SIGKILLed leftover is waited for. */
+  killWaitMs: number;
+  alive: (pid: number) => boolean;
+  /** A live process's start time (procIdentity's); null once it is gone or cannot be read. */
+  startOf: (pid: number) => string | null;
+  kill: (pid: number, signal: NodeJS.Signals | 0) => void;
+}
+
+export type Stopped =
+  | { action: "stopped"; signal: "SIGTERM" | "SIGKILL" }
+  | { action: "gone" }
+  | { action: "failed"; error: string };
+
+/**
+ * Signals the process, and with `group` (`PidRecord.group`) its process group, waiting for the
+ * whole group: a wrapper's shell may die of the SIGTERM before its llama-server.
+ */
+export async function stopLeftover(pid: number, group: boolean, deps: StopDeps): Promise<Stopped> {
+  try {
+    const target = group ? -pid : pid;
+    const alive = group ? groupRemains(deps) : deps.alive;
+    deps.kill(target, "SIGTERM");
+    if (await waitGone(() => !alive(pid), deps.graceMs)) return { action: "stopped", signal: "SIGTERM" };
+    deps.kill(target, "SIGKILL");
+    if (await waitGone(() => !alive(pid), deps.killWaitMs)) return { action: "stopped", signal: "SIGKILL" };
+    return { action: "failed", error: "still alive after SIGKILL" };
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ESRCH") return { action: "gone" };
+    return { action: "failed", error: String((err as Error).message) };
+  }
+}
+
+/**
+ * The recorded members that are still the very processes (alive, the recorded start time: never
+ * a reused pid), signalled one by one: a group whose leader is gone cannot be signalled as a
+ * whole, its id proven to be the one we started by nothing (a dead leader's start time cannot
+ * be read). The pids that were; "gone" when none was.
+ */
+export async function stopMembers(
+  members: readonly GroupMember[],
+  deps: StopDeps,
+): Promise<Stopped & { pids: number[] }> {
+  const same = () => members.filter((m) => deps.alive(m.pid) && deps.startOf(m.pid) === m.start_time);
+  const pids = same().map((m) => m.pid);
+  if (pids.length === 0) return { action: "gone", pids };
+  const send = (signal: NodeJS.Signals) => {
+    for (const m of same()) {
+      try {
+        deps.kill(m.pid, signal);
+      } catch {
+        // Gone meanwhile.
+      }
+    }
+  };
+  send("SIGTERM");
+  if (await waitGone(() => same().length === 0, deps.graceMs))
+    return { action: "stopped", signal: "SIGTERM", pids };
+  send("SIGKILL");
+  if (await waitGone(() => same().length === 0, deps.killWaitMs))
+    return { action: "stopped", signal: "SIGKILL", pids };
+  return { action: "failed", error: "still alive after SIGKILL", pids };
+}
+
+/**
+ * The recorded process is gone (or its pid another's): a wrapper's shell that died with its
+ * llama-server stuck in the group. The members recorded with it that still run, each the very
+ * process (`stopMembers`), are stopped where the record's `binary` is one this core runs; else,
+ * any still running, left alone with the reason to log. None left, the record is stale
+ * (`action`). Records without members (off Linux, older ones) end there.
+ */
+export async function leaderGone<K extends string>(
+  file: string,
+  r: { kind?: K; pid: number; group?: boolean; binary?: string; members?: readonly GroupMember[] },
+  configured: readonly string[],
+  action: "gone" | "not_ours",
+  deps: StopDeps,
+): Promise<
+  { file: string; kind: K | "llama-server"; pid: number } & (
+    | { action: "gone" | "not_ours" }
+    | { action: "unexplained"; reason: string }
+    | (Exclude<Stopped, { action: "gone" }> & { members: number[] })
+  )
+> {
+  const kind = r.kind ?? "llama-server";
+  const stale = { file, kind, action, pid: r.pid } as const;
+  const members = r.group ? (r.members ?? []) : [];
+  const binary = r.binary;
+  if (binary !== undefined && configured.some((c) => sameFile(binary, c))) {
+    const { pids, ...stopped } = await stopMembers(members, deps);
+    if (stopped.action === "gone") return stale;
+    return { file, kind, pid: r.pid, ...stopped, members: pids };
+  }
+  const live = members.filter((m) => deps.alive(m.pid) && deps.startOf(m.pid) === m.start_time);
+  if (live.length === 0) return stale;
+  const pids = live.map((m) => m.pid).join(", ");
+  const reason = `its group's members ${pids} run, started by ${binary ?? "an unnamed program"}, which this core is not configured to run`;
+  return { file, kind, action: "unexplained", pid: r.pid, reason };
+}
+
+/**
+ * Whether the group that the leftover (shown the very process just before) led has members left
+ * (its leader a zombie included), and is still that group: its id is no other's while a member
+ * lives, and a process at that pid once the leader was seen gone is a reuse, leading a group not
+ * ours. Polled, so no start time is read again (`ps`, off Linux, blocks the loop for each).
+ */
+function groupRemains(deps: StopDeps): (pid: number) => boolean {
+  let leaderGone = false;
+  return (pid) => {
+    if (!leaderGone && deps.alive(pid)) return true;
+    leaderGone = true;
+    if (deps.alive(pid)) return false;
+    try {
+      deps.kill(-pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+}
+
+async function waitGone(gone: () => boolean, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (gone()) return true;
+    await Bun.sleep(50);
+  }
+  return gone();
+}

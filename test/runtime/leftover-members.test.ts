@@ -1,0 +1,165 @@
+import { describe, expect, test } from "bun:test";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { ProcReader } from "../../src/platform/process-tree.ts";
+import { groupMembers } from "../../src/runtime/leftover-stop.ts";
+import { type PidRecord, pidFilePath, reapLeftover } from "../../src/runtime/pid-file.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+/**
+ * A `llama.binary` wrapper that does not `exec` (`/bin/sh wrapper` → llama-server in its group):
+ * the shell died and llama-server stayed, stuck, holding the model's memory and the port. The
+ * record names the shell; its `members` name llama-server. Processes here are fakes: a table of
+ * pid → start time that the injected `kill` edits.
+ */
+const WRAPPER = "/opt/llama/wrapper.sh";
+const LEADER = 4100;
+const SERVER = 4101;
+const OWNER = 4000;
+
+function fakeProcs(running: Record<number, string>, ignores: NodeJS.Signals[] = []) {
+  const signals: [number, NodeJS.Signals | 0][] = [];
+  return {
+    signals,
+    alive: (pid: number) => pid in running,
+    identity: (pid: number) => {
+      const start = running[pid];
+      return start === undefined ? null : { start_time: start, cmdline: "llama-server --port 8080" };
+    },
+    kill: (pid: number, signal: NodeJS.Signals | 0) => {
+      if (!(pid in running)) throw Object.assign(new Error("no such process"), { code: "ESRCH" });
+      signals.push([pid, signal]);
+      if (signal !== 0 && !ignores.includes(signal)) delete running[pid];
+    },
+  };
+}
+
+function writeRecord(data: string, over: Partial<PidRecord> = {}): string {
+  const record: PidRecord = {
+    kind: "llama-server",
+    pid: LEADER,
+    start_time: "1000",
+    cmdline: `/bin/sh ${WRAPPER} --port 8080`,
+    binary: WRAPPER,
+    argv: ["--port", "8080"],
+    port: 8080,
+    group: true,
+    members: [{ pid: SERVER, start_time: "1001" }],
+    owner: { pid: OWNER, start_time: "900" },
+    written_at: new Date().toISOString(),
+    ...over,
+  };
+  mkdirSync(join(data, "run"), { recursive: true });
+  const file = pidFilePath(data, OWNER);
+  writeFileSync(file, JSON.stringify(record));
+  return file;
+}
+
+const reap = (data: string, procs: ReturnType<typeof fakeProcs>, configured = [WRAPPER]) =>
+  reapLeftover(data, { configured: { "llama-server": configured }, graceMs: 0, ...procs });
+
+describe("a wrapper's llama-server left in the group after its shell died", () => {
+  test("is stopped by its recorded start time, and the record goes", async () => {
+    await using dir = tmpdir();
+    const file = writeRecord(dir.path);
+    const procs = fakeProcs({ [SERVER]: "1001" });
+    const outcomes = await reap(dir.path, procs);
+    expect(outcomes).toEqual([
+      { file, kind: "llama-server", action: "stopped", pid: LEADER, signal: "SIGTERM", members: [SERVER] },
+    ]);
+    expect(procs.signals).toEqual([[SERVER, "SIGTERM"]]);
+    expect(existsSync(file)).toBe(false);
+  });
+
+  test("one that ignores SIGTERM gets the SIGKILL", async () => {
+    await using dir = tmpdir();
+    writeRecord(dir.path);
+    const procs = fakeProcs({ [SERVER]: "1001" }, ["SIGTERM"]);
+    const [o] = await reap(dir.path, procs);
+    expect(o && "signal" in o ? o.signal : o?.action).toBe("SIGKILL");
+    expect(procs.signals).toEqual([
+      [SERVER, "SIGTERM"],
+      [SERVER, "SIGKILL"],
+    ]);
+  });
+
+  test("the leader's pid reused by another process: the member is still stopped, the newcomer never signalled", async () => {
+    await using dir = tmpdir();
+    writeRecord(dir.path);
+    const procs = fakeProcs({ [LEADER]: "7777", [SERVER]: "1001" });
+    const [o] = await reap(dir.path, procs);
+    expect(o?.action).toBe("stopped");
+    expect(procs.signals).toEqual([[SERVER, "SIGTERM"]]);
+  });
+
+  test.each([
+    ["a member's pid reused (another start time) is never signalled", {}, "5555"],
+    [
+      "a record without members (off Linux, or older) keeps today's behaviour",
+      { members: undefined },
+      "1001",
+    ],
+  ] as const)("%s: the record is stale and goes", async (_, over, serverStart) => {
+    await using dir = tmpdir();
+    const file = writeRecord(dir.path, over);
+    const procs = fakeProcs({ [SERVER]: serverStart });
+    expect((await reap(dir.path, procs)).map((o) => o.action)).toEqual(["gone"]);
+    expect(procs.signals).toEqual([]);
+    expect(existsSync(file)).toBe(false);
+  });
+
+  test("a record of a program this core does not run: its members left alone, the record kept", async () => {
+    await using dir = tmpdir();
+    const file = writeRecord(dir.path);
+    const procs = fakeProcs({ [SERVER]: "1001" });
+    const [o] = await reap(dir.path, procs, ["/usr/bin/llama-server"]);
+    expect(o?.action).toBe("unexplained");
+    expect(procs.signals).toEqual([]);
+    expect(existsSync(file)).toBe(true);
+  });
+
+  test("one still there after the SIGKILL (stuck in the driver): failed, the record kept for the next start", async () => {
+    await using dir = tmpdir();
+    const file = writeRecord(dir.path);
+    const procs = fakeProcs({ [SERVER]: "1001" }, ["SIGTERM", "SIGKILL"]);
+    const [o] = await reapLeftover(dir.path, {
+      configured: { "llama-server": [WRAPPER] },
+      graceMs: 0,
+      killWaitMs: 0,
+      ...procs,
+    });
+    expect(o?.action).toBe("failed");
+    expect(existsSync(file)).toBe(true);
+  });
+
+  test("members that are no pid of a process (0, -1, 1) make the record unreadable: nothing signalled", async () => {
+    await using dir = tmpdir();
+    for (const pid of [0, -1, 1]) {
+      writeRecord(dir.path, { members: [{ pid, start_time: "1" }] });
+      const procs = fakeProcs({ [SERVER]: "1001", [pid]: "1" });
+      expect((await reap(dir.path, procs)).map((o) => o.action)).toEqual(["unreadable"]);
+      expect(procs.signals).toEqual([]);
+    }
+  });
+});
+
+describe("groupMembers", () => {
+  const table: ProcReader = {
+    list: () => [
+      { pid: LEADER, ppid: OWNER, pgid: LEADER, start: "1000" },
+      { pid: SERVER, ppid: LEADER, pgid: LEADER, start: "1001" },
+      // A daemon that left the group (setsid): a group signal never reached it either.
+      { pid: 4102, ppid: SERVER, pgid: 4102, start: "1002" },
+      { pid: 4200, ppid: OWNER, pgid: 4200, start: "1003" },
+    ],
+    startOf: () => null,
+  };
+
+  test("the leader's descendants still in its group, with their start times", () => {
+    expect(groupMembers(LEADER, table)).toEqual([{ pid: SERVER, start_time: "1001" }]);
+  });
+
+  test("without /proc none are listed", () => {
+    expect(groupMembers(LEADER, null)).toBeUndefined();
+  });
+});
