@@ -8,6 +8,7 @@ import { sameFile } from "../util/same-file.ts";
 import { type GroupMember, groupMembers, leaderGone, MAX_MEMBERS, stopLeftover } from "./leftover-stop.ts";
 import { judgeLeftover } from "./leftover-verdict.ts";
 import { isAlive, type ProcIdentity, procIdentity } from "./proc-info.ts";
+import { GROUP_EXIT_WAIT_MS, groupEnds } from "./spawn.ts";
 
 /**
  * Records of the processes a core launches (llama-server, MCP servers), so a core killed
@@ -97,10 +98,11 @@ export function removePidRecord(dataDir: string, instance?: string, pid?: number
 export function recordAfterStop(
   dataDir: string,
   instance: string | undefined,
-  child: { pid: number; exited: Promise<unknown> },
+  child: { pid: number; exited: Promise<unknown>; groupLingers?(): boolean },
   alive: (pid: number) => boolean = isAlive,
 ): void {
-  if (!alive(child.pid)) {
+  // A wrapper's shell reaped, its llama-server stuck in the group: kept too (spawn.ts groupLingers).
+  if (!alive(child.pid) && !child.groupLingers?.()) {
     removePidRecord(dataDir, instance, child.pid);
     return;
   }
@@ -114,7 +116,9 @@ export function recordAfterStop(
     return;
   }
   logger.warn(`llama-server (pid ${child.pid}) outlived its stop: its record is kept (${aside})`);
-  void child.exited.then(() => removeRecordFile(aside));
+  void child.exited
+    .then(() => groupEnds(child, Date.now() + GROUP_EXIT_WAIT_MS))
+    .then((ended) => ended && removeRecordFile(aside));
 }
 
 function recordedPid(file: string): number | undefined {

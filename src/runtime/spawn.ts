@@ -169,7 +169,10 @@ function safeKill(proc: Subprocess, signal: NodeJS.Signals): void {
  * Waits until no member of a reaped child's process group runs (`groupLingers`), or `deadline`
  * (ms, `Date.now()`): true when none is left.
  */
-export async function groupEnds(child: ChildProcess, deadline: number): Promise<boolean> {
+export async function groupEnds(
+  child: Pick<ChildProcess, "groupLingers">,
+  deadline: number,
+): Promise<boolean> {
   while (child.groupLingers?.()) {
     if (Date.now() >= deadline) return false;
     await Bun.sleep(25);
@@ -178,7 +181,7 @@ export async function groupEnds(child: ChildProcess, deadline: number): Promise<
 }
 
 /** How long `wholeExit` waits for a wrapper's group after the shell's exit (a stuck member's). */
-const GROUP_EXIT_WAIT_MS = 60_000;
+export const GROUP_EXIT_WAIT_MS = 60_000;
 
 /**
  * The child's exit and its group's end (launch.ts `exited`): a `llama.binary` wrapper that does

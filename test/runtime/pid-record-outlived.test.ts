@@ -32,7 +32,7 @@ test("a server that outlived its stop keeps its record, off the next start's nam
   expect((readRecord(file, undefined) as { pid: number }).pid).toBe(process.pid);
   exit.resolve();
   await exit.promise;
-  await Promise.resolve();
+  await Bun.sleep(0);
   expect(existsSync(file)).toBe(false);
 });
 
@@ -41,4 +41,27 @@ test("a server gone by its stop's end has its record removed", () => {
   const exit = recorded(dir.path);
   recordAfterStop(dir.path, undefined, { pid: process.pid, exited: exit.promise }, () => false);
   expect(readdirSync(runDir(dir.path)).filter((n) => n.endsWith(".json"))).toEqual([]);
+});
+
+// A wrapper that does not `exec`: its shell (the recorded pid) reaped by the stop's end while its
+// llama-server, stuck, lingers in the group (spawn.ts `groupLingers`). The record was removed, so
+// a core killed later left that llama-server to no reaper.
+test("a wrapper's shell gone while its group lingers: the record is kept till the group ends", async () => {
+  using dir = tmpdir();
+  const exit = recorded(dir.path);
+  let lingers = true;
+  recordAfterStop(
+    dir.path,
+    undefined,
+    { pid: process.pid, exited: exit.promise, groupLingers: () => lingers },
+    () => false,
+  );
+  const kept = readdirSync(runDir(dir.path)).filter((n) => n.endsWith(".json"));
+  expect(kept).toEqual([`llama-server-${process.pid}-outlived-${process.pid}.json`]);
+  lingers = false;
+  exit.resolve();
+  await exit.promise;
+  await Bun.sleep(0);
+  await Bun.sleep(0);
+  expect(existsSync(`${runDir(dir.path)}/${kept[0]}`)).toBe(false);
 });
