@@ -70,9 +70,17 @@ const LEFT_OUT_WHY: Record<LeftOut["reason"], string> = {
   deadline: "the hub cache ran out of time before it was listed whole",
 };
 
-/** One line per path left out of the listing, so a model missing from it says why. */
+/** Lines of `left_out` printed; the rest are counted (thousands of dead repos scrolled the models away). */
+const LEFT_OUT_LINES = 20;
+
+/** One line per path left out of the listing (the first LEFT_OUT_LINES), so a model missing from it says why. */
 function leftOutLines(result: ModelsResult, color: boolean): string[] {
-  return (result.left_out ?? []).map((l) =>
-    paint(color, "33", `! not listed: ${l.path}: ${LEFT_OUT_WHY[l.reason]}`),
-  );
+  const listed = result.left_out ?? [];
+  const lines = listed
+    .slice(0, LEFT_OUT_LINES)
+    .map((l) => paint(color, "33", `! not listed: ${l.path}: ${LEFT_OUT_WHY[l.reason]}`));
+  const rest = Math.max(result.left_out_total ?? listed.length, listed.length) - lines.length;
+  if (rest > 0)
+    lines.push(paint(color, "33", `! and ${rest} more not listed (--json lists the first ${listed.length})`));
+  return lines;
 }

@@ -432,6 +432,7 @@ export type ModelsResult = {
   cache_dir: string;
   folders: string[];
   left_out?: { path: string; reason: "unreadable" | "no_answer" | "deadline" }[] | undefined;
+  left_out_total?: number | undefined;
 };
 
 /** The result of status: llama-server's state, memory, slots, restarts, and the requests in flight. */

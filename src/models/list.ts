@@ -10,7 +10,7 @@ import { type ModelInfo, modelInfo, notAModel } from "../plan/model.ts";
 import type { ProjectorChoice } from "../plan/projector.ts";
 import { isCoreError } from "../protocol/errors.ts";
 import { HF_PREFIX, parseHfModelPath } from "../protocol/model-ref.ts";
-import type { LeftOut, ModelEntry, ModelsResult } from "../protocol/models.ts";
+import { LEFT_OUT_MAX, type LeftOut, type ModelEntry, type ModelsResult } from "../protocol/models.ts";
 import { abortable } from "../util/abortable.ts";
 import { type DriveAnswers, drives } from "../util/drive-answers.ts";
 import { logger } from "../util/logger.ts";
@@ -105,20 +105,21 @@ export async function listModels(input: ListInput, deps: Partial<ListDeps> = {})
     if (entry === null) continue;
     entries.push({ ...entry, name: as?.name ?? null, loaded: loaded.some((p) => sameFile(p, path)) });
   }
-  const left = leftOutOnce(leftOut);
-  return {
-    models: sortModels(entries),
-    cache_dir: input.cacheDir,
-    folders,
-    ...(left.length ? { left_out: left } : {}),
-  };
+  return { models: sortModels(entries), cache_dir: input.cacheDir, folders, ...leftOutOf(leftOut) };
 }
 
-/** Each path once (its first reason: two roots spelled alike, a repo both unanswered and cut), by path. */
-function leftOutOnce(all: LeftOut[]): LeftOut[] {
+/**
+ * The result's `left_out` and `left_out_total`, both absent when nothing was left out: each path
+ * once (its first reason: two roots spelled alike, a repo both unanswered and cut), by path, the
+ * first LEFT_OUT_MAX of them (docs/models.md "What was left out"): a cache of thousands of repos
+ * on a share gone offline put thousands of paths in one answer.
+ */
+export function leftOutOf(all: LeftOut[]): Pick<ModelsResult, "left_out" | "left_out_total"> {
   const byPath = new Map<string, LeftOut>();
   for (const l of all) if (!byPath.has(l.path)) byPath.set(l.path, l);
-  return [...byPath.values()].sort((a, b) => a.path.localeCompare(b.path));
+  if (byPath.size === 0) return {};
+  const sorted = [...byPath.values()].sort((a, b) => a.path.localeCompare(b.path));
+  return { left_out: sorted.slice(0, LEFT_OUT_MAX), left_out_total: sorted.length };
 }
 
 /**

@@ -64,6 +64,9 @@ export type ModelEntry = z.infer<typeof ModelEntrySchema>;
  */
 export const LEFT_OUT_REASONS = ["no_answer", "unreadable", "deadline"] as const;
 
+/** The most paths `left_out` lists; `left_out_total` counts them all (docs/models.md "What was left out"). */
+export const LEFT_OUT_MAX = 100;
+
 export const LeftOutSchema = z.strictObject({
   /** A folder (beside the config, the cache, a cached repo, a snapshot) or a file. */
   path: z.string(),
@@ -79,9 +82,11 @@ export const ModelsResultSchema = z.strictObject({
   /** The folders scanned for loose GGUF files. */
   folders: z.array(z.string()),
   /**
-   * What was not looked at, each once, by path; absent when nothing was left out (a host that
-   * predates it sees the same result as before), so a shorter list says why.
+   * What was not looked at, each once, by path, the first LEFT_OUT_MAX; absent when nothing was
+   * left out (a host that predates it sees the same result as before), so a shorter list says why.
    */
-  left_out: z.array(LeftOutSchema).min(1).optional(),
+  left_out: z.array(LeftOutSchema).min(1).max(LEFT_OUT_MAX).optional(),
+  /** How many paths were left out in all (more than `left_out` lists when over LEFT_OUT_MAX); with it only. */
+  left_out_total: z.number().int().positive().optional(),
 });
 export type ModelsResult = z.infer<typeof ModelsResultSchema>;
