@@ -76,8 +76,16 @@ export async function listModels(input: ListInput, deps: Partial<ListDeps> = {})
     ? await cachedCandidates(input.cacheDir, reads)
     : [];
   const found = [...cached, ...(await Promise.all(folders.map((f) => folderCandidates(f, reads)))).flat()];
+  // Every part asked, not only the first: a split's size and its broken-link check stat each part
+  // synchronously, and a later part may be a link onto a share gone offline.
+  const answered = new Set(await answering(found.flatMap((c) => c.parts)));
   const firsts = found.map((c) => c.parts[0]!);
-  const reached = new Set(silent(firsts, await answering(firsts)));
+  const reached = new Set(
+    silent(
+      firsts,
+      firsts.filter((p) => answered.has(p)),
+    ),
+  );
   const candidates = dedupe(found.filter((c) => reached.has(c.parts[0]!)));
   const reachable = async (path: string | null) =>
     path !== null && (await answering([path])).length ? path : null;
@@ -101,7 +109,8 @@ export async function listModels(input: ListInput, deps: Partial<ListDeps> = {})
     const path = c.parts[0]!;
     const as = named.find((m) => m.path !== null && sameFile(m.path, path));
     const probed = () => (deps.stop ? abortable(hardware!, deps.stop) : hardware!);
-    const entry = await judge(c, readHeader, probed, input.config, configured, as?.mmproj ?? "auto");
+    const asked = { ...c, answered: c.parts.filter((p) => answered.has(p)) };
+    const entry = await judge(asked, readHeader, probed, input.config, configured, as?.mmproj ?? "auto");
     if (entry === null) continue;
     entries.push({ ...entry, name: as?.name ?? null, loaded: loaded.some((p) => sameFile(p, path)) });
   }
@@ -145,7 +154,8 @@ export function sortModels(entries: ModelEntry[]): ModelEntry[] {
 
 /** An entry as the file alone says it (null: not a model); `name` and `loaded` are the config's and the runtime's. */
 async function judge(
-  c: Candidate,
+  /** `answered`: its parts whose drive answered, the only ones stat'ed synchronously here. */
+  c: Candidate & { answered: string[] },
   readHeader: (path: string) => Promise<GgufHeader>,
   hardware: () => Promise<HardwareSnapshot>,
   config: Config,
@@ -166,7 +176,7 @@ async function judge(
   };
   const unreadable = (problem: ModelEntry["problem"], verdict: string) => ({
     ...base,
-    size_bytes: c.parts.reduce((n, p) => n + sizeOf(p), 0),
+    size_bytes: c.answered.reduce((n, p) => n + sizeOf(p), 0),
     quantization: null,
     architecture: null,
     parameters: null,
@@ -190,7 +200,7 @@ async function judge(
     const problem = (err.data?.problem as ModelEntry["problem"]) ?? "unreadable";
     // A loop of links is unreadable, not absent (plan/gguf-read.ts): a broken link all the same.
     const broken =
-      problem === "absent" || problem === "unreadable" ? brokenLinkOf(c.parts, c.source) : undefined;
+      problem === "absent" || problem === "unreadable" ? brokenLinkOf(c.answered, c.source) : undefined;
     if (broken) return unreadable("broken_link", broken);
     return unreadable(problem, err.message);
   }
