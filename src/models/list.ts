@@ -1,6 +1,6 @@
 import { realpathSync, statSync } from "node:fs";
 import { homedir } from "node:os";
-import { dirname, resolve, sep } from "node:path";
+import { dirname, resolve } from "node:path";
 import { llamaServerAsked } from "../config/find-binary-asked.ts";
 import { configForModel, configuredModels } from "../config/model-entry.ts";
 import type { Config, LoadedConfig } from "../config/schema.ts";
@@ -16,12 +16,12 @@ import { type DriveAnswers, drives } from "../util/drive-answers.ts";
 import { logger } from "../util/logger.ts";
 import { distinctPaths, sameFile } from "../util/same-file.ts";
 import { brokenLinkOf } from "./broken-link.ts";
+import { cachedPathOf } from "./configured-cached.ts";
 import { findProjector } from "./find-projector.ts";
 import { fitVerdict } from "./fit-verdict.ts";
-import { type Env, hubCacheDir, repoPaths } from "./hf-cache.ts";
+import { type Env, hubCacheDir } from "./hf-cache.ts";
 import { type Candidate, cachedCandidates, folderCandidates } from "./list-candidates.ts";
 import { quantizationOf } from "./quantization.ts";
-import { resolveCached } from "./resolve.ts";
 
 /**
  * Every GGUF model on this machine that local-ai can see — the Hugging Face cache's snapshots,
@@ -89,11 +89,11 @@ export async function listModels(input: ListInput, deps: Partial<ListDeps> = {})
   const candidates = dedupe(found.filter((c) => reached.has(c.parts[0]!)));
   const reachable = async (path: string | null) =>
     path !== null && (await answering([path])).length ? path : null;
-  const configured = await reachable(configuredPath(input, input.config.model.path, leftOut));
+  const configured = await reachable(configuredPath(input, input.config.model.path, cached));
   const named = await Promise.all(
     configuredModels(input.config).map(async (m) => ({
       name: m.name,
-      path: await reachable(configuredPath(input, m.path, leftOut)),
+      path: await reachable(configuredPath(input, m.path, cached)),
       mmproj: mmprojOf(input.config, m.name),
     })),
   );
@@ -256,18 +256,14 @@ function scannedFolders(input: ListInput, answered: string[]): string[] {
   return distinctPaths(answered);
 }
 
-/** A configured model's file: its path, or where the cache holds its `hf:` reference (null: not cached). */
-function configuredPath(input: ListInput, path: string, leftOut: readonly LeftOut[]): string | null {
+/**
+ * A configured model's file: its path, or where the cache walk found its `hf:` reference (null:
+ * not found whole; configured-cached.ts, no disk read: a synchronous one hung on a dead share).
+ */
+function configuredPath(input: ListInput, path: string, cached: readonly Candidate[]): string | null {
   if (!path.startsWith(HF_PREFIX)) return resolve(input.configDir, path);
   try {
-    const ref = parseHfModelPath(path)!;
-    // Resolved with synchronous reads: never in a cache or repo the walk left out (a dead share
-    // hung them, and the core with them); its file is not listed then anyway.
-    const repo = repoPaths(input.cacheDir, ref.repo).root;
-    if (leftOut.some((l) => l.path === input.cacheDir || l.path === repo || l.path.startsWith(repo + sep)))
-      return null;
-    const found = resolveCached(ref, input.cacheDir);
-    return found.kind === "found" ? found.path : null;
+    return cachedPathOf(parseHfModelPath(path)!, cached);
   } catch {
     return null;
   }
