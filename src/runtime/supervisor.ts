@@ -11,7 +11,7 @@ import { Launcher } from "./launcher.ts";
 import { leaseOn } from "./lease.ts";
 import { withoutQuotes } from "./log-redact.ts";
 import { LogTail } from "./log-sink.ts";
-import { recordAfterStop, removePidRecord } from "./pid-file.ts";
+import { recordAfterStop } from "./pid-file.ts";
 import { Prestart } from "./prestart.ts";
 import { ProgressBeat } from "./progress-beat.ts";
 import { RestartPolicy } from "./restart-policy.ts";
@@ -362,7 +362,8 @@ export class Supervisor implements LlamaProvider {
   /** The serving child exited: expected while stopping or closing, a crash while ready. */
   private onExit(running: Running, exit: Exit, launch: number): void {
     running.launch.end();
-    removePidRecord(this.options.dataDir(), this.options.instance, running.child.pid);
+    // Kept aside while a wrapper's group lingers, as after a stop (docs/supervisor.md "Orphans").
+    recordAfterStop(this.options.dataDir(), this.options.instance, running.child);
     this.rpc.ended(launch);
     const s = this.state.get();
     if (s.kind !== "ready" || s.running !== running) return;
