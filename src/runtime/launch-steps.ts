@@ -8,7 +8,7 @@ import { StateLines } from "./child-state.ts";
 import { classifyStartExit, modelGone } from "./exit-reason.ts";
 import { LogRedactor, secretHider } from "./log-redact.ts";
 import { LogTail, readLines } from "./log-sink.ts";
-import { removePidRecord, writePidRecord } from "./pid-file.ts";
+import { recordAfterStop, writePidRecord } from "./pid-file.ts";
 import { workFingerprint } from "./proc-info.ts";
 import { type ChildProcess, groupEnds, type Spawner } from "./spawn.ts";
 import type { StartProgress } from "./start-progress.ts";
@@ -325,7 +325,7 @@ export async function verifyOwnKey(
   return null;
 }
 
-/** The three steps in order; a failed step leaves no process and no pid record behind. */
+/** The three steps in order; a failed step leaves no process behind, nor a record but for what outlived its kill. */
 export async function launchOnce(req: SpawnRequest, wait: HealthWait): Promise<Spawned | LaunchFailure> {
   const spawned = spawnServer(req);
   if ("error" in spawned) return spawned;
@@ -334,7 +334,7 @@ export async function launchOnce(req: SpawnRequest, wait: HealthWait): Promise<S
     // Exited, a wrapper's shell may have left its llama-server running (in the background, or the
     // shell killed): its group is killed all the same.
     if (!spawned.exit || spawned.child.groupLingers?.()) await stopChild(spawned.child, 0);
-    removePidRecord(req.dataDir, req.instance);
+    recordAfterStop(req.dataDir, req.instance, spawned.child); // kept while any of it outlives the kill
     return failure;
   }
   recordChild(req.dataDir, spawned, req.instance);

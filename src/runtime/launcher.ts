@@ -24,7 +24,7 @@ import { loadFraction } from "./load-fraction.ts";
 import { dialectFor } from "./load-mode.ts";
 import { earlierLogsRedacted } from "./log-scrub.ts";
 import { type LogTail, RotatingLog } from "./log-sink.ts";
-import { llamaPrograms, reapLeftover, removePidRecord } from "./pid-file.ts";
+import { llamaPrograms, reapLeftover, recordAfterStop } from "./pid-file.ts";
 import { pickFreePort } from "./ports.ts";
 import { childRunning } from "./proc-info.ts";
 import { memoryReleased, modelIntake } from "./proc-memory.ts";
@@ -144,7 +144,7 @@ export class Launcher {
         const skipped = this.rpc.afterReady(outcome.tail.last());
         if (skipped) {
           await stopChild(outcome.child, 0);
-          removePidRecord(request.dataDir, request.instance);
+          recordAfterStop(request.dataDir, request.instance, outcome.child);
           throw skipped;
         }
         emit({ phase: "ready" });

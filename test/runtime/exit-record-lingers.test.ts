@@ -1,11 +1,10 @@
 import { expect, test } from "bun:test";
-import { readdirSync } from "node:fs";
-import { join } from "node:path";
-import { readRecord, runDir } from "../../src/runtime/pid-file.ts";
 import type { ChildProcess, Spawner } from "../../src/runtime/spawn.ts";
 import { bunSpawner } from "../../src/runtime/spawn.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
+import { waitFor } from "../fixtures/wait.ts";
 import { makeSupervisor } from "./helpers/harness.ts";
+import { recordedPids } from "./helpers/recorded-pids.ts";
 
 const never = () => new AbortController().signal;
 
@@ -25,16 +24,6 @@ function lingeringSupervisor(dir: string) {
   return { ...h, lingers, children };
 }
 
-/** The pids that this data directory's llama-server records name. */
-function recordedPids(dataDir: string): number[] {
-  const names = readdirSync(runDir(dataDir)).filter((n) => n.endsWith(".json"));
-  return names.map((n) => (readRecord(join(runDir(dataDir), n), undefined) as { pid: number }).pid);
-}
-
-async function until(done: () => boolean): Promise<void> {
-  for (let i = 0; i < 200 && !done(); i++) await Bun.sleep(10);
-}
-
 // The exit handler (supervisor.ts onExit) removed the record as soon as the shell exited, before
 // the stop's own recordAfterStop could keep it aside: a llama-server stuck in the group was then
 // recorded nowhere, so once the core was killed no later core reaped it (docs/supervisor.md
@@ -50,8 +39,7 @@ test.skipIf(process.platform === "win32")(
     await supervisor.stop();
     expect(recordedPids(dataDir)).toEqual([pid as number]);
     lingers.now = false;
-    await until(() => recordedPids(dataDir).length === 0);
-    expect(recordedPids(dataDir)).toEqual([]);
+    expect(await waitFor(() => recordedPids(dataDir).length === 0, { intervalMs: 10 })).toBe(true);
   },
 );
 
@@ -71,7 +59,6 @@ test.skipIf(process.platform === "win32")(
     expect(recordedPids(dataDir)).toContain(first.pid);
     lingers.now = false;
     await supervisor.stop();
-    await until(() => recordedPids(dataDir).length === 0);
-    expect(recordedPids(dataDir)).toEqual([]);
+    expect(await waitFor(() => recordedPids(dataDir).length === 0, { intervalMs: 10 })).toBe(true);
   },
 );
