@@ -1,3 +1,5 @@
+import { readFileSync } from "node:fs";
+import { statFieldsOf } from "../platform/proc-stat.ts";
 import { descendantsOf, linuxProc, type ProcReader } from "../platform/process-tree.ts";
 import { sameFile } from "../util/same-file.ts";
 
@@ -41,6 +43,29 @@ export interface StopDeps {
   /** A live process's start time (procIdentity's); null once it is gone or cannot be read. */
   startOf: (pid: number) => string | null;
   kill: (pid: number, signal: NodeJS.Signals | 0) => void;
+  /** A live process's group id (/proc/<pid>/stat field 5); null once it is gone or cannot be read. */
+  groupOf: (pid: number) => number | null;
+}
+
+/** The group id of a process, from /proc (members are recorded on Linux only); null where unread. */
+export function procGroupOf(pid: number): number | null {
+  try {
+    const pgid = Number(statFieldsOf(readFileSync(`/proc/${pid}/stat`, "utf8"))[2]);
+    return Number.isSafeInteger(pgid) ? pgid : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Whether a recorded member is still the very process, in the group `leader` led: alive, its
+ * recorded start time, its group that leader's id (which the kernel gives no other process while
+ * a member holds it), and never this core or its parent. A record is only a file: a forged or
+ * corrupted one could name any process of this user's, start time and all (anyone may read it).
+ */
+function sameMember(m: GroupMember, leader: number, deps: StopDeps): boolean {
+  if (m.pid === process.pid || m.pid === process.ppid) return false;
+  return deps.alive(m.pid) && deps.startOf(m.pid) === m.start_time && deps.groupOf(m.pid) === leader;
 }
 
 export type Stopped =
@@ -75,9 +100,10 @@ export async function stopLeftover(pid: number, group: boolean, deps: StopDeps):
  */
 export async function stopMembers(
   members: readonly GroupMember[],
+  leader: number,
   deps: StopDeps,
 ): Promise<Stopped & { pids: number[] }> {
-  const same = () => members.filter((m) => deps.alive(m.pid) && deps.startOf(m.pid) === m.start_time);
+  const same = () => members.filter((m) => sameMember(m, leader, deps));
   const pids = same().map((m) => m.pid);
   if (pids.length === 0) return { action: "gone", pids };
   const send = (signal: NodeJS.Signals) => {
@@ -120,14 +146,16 @@ export async function leaderGone<K extends string>(
 > {
   const kind = r.kind ?? "llama-server";
   const stale = { file, kind, action, pid: r.pid } as const;
-  const members = r.group ? (r.members ?? []) : [];
+  // The leader's pid reused: the group it led has ended (the kernel reuses no pid that is still a
+  // group's id), so no member of it runs; a process in a group of that id now is the newcomer's.
+  const members = r.group && action === "gone" ? (r.members ?? []) : [];
   const binary = r.binary;
   if (binary !== undefined && configured.some((c) => sameFile(binary, c))) {
-    const { pids, ...stopped } = await stopMembers(members, deps);
+    const { pids, ...stopped } = await stopMembers(members, r.pid, deps);
     if (stopped.action === "gone") return stale;
     return { file, kind, pid: r.pid, ...stopped, members: pids };
   }
-  const live = members.filter((m) => deps.alive(m.pid) && deps.startOf(m.pid) === m.start_time);
+  const live = members.filter((m) => sameMember(m, r.pid, deps));
   if (live.length === 0) return stale;
   const pids = live.map((m) => m.pid).join(", ");
   const reason = `its group's members ${pids} run, started by ${binary ?? "an unnamed program"}, which this core is not configured to run`;

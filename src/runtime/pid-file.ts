@@ -5,7 +5,14 @@ import { namesIn } from "../util/names-in.ts";
 import { ensurePrivateTree, writePrivateFile } from "../util/private-fs.ts";
 import { NotOwnFile, readSmallFile } from "../util/read-file.ts";
 import { sameFile } from "../util/same-file.ts";
-import { type GroupMember, groupMembers, leaderGone, MAX_MEMBERS, stopLeftover } from "./leftover-stop.ts";
+import {
+  type GroupMember,
+  groupMembers,
+  leaderGone,
+  MAX_MEMBERS,
+  procGroupOf,
+  stopLeftover,
+} from "./leftover-stop.ts";
 import { judgeLeftover } from "./leftover-verdict.ts";
 import { isAlive, type ProcIdentity, procIdentity } from "./proc-info.ts";
 import { GROUP_EXIT_WAIT_MS, groupEnds } from "./spawn.ts";
@@ -226,6 +233,8 @@ export interface ReapOptions {
   kill?: (pid: number, signal: NodeJS.Signals | 0) => void;
   /** How long a SIGKILLed leftover is waited for (tests). */
   killWaitMs?: number;
+  /** A process's group id (tests; leftover-stop.ts `procGroupOf`). */
+  groupOf?: (pid: number) => number | null;
   /**
    * The core's user, the only one whose records are acted on (tests pose as another); none on
    * Windows. A record another user wrote (data_dir on a shared folder, a core once run with
@@ -249,6 +258,7 @@ export async function reapLeftover(dataDir: string, options: ReapOptions): Promi
     alive: options.alive ?? isAlive,
     kill: options.kill ?? ((pid, signal) => process.kill(pid, signal)),
     killWaitMs: options.killWaitMs ?? 2000,
+    groupOf: options.groupOf ?? procGroupOf,
     // No owners on Windows (a file's uid reads 0): whatever a runtime's getuid says there, no check.
     uid: options.uid ?? (process.platform === "win32" ? undefined : process.getuid?.()),
   };

@@ -17,11 +17,17 @@ const LEADER = 4100;
 const SERVER = 4101;
 const OWNER = 4000;
 
-function fakeProcs(running: Record<number, string>, ignores: NodeJS.Signals[] = []) {
+function fakeProcs(
+  running: Record<number, string>,
+  ignores: NodeJS.Signals[] = [],
+  groups: Record<number, number> = {},
+) {
   const signals: [number, NodeJS.Signals | 0][] = [];
   return {
     signals,
     alive: (pid: number) => pid in running,
+    // Each process in the recorded leader's group unless `groups` says otherwise.
+    groupOf: (pid: number) => (pid in running ? (groups[pid] ?? LEADER) : null),
     identity: (pid: number) => {
       const start = running[pid];
       return start === undefined ? null : { start_time: start, cmdline: "llama-server --port 8080" };
@@ -83,13 +89,31 @@ describe("a wrapper's llama-server left in the group after its shell died", () =
     ]);
   });
 
-  test("the leader's pid reused by another process: the member is still stopped, the newcomer never signalled", async () => {
+  // The kernel reuses no pid that is still a group's id: the leader's pid reused, its group has
+  // ended, and a process in a group of that id is in the newcomer's (a forged record could name
+  // any of them, start times and all). It was stopped.
+  test("the leader's pid reused by another process: neither it nor its group's processes are signalled", async () => {
     await using dir = tmpdir();
     writeRecord(dir.path);
     const procs = fakeProcs({ [LEADER]: "7777", [SERVER]: "1001" });
-    const [o] = await reap(dir.path, procs);
-    expect(o?.action).toBe("stopped");
-    expect(procs.signals).toEqual([[SERVER, "SIGTERM"]]);
+    expect((await reap(dir.path, procs)).map((o) => o.action)).toEqual(["not_ours"]);
+    expect(procs.signals).toEqual([]);
+  });
+
+  // A record is a file any program of this user's can write (or a stale one garbled): its members
+  // name a pid and a start time, both readable by anyone for any process. Only the start time was
+  // checked, so a record could have the core signal itself, its host, or any process of the user's.
+  test.each([
+    ["the core itself", process.pid, LEADER],
+    ["the core's parent (the host app)", process.ppid, LEADER],
+    ["a process in another group", SERVER, 4999],
+  ])("a member naming %s is never signalled", async (_, pid, group) => {
+    await using dir = tmpdir();
+    const file = writeRecord(dir.path, { members: [{ pid, start_time: "1001" }] });
+    const procs = fakeProcs({ [pid]: "1001" }, [], { [pid]: group });
+    expect((await reap(dir.path, procs)).map((o) => o.action)).toEqual(["gone"]);
+    expect(procs.signals).toEqual([]);
+    expect(existsSync(file)).toBe(false);
   });
 
   test.each([
