@@ -1,7 +1,9 @@
 import type { Database } from "bun:sqlite";
 import type { ChatMessage } from "../protocol/chat-message.ts";
+import { CoreError, isCoreError } from "../protocol/errors.ts";
 import { logger } from "../util/logger.ts";
 import type { Conversations } from "./conversations.ts";
+import { fsProblemText } from "./data-dir-problem.ts";
 import type { OffLoopWrite } from "./erase-work.ts";
 import {
   emptyReport,
@@ -43,7 +45,11 @@ export function runV01(db: Database, work: V01Work, conv?: Conversations): V01Re
     case "finish":
       return finishImport(db, work.dataDir, new Date(work.at));
     case "erase":
-      eraseImported(work.dataDir, work.userId, work.sessionId);
+      try {
+        eraseImported(work.dataDir, work.userId, work.sessionId);
+      } catch (err) {
+        throw eraseFailed(err, work.dataDir, "delete");
+      }
       return undefined;
     case "edit": {
       // The kept history counts from its first message: the session's seqs from where the import put it.
@@ -51,10 +57,30 @@ export function runV01(db: Database, work: V01Work, conv?: Conversations): V01Re
       const held = (messages: readonly ChatMessage[], upTo: number) =>
         heldPrefix(db, { ...work, base }, messages, upTo);
       const from = { seq: work.seq, base, held };
-      eraseImportedTail(work.dataDir, work.userId, work.sessionId, from, sessionImported(db, work));
+      try {
+        eraseImportedTail(work.dataDir, work.userId, work.sessionId, from, sessionImported(db, work));
+      } catch (err) {
+        throw eraseFailed(err, work.dataDir, "edit");
+      }
       return undefined;
     }
   }
+}
+
+/**
+ * A file of the 0.1 folder an erase could not remove (scrub-tree.ts: refused, or another file
+ * renamed onto it under each open, ECHANGED): as a data_dir problem naming the file and its code.
+ * Thrown plain, it crossed the store's thread as an unexpected error: the host read a bare
+ * "internal error", nothing it could act on. The erase stopped before the database's rows went.
+ */
+function eraseFailed(err: unknown, dataDir: string, what: "delete" | "edit"): unknown {
+  const e = err as NodeJS.ErrnoException | undefined;
+  if (isCoreError(err) || typeof e?.code !== "string" || typeof e.path !== "string") return err;
+  return new CoreError(
+    "internal_error",
+    `the 0.1 file ${e.path} in the data directory ${dataDir} (app.data_dir) could not be erased: ${fsProblemText(e.code)}; the ${what} stopped before its rows in the database were erased: send it again once that is fixed`,
+    { key: "app.data_dir", path: dataDir, file: e.path, problem: e.code },
+  );
 }
 
 /**

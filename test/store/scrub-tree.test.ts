@@ -3,7 +3,7 @@ import * as fs from "node:fs";
 import { join } from "node:path";
 import { removeZeroedSync } from "../../src/store/scrub-tree.ts";
 import { type HeldFile, holdOpen } from "../fixtures/held-file.ts";
-import { renameOnto, swappingInsideOpen } from "../fixtures/swap-in-open.ts";
+import { thrownWhileSwapped } from "../fixtures/swap-in-open.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 // A 0.1 folder an erase removes had each file zeroed, then the whole folder removed by one
@@ -89,18 +89,7 @@ test("a file swapped under each open is left and the removal fails, never unlink
   fs.mkdirSync(tree);
   const file = join(tree, "history.json");
   fs.writeFileSync(file, "secret 0");
-  let thrown: unknown;
-  const swaps = await swappingInsideOpen(
-    file,
-    renameOnto(file, (n) => `secret ${n}`),
-    () => {
-      try {
-        removeZeroedSync(tree);
-      } catch (err) {
-        thrown = err;
-      }
-    },
-  );
+  const { swaps, thrown } = await thrownWhileSwapped(file, () => removeZeroedSync(tree));
   expect(swaps).toBe(3);
   expect(fs.readFileSync(file, "utf8")).toBe("secret 3");
   expect((thrown as { code?: string })?.code).toBe("ECHANGED");
