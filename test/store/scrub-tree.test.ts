@@ -94,3 +94,32 @@ test("a file swapped under each open is left and the removal fails, never unlink
   expect(fs.readFileSync(file, "utf8")).toBe("secret 3");
   expect((thrown as { code?: string })?.code).toBe("ECHANGED");
 });
+
+// A folder whose listing is refused (EACCES: another user's, a mode without read; EMFILE; a file
+// swapped in, ENOTDIR) was only warned of and removed by one recursive rmSync: whatever that
+// removal reached went unzeroed, its words in the disk's blocks. The erase fails instead, naming it.
+test("a folder that cannot be listed is left and the removal fails naming it, nothing unlinked unzeroed", () => {
+  using dir = tmpdir();
+  const tree = join(dir.path, "trip");
+  fs.mkdirSync(tree);
+  fs.writeFileSync(join(tree, "history.json"), WORDS);
+  const realReaddir = fs.readdirSync;
+  const list = spyOn(fs, "readdirSync").mockImplementation(((p: fs.PathLike, o?: unknown) => {
+    if (p === tree)
+      throw Object.assign(new Error(`EACCES: permission denied, scandir '${tree}'`), {
+        code: "EACCES",
+        path: tree,
+      });
+    return realReaddir(p, o as never);
+  }) as typeof fs.readdirSync);
+  let thrown: unknown;
+  try {
+    removeZeroedSync(tree);
+  } catch (err) {
+    thrown = err;
+  } finally {
+    list.mockRestore();
+  }
+  expect(thrown).toMatchObject({ code: "EACCES", path: tree });
+  expect(fs.readFileSync(join(tree, "history.json"), "utf8")).toBe(WORDS);
+});
