@@ -21,6 +21,8 @@ const PROBLEMS: Record<string, string> = {
   EISDIR: "a folder where a file was expected",
   // Not the system's: store/scrub-file.ts, a name another program kept renaming a file onto.
   ECHANGED: "replaced by another file each time it was opened",
+  // Not thrown by the system here: store/scrub-tree.ts, a name listed with U+FFFD for its bytes.
+  EILSEQ: "holds a name in bytes that are not UTF-8, which the core cannot reach: remove it by hand",
 };
 
 /** A filesystem error code in words, with the code kept for searching: "permission denied (EACCES)". */

@@ -44,6 +44,7 @@ export function removeZeroedSync(path: string): void {
 function removeFolder(path: string, listed: Dirent[]): void {
   let entries = listed;
   for (let pass = 1; ; pass++) {
+    refuseUnreachable(path, entries);
     for (const e of entries) {
       const at = join(path, e.name);
       // The entry's own type (readdir does not follow a link): a linked folder is never entered.
@@ -64,6 +65,28 @@ function removeFolder(path: string, listed: Dirent[]): void {
     }
     entries = readdirSync(path, { withFileTypes: true });
   }
+}
+
+/**
+ * A name whose bytes are not UTF-8 (0.1 on Linux took names as they came) is listed with U+FFFD
+ * in their place, a name no call finds: passed over as gone, its file kept its words and the
+ * folder was left as if files kept coming, the erase answered done. It fails instead, naming the
+ * folder (doctor's v01_data names such folders too).
+ */
+function refuseUnreachable(path: string, entries: Dirent[]): void {
+  // A real U+FFFD in a UTF-8 name is found at its name.
+  if (
+    entries.some(
+      (e) => e.name.includes("\uFFFD") && !lstatSync(join(path, e.name), { throwIfNoEntry: false }),
+    )
+  )
+    throw Object.assign(
+      new Error(`${path} holds a file whose name is not UTF-8, which the core cannot reach`),
+      {
+        code: "EILSEQ",
+        path,
+      },
+    );
 }
 
 function removeFile(path: string, regular: boolean): void {

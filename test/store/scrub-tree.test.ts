@@ -123,3 +123,30 @@ test("a folder that cannot be listed is left and the removal fails naming it, no
   expect(thrown).toMatchObject({ code: "EACCES", path: tree });
   expect(fs.readFileSync(join(tree, "history.json"), "utf8")).toBe(WORDS);
 });
+
+// A file whose name's bytes are not UTF-8 (0.1 on Linux took names as they came) was listed with
+// U+FFFD in their place, a name no call finds: its zeroing and unlink met ENOENT, passed over, and
+// the folder was left "as files kept being put in it" with the erase answered done, its words
+// readable. The erase fails instead, naming the folder (EILSEQ).
+test("a file named in bytes not UTF-8 fails the removal naming its folder, never a silent success", () => {
+  using dir = tmpdir();
+  const tree = join(dir.path, "trip");
+  fs.mkdirSync(tree);
+  const bytesName = Buffer.concat([
+    Buffer.from(`${tree}/notes-`),
+    Buffer.from([0xff, 0xfe]),
+    Buffer.from(".json"),
+  ]);
+  fs.writeFileSync(bytesName, WORDS);
+  expect(() => removeZeroedSync(tree)).toThrow(expect.objectContaining({ code: "EILSEQ", path: tree }));
+  expect(fs.readFileSync(bytesName, "utf8")).toBe(WORDS);
+});
+
+test("a name with a real U+FFFD in UTF-8 is zeroed and removed as any other", () => {
+  using dir = tmpdir();
+  const tree = join(dir.path, "trip");
+  fs.mkdirSync(tree);
+  fs.writeFileSync(join(tree, "notes-\uFFFD.json"), WORDS);
+  removeZeroedSync(tree);
+  expect(fs.existsSync(tree)).toBe(false);
+});
