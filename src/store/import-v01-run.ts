@@ -78,7 +78,7 @@ function eraseFailed(err: unknown, dataDir: string, what: "delete" | "edit"): un
   if (isCoreError(err) || typeof e?.code !== "string" || typeof e.path !== "string") return err;
   return new CoreError(
     "internal_error",
-    `the 0.1 file ${e.path} in the data directory ${dataDir} (app.data_dir) could not be erased: ${fsProblemText(e.code)}; the ${what} stopped before its rows in the database were erased: send it again once that is fixed`,
+    `the 0.1 data at ${e.path} in the data directory ${dataDir} (app.data_dir) could not be erased: ${fsProblemText(e.code)}; the ${what} stopped before its rows in the database were erased: send it again once that is fixed`,
     { key: "app.data_dir", path: dataDir, file: e.path, problem: e.code },
   );
 }
