@@ -54,12 +54,14 @@ export async function parseJsonObjectSliced(
       // The `[` found may follow another value (`"a":1 [...], 2]`): read from that value's
       // first byte as an array, the rest was taken as its elements.
       if (bytes[valueAt] !== BYTE.openSquare) throw new SyntaxError("a JSON value where an array starts");
+      // One not kept (the revision's `siblings`, tens of MiB) is parsed and checked, not gathered.
+      const kept = !keep || keep.has(key);
       const elements: unknown[] = [];
       const after = await eachArrayPieceAt(bytes, valueAt, async (piece) => {
-        for (const element of piece) elements.push(element);
+        if (kept) for (const element of piece) elements.push(element);
         await turn();
       });
-      if (!keep || keep.has(key)) define(object, key, elements);
+      if (kept) define(object, key, elements);
       at = skipSpace(bytes, after);
       if (bytes[at] !== BYTE.comma && bytes[at] !== BYTE.closeCurly)
         throw new SyntaxError("no comma after a member");

@@ -1,4 +1,4 @@
-import { describe, expect, test } from "bun:test";
+import { describe, expect, spyOn, test } from "bun:test";
 import { JsonElementTooLarge, MAX_ELEMENT_BYTES, PIECE_BYTES } from "../../src/util/sliced-json-array.ts";
 import { parseJsonObjectSliced } from "../../src/util/sliced-json-object.ts";
 
@@ -162,4 +162,30 @@ test("with `keep`, only those members are put in the object, the rest still pars
     new Set(["sha"]),
   );
   await expect(broken).rejects.toThrow(SyntaxError);
+});
+
+// The revision answer's `siblings` (every file of the repo, tens of MiB) is not kept, yet each of
+// its elements was gathered into an array until the member ended, then dropped: the whole answer
+// held in memory as objects for nothing. An unkept big array's elements are parsed, not gathered.
+test("with `keep`, an unkept big array's elements are never gathered", async () => {
+  const siblings = Array.from({ length: 20_000 }, (_, i) => `{"rfilename":"marker-${i}.gguf"}`);
+  const text = `{"sha":"${"a".repeat(40)}","siblings":[${siblings.join(",")}]}`;
+  let gathered = 0;
+  const push = Array.prototype.push;
+  const spy = spyOn(Array.prototype, "push").mockImplementation(function (
+    this: unknown[],
+    ...items: unknown[]
+  ) {
+    for (const item of items)
+      if (String((item as { rfilename?: unknown } | null)?.rfilename ?? "").startsWith("marker-")) gathered++;
+    return push.apply(this, items);
+  });
+  let value: unknown;
+  try {
+    value = await parseJsonObjectSliced(enc(text), async () => {}, new Set(["sha"]));
+  } finally {
+    spy.mockRestore();
+  }
+  expect(Object.keys(value as object)).toEqual(["sha"]);
+  expect(gathered).toBe(0);
 });
