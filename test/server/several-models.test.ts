@@ -348,12 +348,14 @@ describe("SeveralModels", () => {
     try {
       // A model named by its address: the fake runtime's lease points at the stand-in.
       const asked: [number, number][] = [];
-      // The deadline short here; what it is made of is embed-budget's (test/llama/embeddings.test.ts).
+      // The deadline short for the wedged request only; what it is made of is embed-budget's
+      // (test/llama/embeddings.test.ts). The later embed must be answered: a real stand-in on a
+      // loaded box can take past tens of ms, so it gets a long one.
       const { fleet, several, name } = atAddress(
         standIn.baseUrl.replace("http://", ""),
         (tokens, floorMs) => {
           asked.push([tokens, floorMs]);
-          return 30;
+          return asked.length === 1 ? 30 : 60_000;
         },
       );
       const model = { kind: "path", name } as const;
@@ -374,6 +376,7 @@ describe("SeveralModels", () => {
       expect(await several.unload(model, { force: false })).toMatchObject({ unloaded: true });
       const again = await several.embed(model, ["hello world"], signal());
       expect(again.embeddings).toHaveLength(1);
+      expect(asked).toHaveLength(2);
       expect(runtime.failures).toHaveLength(1);
     } finally {
       standIn.stop();
