@@ -319,7 +319,10 @@ describe("memory's job on an embedding server that stops answering", () => {
     const standIn = new LlamaStandIn({ nCtx: 512, embedding: TINY_EMBED, apiKey: "key" });
     const store = Store.open(dir.path);
     try {
-      const { name, fleet, several, choice } = severalOn(standIn, () => 30);
+      // The deadline short for the wedged request only: the retry must be answered by the
+      // stand-in, which on a loaded box can take past tens of ms.
+      let asked = 0;
+      const { name, fleet, several, choice } = severalOn(standIn, () => (++asked === 1 ? 30 : 60_000));
       commitTurn(store, "the cat sat");
       const job = jobOn(store, several, name, choice, { initial: 20, max: 40 });
       standIn.model.embedWedges = 1;
@@ -331,6 +334,7 @@ describe("memory's job on an embedding server that stops answering", () => {
       expect(store.memory.vectors.counts("m1").embedded).toBe(0);
       // Backed off, then tried again: the server answers now.
       expect(await waitFor(() => store.memory.vectors.counts("m1").embedded === 1)).toBe(true);
+      expect(runtime.failures).toHaveLength(1);
       await job.stop();
     } finally {
       store.close();
