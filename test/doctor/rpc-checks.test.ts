@@ -10,14 +10,19 @@ import { RpcWorkerStandIn, type WorkerOptions } from "../fixtures/rpc-worker.ts"
 // doctor's worker checks against worker stand-ins: one check per worker, a failure saying
 // which worker, why, and what to do.
 
-const deps = {
-  workers: (w: readonly RpcWorkerConfig[]) => checkWorkers(w, { book: new WorkerBook(), timeoutMs: 300 }),
-};
+/** Worker checks that wait `timeoutMs` for each worker's answers. */
+const waiting = (timeoutMs: number) => ({
+  workers: (w: readonly RpcWorkerConfig[]) => checkWorkers(w, { book: new WorkerBook(), timeoutMs }),
+});
+// A stand-in that answers is given long: under a loaded CI box it took past 300 ms (ms: 407), and
+// a worker meant to be ok failed as frozen. The short wait is for those meant to time out.
+const deps = waiting(60_000);
+const TIMES_OUT = waiting(300);
 const configOf = (rpc: unknown[]) => ConfigSchema.parse({ llama: { rpc } });
 
-async function one(options: WorkerOptions) {
+async function one(options: WorkerOptions, checks = deps) {
   await using w = await new RpcWorkerStandIn(options).start();
-  const [check] = await rpcChecks(configOf([w.endpoint]), deps);
+  const [check] = await rpcChecks(configOf([w.endpoint]), checks);
   return { check: check!, endpoint: w.endpoint };
 }
 
@@ -95,7 +100,7 @@ describe("doctor: RPC workers", () => {
     [{ mode: "close" }, "closed", /without answering HELLO/, /same llama.cpp build/],
   ];
   test.each(bad)("%o → fail (%s), saying why and what to do", async (options, failure, message, fix) => {
-    const { check, endpoint } = await one(options);
+    const { check, endpoint } = await one(options, failure === "timeout" ? TIMES_OUT : deps);
     expect(check).toMatchObject({ id: `rpc:${endpoint}`, status: "fail", data: { failure } });
     expect(check.message.startsWith(`${endpoint}: `)).toBe(true);
     expect(check.message).toMatch(message);
