@@ -27,7 +27,7 @@ describe("models: an hf: model.path in a cache that does not answer", () => {
     ).config;
     const drives = new ListingWhole({
       stat: (p: string) => (p.startsWith(cacheDir) ? new Promise(() => {}) : Promise.resolve()),
-      statWaitMs: 20,
+      statWaitMs: 100, // the real listings beside the dead cache are bound by it too
       lanes: 4,
     });
     const exists = spyOn(fs, "existsSync");

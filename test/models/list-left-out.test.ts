@@ -31,7 +31,8 @@ describe("models: left_out says what the listing did not look at", () => {
     const config = parseConfigText("model:\n  path: ./near.gguf\n", join(dir.path, "config.yaml")).config;
     const drives = new ListingWhole({
       stat: (p: string) => (p === cacheDir ? never() : Promise.resolve()),
-      statWaitMs: 1,
+      // The listing's own bound is this wait too: the near folder's real readdir must meet it.
+      statWaitMs: 100,
       // A lane for the hung stat and others for the rest: with every lane held, every path is late.
       lanes: 4,
     });

@@ -27,7 +27,7 @@ function splitOnDeadDrive(dir: string, names: string[]) {
   const config = parseConfigText("model:\n  path: ./none.gguf\n", join(dir, "config.yaml")).config;
   const drives = new ListingWhole({
     stat: (p: string) => (p === dead ? new Promise(() => {}) : Promise.resolve()),
-    statWaitMs: 20,
+    statWaitMs: 100, // the real listings beside the dead path are bound by it too
     lanes: 4,
   });
   return { dead, input: { config, configDir: dir, cacheDir: join(dir, "no-cache") }, drives };
