@@ -17,6 +17,8 @@ export interface ProcEntry {
   pgid: number;
   /** Clock ticks after boot (field 22): a reused pid has a later one. */
   start: string;
+  /** Field 3 (R, S, D, Z…), where read from /proc (group-live.ts: zombies do not run). */
+  state?: string;
 }
 
 /** Every process as the OS lists it now, and one process's start time. */
@@ -152,15 +154,15 @@ export const linuxProc: ProcReader = {
   startOf: (pid) => (process.platform === "linux" ? (entryOf(pid)?.start ?? null) : null),
 };
 
-/** Fields 4 (ppid), 5 (pgrp) and 22 (starttime) of /proc/<pid>/stat; null when it is gone. */
-function entryOf(pid: number): ProcEntry | null {
+/** Fields 3 (state), 4 (ppid), 5 (pgrp) and 22 (starttime) of /proc/<pid>/stat; null when it is gone. */
+export function entryOf(pid: number): ProcEntry | null {
   try {
     const f = statFieldsOf(readFileSync(`/proc/${pid}/stat`, "utf8"));
     const ppid = Number(f[1]);
     const pgid = Number(f[2]);
     const start = f[19];
     if (!Number.isInteger(ppid) || !Number.isInteger(pgid) || !start) return null;
-    return { pid, ppid, pgid, start };
+    return { pid, ppid, pgid, start, state: f[0] };
   } catch {
     return null;
   }

@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { type GroupProcReader, groupLiveProbe } from "../platform/group-live.ts";
 import { statFieldsOf } from "../platform/proc-stat.ts";
 import { descendantsOf, linuxProc, type ProcReader } from "../platform/process-tree.ts";
 import { sameFile } from "../util/same-file.ts";
@@ -45,6 +46,8 @@ export interface StopDeps {
   kill: (pid: number, signal: NodeJS.Signals | 0) => void;
   /** A live process's group id (/proc/<pid>/stat field 5); null once it is gone or cannot be read. */
   groupOf: (pid: number) => number | null;
+  /** What a group's probe reads of /proc (platform/group-live.ts); null off Linux: kill's answer alone. */
+  groupProc: GroupProcReader | null;
 }
 
 /** The group id of a process, from /proc (members are recorded on Linux only); null where unread. */
@@ -164,22 +167,18 @@ export async function leaderGone<K extends string>(
 
 /**
  * Whether the group that the leftover (shown the very process just before) led has members left
- * (its leader a zombie included), and is still that group: its id is no other's while a member
- * lives, and a process at that pid once the leader was seen gone is a reuse, leading a group not
- * ours. Polled, so no start time is read again (`ps`, off Linux, blocks the loop for each).
+ * that run (zombies do not: `groupLiveProbe`), and is still that group: its id is no other's while
+ * a member lives, and a process at that pid once the leader was seen gone is a reuse, leading a
+ * group not ours. Polled, so no start time is read again (`ps`, off Linux, blocks the loop for each).
  */
 function groupRemains(deps: StopDeps): (pid: number) => boolean {
+  const groupLive = groupLiveProbe(deps.kill, deps.groupProc);
   let leaderGone = false;
   return (pid) => {
     if (!leaderGone && deps.alive(pid)) return true;
     leaderGone = true;
     if (deps.alive(pid)) return false;
-    try {
-      deps.kill(-pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
+    return groupLive(pid);
   };
 }
 

@@ -1,5 +1,6 @@
 import { renameSync, rmSync, unlinkSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
+import { defaultGroupProc, type GroupProcReader } from "../platform/group-live.ts";
 import { logger } from "../util/logger.ts";
 import { namesIn } from "../util/names-in.ts";
 import { ensurePrivateTree, writePrivateFile } from "../util/private-fs.ts";
@@ -235,6 +236,8 @@ export interface ReapOptions {
   killWaitMs?: number;
   /** A process's group id (tests; leftover-stop.ts `procGroupOf`). */
   groupOf?: (pid: number) => number | null;
+  /** What a group's probe reads of /proc (tests; platform/group-live.ts). */
+  groupProc?: GroupProcReader | null;
   /**
    * The core's user, the only one whose records are acted on (tests pose as another); none on
    * Windows. A record another user wrote (data_dir on a shared folder, a core once run with
@@ -259,6 +262,7 @@ export async function reapLeftover(dataDir: string, options: ReapOptions): Promi
     kill: options.kill ?? ((pid, signal) => process.kill(pid, signal)),
     killWaitMs: options.killWaitMs ?? 2000,
     groupOf: options.groupOf ?? procGroupOf,
+    groupProc: options.groupProc === undefined ? defaultGroupProc() : options.groupProc,
     // No owners on Windows (a file's uid reads 0): whatever a runtime's getuid says there, no check.
     uid: options.uid ?? (process.platform === "win32" ? undefined : process.getuid?.()),
   };

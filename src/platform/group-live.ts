@@ -1,0 +1,73 @@
+import { readdirSync } from "node:fs";
+import { entryOf, linuxProc, type ProcEntry } from "./process-tree.ts";
+
+/**
+ * Whether a process group still has a member that runs. kill(-pgid, 0) succeeds while any member
+ * exists, a zombie included: a wrapper's llama-server orphaned by its shell's death is init's to
+ * collect, and where init is slow (a container whose pid 1 is no real init) or never collects (a
+ * core that is itself pid 1), a stop or the start-up reap waited its whole grace for it, then
+ * sent a needless SIGKILL, though the process had freed its memory at exit. On Linux a group whose
+ * members are all zombies is gone (docs/supervisor.md "Orphans"); elsewhere, kill's answer.
+ */
+
+/** One process: its group and state (process-tree.ts `ProcEntry`). */
+export type GroupEntry = Pick<ProcEntry, "pid" | "pgid" | "state">;
+
+/** What the probe reads of /proc (tests inject one). */
+export interface GroupProcReader {
+  /** Every process now. */
+  list(): Iterable<GroupEntry>;
+  /** One process now; null once it is gone. */
+  entry(pid: number): GroupEntry | null;
+  /** Its threads' ids: a leader that exited while its threads run shows Z too. */
+  tasks(pid: number): readonly number[];
+}
+
+export type GroupKill = (pid: number, signal: 0) => void;
+
+/**
+ * A probe for groups, remembering the running members it found: while one of them still runs in
+ * the group only that one is read, so a member that lingers for seconds costs no listing of every
+ * process (~14 µs each) at every poll on the main loop.
+ */
+export function groupLiveProbe(
+  kill: GroupKill = (pid, signal) => process.kill(pid, signal),
+  proc: GroupProcReader | null = defaultGroupProc(),
+): (pgid: number) => boolean {
+  let known: number[] = [];
+  return (pgid) => {
+    try {
+      kill(-pgid, 0);
+    } catch {
+      return false;
+    }
+    if (!proc) return true;
+    if (known.some((pid) => runsIn(proc.entry(pid), pgid, proc))) return true;
+    const members = [...proc.list()].filter((e) => e.pgid === pgid);
+    known = members.filter((e) => runsIn(e, pgid, proc)).map((e) => e.pid);
+    // None seen at all: /proc hides them, or they ended since the signal; kill's answer stands.
+    return members.length === 0 || known.length > 0;
+  };
+}
+
+/** The reader where /proc is (Linux); elsewhere none. */
+export const defaultGroupProc = (): GroupProcReader | null =>
+  process.platform === "linux" ? linuxGroupProc : null;
+
+function runsIn(e: GroupEntry | null, pgid: number, proc: GroupProcReader): boolean {
+  if (!e || e.pgid !== pgid) return false;
+  if (!["Z", "X", "x"].includes(e.state ?? "")) return true;
+  return proc.tasks(e.pid).some((tid) => tid !== e.pid);
+}
+
+export const linuxGroupProc: GroupProcReader = {
+  list: () => linuxProc.list(),
+  entry: entryOf,
+  tasks(pid) {
+    try {
+      return readdirSync(`/proc/${pid}/task`).map(Number);
+    } catch {
+      return [];
+    }
+  },
+};
