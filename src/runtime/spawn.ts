@@ -1,4 +1,5 @@
 import type { FileSink, Subprocess } from "bun";
+import { defaultGroupProc, type GroupProcReader, groupLiveProbe } from "../platform/group-live.ts";
 import { joinCoreJob } from "../platform/windows/job.ts";
 import { allowedEnv } from "../util/child-allowlist.ts";
 
@@ -58,8 +59,12 @@ export type Spawner = (req: SpawnRequest) => ChildProcess;
  * The production spawner, with the edge that ties each llama-server to the core's Job Object
  * handed in (tests). On Windows, where child mode's stdin and libuv's job end llama-server itself
  * with the core, the job ends what it started too (RPC helpers; platform/windows/job.ts).
+ * `groupProc`: what its group's probe reads of /proc (tests; platform/group-live.ts).
  */
-export function bunSpawnerWith(joinJob: (pid: number) => boolean): Spawner {
+export function bunSpawnerWith(
+  joinJob: (pid: number) => boolean,
+  groupProc: GroupProcReader | null = defaultGroupProc(),
+): Spawner {
   return (req) => {
     const proc: Subprocess<"pipe" | "ignore", "pipe", "pipe"> = Bun.spawn([req.path, ...req.argv], {
       env: req.env,
@@ -75,6 +80,8 @@ export function bunSpawnerWith(joinJob: (pid: number) => boolean): Spawner {
       windowsHide: true,
     });
     joinJob(proc.pid);
+    // Zombies in its group are not waited for (platform/group-live.ts).
+    const groupLive = groupLiveProbe(undefined, groupProc);
     const exited = proc.exited.then(() => ({
       code: proc.exitCode,
       signal: proc.signalCode === null ? null : String(proc.signalCode),
@@ -100,7 +107,8 @@ export function bunSpawnerWith(joinJob: (pid: number) => boolean): Spawner {
       exited,
       politeSignal: process.platform !== "win32",
       group: process.platform !== "win32",
-      groupLingers: () => process.platform !== "win32" && reaped(proc) && orphanGroupAlive(proc.pid),
+      groupLingers: () =>
+        process.platform !== "win32" && reaped(proc) && orphanGroupAlive(proc.pid, groupLive),
       writeLine: (line) => {
         if (!stdin || proc.exitCode !== null || proc.signalCode !== null) return false;
         try {
@@ -115,11 +123,11 @@ export function bunSpawnerWith(joinJob: (pid: number) => boolean): Spawner {
       },
       terminate: () => {
         if (process.platform === "win32") killTree();
-        else safeKill(proc, "SIGTERM");
+        else safeKill(proc, "SIGTERM", groupLive);
       },
       kill: () => {
         if (process.platform === "win32") killTree();
-        else safeKill(proc, "SIGKILL");
+        else safeKill(proc, "SIGKILL", groupLive);
       },
     };
   };
@@ -132,23 +140,19 @@ function reaped(proc: Subprocess): boolean {
 }
 
 /**
- * Whether the group the reaped leader `pgid` led still has members. Its id cannot be another's
- * while any member lives (the kernel holds the number); a process holding that pid now is a
- * reuse (ours is reaped), and a group it leads is not ours.
+ * Whether the group the reaped leader `pgid` led still has members that run (zombies left for a
+ * slow init do not: `groupLive`). Its id cannot be another's while any member lives (the kernel
+ * holds the number); a process holding that pid now is a reuse (ours is reaped), and a group it
+ * leads is not ours.
  */
-function orphanGroupAlive(pgid: number): boolean {
+function orphanGroupAlive(pgid: number, groupLive: (pgid: number) => boolean): boolean {
   try {
     process.kill(pgid, 0);
     return false;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== "ESRCH") return false;
   }
-  try {
-    process.kill(-pgid, 0);
-    return true;
-  } catch {
-    return false;
-  }
+  return groupLive(pgid);
 }
 
 /**
@@ -156,8 +160,8 @@ function orphanGroupAlive(pgid: number): boolean {
  * group's id, cannot be another's yet), or once reaped while the group it led still has members
  * (`orphanGroupAlive`): a wrapper's llama-server outliving the shell's SIGTERM gets the SIGKILL.
  */
-function safeKill(proc: Subprocess, signal: NodeJS.Signals): void {
-  if (reaped(proc) && !orphanGroupAlive(proc.pid)) return;
+function safeKill(proc: Subprocess, signal: NodeJS.Signals, groupLive: (pgid: number) => boolean): void {
+  if (reaped(proc) && !orphanGroupAlive(proc.pid, groupLive)) return;
   try {
     process.kill(-proc.pid, signal);
   } catch {
