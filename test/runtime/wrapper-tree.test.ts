@@ -2,10 +2,11 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { stopChild } from "../../src/runtime/launch-steps.ts";
+import { isAlive } from "../../src/runtime/proc-info.ts";
 import { bunSpawner } from "../../src/runtime/spawn.ts";
 import { FAKE_SERVER_SCRIPT } from "../fixtures/llama-stand-in/binary.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
-import { makeSupervisor, pidAlive, rejection, waitFor } from "./helpers/harness.ts";
+import { makeSupervisor, rejection, waitFor } from "./helpers/harness.ts";
 
 const never = () => new AbortController().signal;
 
@@ -22,9 +23,13 @@ function childrenOf(pid: number): number[] {
   }
 }
 
-/** Ends a process the test expected gone, so a failing run leaves nothing behind. */
+/**
+ * Ends a process the test expected gone, so a failing run leaves nothing behind. Gone or a zombie
+ * (isAlive): orphaned once its shell died, it is init's to collect, which on this box's container
+ * took ~1.5 s though it was dead and its memory freed at once.
+ */
 async function goneOrKilled(pid: number): Promise<boolean> {
-  const gone = await waitFor(() => !pidAlive(pid), { timeoutMs: 3000 });
+  const gone = await waitFor(() => !isAlive(pid), { timeoutMs: 3000, intervalMs: 5 });
   if (!gone) process.kill(pid, "SIGKILL");
   return gone;
 }
