@@ -279,6 +279,9 @@ export function startupOverdue(
 const DRAIN_WAIT_MS = 2000;
 
 async function exitFailure(s: Spawned, exit: Exit): Promise<LaunchFailure> {
+  // A wrapper's shell gone, what it started still in its group holds the pipes: killed first (the
+  // lines it wrote are still read), the drain is not waited out with it running on.
+  if (s.child.groupLingers?.()) s.child.kill();
   // The verdict reads the log's last lines, which may come well after the exit: wait for the pipes.
   await Promise.race([s.drained, Bun.sleep(DRAIN_WAIT_MS)]);
   const why = (await modelGone(s.argv)) ?? classifyStartExit(s.tail.last(), exit.code, exit.signal);
