@@ -22,6 +22,8 @@ const PROBLEMS: Record<string, string> = {
   // Not the system's: store/scrub-file.ts, a name another program kept renaming a file onto.
   ECHANGED: "replaced by another file each time it was opened",
   // Not thrown by the system here: store/scrub-tree.ts, a name listed with U+FFFD for its bytes.
+  // store/scrub-tree.ts: a folder an erase emptied twice, files put in it again each time.
+  ENOTEMPTY: "a folder still not empty (files kept being put in it: close the program writing there)",
   EILSEQ: "holds a name in bytes that are not UTF-8, which the core cannot reach: remove it by hand",
 };
 

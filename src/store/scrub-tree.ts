@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { logger } from "../util/logger.ts";
 import { zeroFileSync } from "./scrub-file.ts";
 
-/** Passes over a folder that files keep being put in, before what came last is left (and said). */
+/** Passes over a folder that files keep being put in, before it is left and the erase fails. */
 const PASSES = 2;
 
 /**
@@ -58,10 +58,13 @@ function removeFolder(path: string, listed: Dirent[]): void {
       const code = (err as { code?: string }).code;
       if (code === "ENOENT") return;
       if (code !== "ENOTEMPTY" && code !== "EEXIST") throw err;
-      if (pass >= PASSES) {
-        logger.warn(`${path} was left: files kept being put in it while it was erased`);
-        return;
-      }
+      // Left with the newcomers' words in it: the erase fails naming the folder, as one that
+      // cannot be listed does, to be sent again once nothing writes there (the 0.1 app closed).
+      if (pass >= PASSES)
+        throw Object.assign(new Error(`${path} was left: files kept being put in it while it was erased`), {
+          code: "ENOTEMPTY",
+          path,
+        });
     }
     entries = readdirSync(path, { withFileTypes: true });
   }

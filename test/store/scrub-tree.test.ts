@@ -112,14 +112,7 @@ test("a folder that cannot be listed is left and the removal fails naming it, no
       });
     return realReaddir(p, o as never);
   }) as typeof fs.readdirSync);
-  let thrown: unknown;
-  try {
-    removeZeroedSync(tree);
-  } catch (err) {
-    thrown = err;
-  } finally {
-    list.mockRestore();
-  }
+  const thrown = thrownBy(tree, () => list.mockRestore());
   expect(thrown).toMatchObject({ code: "EACCES", path: tree });
   expect(fs.readFileSync(join(tree, "history.json"), "utf8")).toBe(WORDS);
 });
@@ -150,3 +143,36 @@ test("a name with a real U+FFFD in UTF-8 is zeroed and removed as any other", ()
   removeZeroedSync(tree);
   expect(fs.existsSync(tree)).toBe(false);
 });
+
+// The 0.1 app writing on in a session's folder while it is erased: a file put in it at every
+// pass's zeroing. After the second pass the folder was left, said only in the log, and the erase
+// answered done while the last newcomer kept its words on disk. It fails instead, naming the
+// folder (`ENOTEMPTY`), as a folder that cannot be listed and a name not in UTF-8 do.
+test("a folder files keep being put in fails the removal naming it, never a silent success", () => {
+  using dir = tmpdir();
+  const tree = join(dir.path, "trip");
+  fs.mkdirSync(tree);
+  fs.writeFileSync(join(tree, "history.json"), WORDS);
+  const realSync = fs.fsyncSync;
+  let puts = 0;
+  const sync = spyOn(fs, "fsyncSync").mockImplementation((fd: number) => {
+    realSync(fd);
+    puts++;
+    fs.writeFileSync(join(tree, `late-${puts}.json`), WORDS);
+  });
+  const thrown = thrownBy(tree, () => sync.mockRestore());
+  expect(thrown).toMatchObject({ code: "ENOTEMPTY", path: tree });
+  expect(fs.readdirSync(tree).length).toBeGreaterThan(0);
+});
+
+/** What `removeZeroedSync(tree)` threw (undefined: nothing), `restore` run whatever happened. */
+function thrownBy(tree: string, restore: () => void): unknown {
+  try {
+    removeZeroedSync(tree);
+    return undefined;
+  } catch (err) {
+    return err;
+  } finally {
+    restore();
+  }
+}
