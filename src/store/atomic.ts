@@ -1,5 +1,16 @@
 import { randomBytes } from "node:crypto";
-import { closeSync, constants, fsync, fsyncSync, mkdirSync, openSync, renameSync, rmSync } from "node:fs";
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  fsync,
+  fsyncSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  renameSync,
+  rmSync,
+} from "node:fs";
 import { open as openAsync } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
@@ -41,14 +52,15 @@ export interface StagedWrite {
  * checkpoint, committed once its request is on its way). Until committed, the target is the
  * old file, and a crash leaves the temp file: a caller whose folder is swept names it (`tempName`,
  * a fresh name in the same folder) so that its sweep knows it (agent/kv/kv-disk.ts). `remove`
- * drops the temp file whenever it is not put in place: zeroed before it returns (`dropTemp`)
- * unless the caller brings its own zeroing drop (KvDisk's, waited for by kv-erase.ts `zeroed`).
+ * drops the temp file whenever it is not put in place: zeroed before it returns (`dropHeld`, or
+ * `dropTemp` once its descriptor is closed) unless the caller brings its own zeroing drop
+ * (KvDisk's, waited for by kv-erase.ts `zeroed`).
  */
 export function stageFileAtomic(
   path: string,
   data: string,
   tempName?: string,
-  remove: (tmp: string) => void = dropTemp,
+  remove?: (tmp: string) => void,
 ): StagedWrite {
   const dir = dirname(path);
   mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
@@ -60,8 +72,10 @@ export function stageFileAtomic(
     fd = openPrivateFile(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL);
     writeAllSync(fd, data);
   } catch (err) {
-    if (fd !== undefined) closeSync(fd);
-    remove(tmp);
+    if (remove || fd === undefined) {
+      if (fd !== undefined) closeSync(fd);
+      (remove ?? dropTemp)(tmp);
+    } else dropHeld(tmp, fd);
     throw err;
   }
   const handle = fd;
@@ -71,6 +85,20 @@ export function stageFileAtomic(
     const f = open;
     open = undefined;
     closeSync(f);
+  };
+  // Through the descriptor it was written by while that is open: another file renamed onto the
+  // name since (rare, the name is fresh) freed the temp's blocks, words in them, had it been
+  // opened by name again, and that other file was zeroed and removed in its place.
+  const drop = () => {
+    if (remove) {
+      close();
+      remove(tmp);
+      return;
+    }
+    const f = open;
+    open = undefined;
+    if (f === undefined) dropTemp(tmp);
+    else dropHeld(tmp, f);
   };
   let settled = false;
   let flushed = false;
@@ -89,8 +117,7 @@ export function stageFileAtomic(
         // The only step that touches the target: it is the old file until this succeeds.
         renameSync(tmp, path);
       } catch (err) {
-        close();
-        remove(tmp);
+        drop();
         throw err;
       }
       if (options.folder !== false) syncFolder(dir);
@@ -98,8 +125,7 @@ export function stageFileAtomic(
     discard() {
       if (settled) return;
       settled = true;
-      close();
-      remove(tmp);
+      drop();
     },
   };
 }
@@ -139,6 +165,32 @@ function dropTemp(tmp: string): void {
     return;
   }
   try {
+    zeroOpenSync(fd, names);
+  } catch (err) {
+    logger.warn(`a dropped temp file could not be zeroed: ${(err as Error).message}`);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * `dropTemp` through `fd`, the temp's own descriptor (closed here): its name removed only while
+ * it is still the temp's (another file renamed there is not the core's), then its bytes zeroed,
+ * whatever is at the name now.
+ */
+function dropHeld(tmp: string, fd: number): void {
+  try {
+    const own = fstatSync(fd);
+    const named = lstatSync(tmp, { throwIfNoEntry: false });
+    let names = 0;
+    if (named?.dev === own.dev && named.ino === own.ino) {
+      try {
+        rmSync(tmp, { force: true });
+      } catch (err) {
+        names = 1;
+        logger.warn(`a dropped temp file ${tmp} could not be removed: ${(err as Error).message}`);
+      }
+    }
     zeroOpenSync(fd, names);
   } catch (err) {
     logger.warn(`a dropped temp file could not be zeroed: ${(err as Error).message}`);

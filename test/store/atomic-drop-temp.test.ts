@@ -3,6 +3,7 @@ import * as fs from "node:fs";
 import { join } from "node:path";
 import { stageFileAtomic } from "../../src/store/atomic.ts";
 import { logger } from "../../src/util/logger.ts";
+import { holdOpen } from "../fixtures/held-file.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 // A staged write's temp file dropped (a discard, a refused rename): its unlink refused (Windows'
@@ -39,4 +40,21 @@ test("a dropped temp file whose unlink is refused is zeroed at its name, said", 
   });
   expect(warned.join("\n")).toContain("could not be removed");
   expect(fs.existsSync(target)).toBe(false);
+});
+
+// Another file renamed onto the temp's name before the drop (another core's or program's write
+// through the same name; rare, the name is fresh): the rename freed the temp's blocks with the
+// words in them, and the drop, opening by name, zeroed and removed the other file instead. The
+// temp is zeroed through the descriptor it was written by; the file at the name is not the core's.
+test("a temp file another is renamed onto is zeroed through its own descriptor, the other left", () => {
+  using dir = tmpdir();
+  const target = join(dir.path, "turns.json");
+  const tmp = join(dir.path, ".bbbbbbbbbbbb.tmp");
+  const staged = stageFileAtomic(target, WORDS, ".bbbbbbbbbbbb.tmp");
+  using ours = holdOpen(tmp);
+  fs.writeFileSync(`${tmp}.other`, "theirs");
+  fs.renameSync(`${tmp}.other`, tmp);
+  staged.discard();
+  expect(ours.zeroed()).toEqual({ size: Buffer.byteLength(WORDS), allZero: true });
+  expect([fs.readFileSync(tmp, "utf8"), fs.existsSync(target)]).toEqual(["theirs", false]);
 });
