@@ -36,6 +36,7 @@ export type ErrorReason =
   | "document_not_found"
   | "user_deleted"
   | "document_deleted"
+  | "kv_state_left"
   | "not_well_formed"
   | "nothing_to_resume"
   | "export_too_large"

@@ -182,11 +182,32 @@ async function embed(doc: PendingDocument, embedChunks: EmbedChunks, deps: AddDe
     }
     await deps.store.deleteDocument(doc.userId, doc.documentId);
     // Committed, it was recalled by the user's chats meanwhile: a KV state saved then quotes it.
-    await deps.forget?.(doc.documentId).catch((e: unknown) => {
-      logger.warn(`document ${doc.documentId}: taken out after its cancel; ${(e as Error).message}`);
-    });
-    throw signal.reason;
+    const left = await deps.forget?.(doc.documentId).then(
+      () => undefined,
+      (e: unknown) => kvLeft(doc, e),
+    );
+    throw left ?? signal.reason;
   }
+}
+
+/**
+ * A cancelled add's KV states quoting its document that could not be removed (methods/kv-erased.ts):
+ * only logged, the add answered a plain `cancelled`, and the host, which never got the document's
+ * id, could not send the `documents.delete` that tries them again; the quoted words stayed on
+ * disk. Still `cancelled` (an acknowledged cancel ends its request so, protocol/dispatcher.ts), its
+ * data naming the files as that delete's failure does, with the id to send it with. Else: logged.
+ */
+function kvLeft(doc: PendingDocument, err: unknown): CoreError | undefined {
+  if (!(err instanceof CoreError) || !Array.isArray(err.data?.files)) {
+    logger.warn(`document ${doc.documentId}: taken out after its cancel; ${(err as Error).message}`);
+    return undefined;
+  }
+  const files = err.data.files as string[];
+  return new CoreError(
+    "cancelled",
+    `the add was cancelled and document '${doc.documentId}' erased, but ${files.length} saved KV state file(s) quoting it could not be removed (${files[0]}; see the core's log for why); send documents.delete with that document_id once they can be`,
+    { ...err.data, reason: "kv_state_left", document_id: doc.documentId },
+  );
 }
 
 /**

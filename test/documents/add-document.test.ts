@@ -9,7 +9,7 @@ import { BEAT_MS, IndexBeat, QUIET_MS, type Timers } from "../../src/documents/i
 import { MAX_DOCUMENT_BYTES, MAX_READING_BYTES } from "../../src/documents/limits.ts";
 import { readDocument } from "../../src/documents/read-document.ts";
 import type { DocumentsAddParams, IndexProgress } from "../../src/protocol/documents.ts";
-import { cancelledError } from "../../src/protocol/errors.ts";
+import { CoreError, cancelledError } from "../../src/protocol/errors.ts";
 import { ChunkThread } from "../../src/store/chunk-thread.ts";
 import { ORPHAN_CHUNK_MS } from "../../src/store/document-store.ts";
 import { Store } from "../../src/store/store.ts";
@@ -106,6 +106,52 @@ describe("addDocument", () => {
     await expect(adding).rejects.toThrow("cancelled");
     expect(store.documents.list("ann", { limit: 500 }).documents).toEqual([]);
     expect(store.memory.search("ann", "tapir", 3)).toEqual([]);
+    store.close();
+  });
+
+  // The KV states quoting the document (recalled by a chat while it was embedded) that the cancel's
+  // erase could not remove (data_dir/kv not writable): only logged, the add answered `cancelled`,
+  // the host never learnt the id to send `documents.delete` with, and the quoted words stayed on
+  // disk. Still `cancelled` (the dispatcher lets an acknowledged cancel win), its data names the
+  // files as `documents.delete`'s failure does (methods/kv-erased.ts), and the document's id.
+  test("a cancel whose KV erase leaves files names them and the document, never a plain cancel", async () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    const cancel = new AbortController();
+    const left = "/data/kv/s-1.bin";
+    const adding = addDocument(
+      params("the TAPIR text"),
+      deps(store, {
+        signal: cancel.signal,
+        embedChunks: async (_ids, _p, signal) => {
+          cancel.abort(cancelledError());
+          signal.throwIfAborted();
+        },
+        forget: async () => {
+          throw new CoreError("internal_error", "1 saved KV state file could not be removed", {
+            key: "app.data_dir",
+            file: left,
+            files: [left],
+          });
+        },
+      }),
+    );
+    const thrown = await adding.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(thrown).toMatchObject({
+      code: "cancelled",
+      data: {
+        reason: "kv_state_left",
+        key: "app.data_dir",
+        file: left,
+        files: [left],
+        document_id: expect.stringMatching(/^doc-/),
+      },
+    });
+    expect((thrown as Error).message).toContain("documents.delete");
+    expect(store.documents.list("ann", { limit: 500 }).documents).toEqual([]);
     store.close();
   });
 
