@@ -1,9 +1,11 @@
 import { Database } from "bun:sqlite";
 import { lstatSync, rmSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { CoreError } from "../protocol/errors.ts";
 import { logger } from "../util/logger.ts";
 import { namesIn } from "../util/names-in.ts";
 import { refuseLink } from "../util/private-fs.ts";
+import { fsProblemText } from "./data-dir-problem.ts";
 import { emptyIndexTables, indexOthersOut } from "./db/fts-forget.ts";
 import { ASIDE_INFIX, BUSY_TIMEOUT_MS, DB_FILE, integrityProblem } from "./db/open.ts";
 import { useMemoryForTemp } from "./db/temp-dir.ts";
@@ -126,7 +128,20 @@ function removeWhole(path: string): void {
     if (!lstatSync(file, { throwIfNoEntry: false })) continue;
     try {
       zeroFileSync(file);
-    } catch {}
+    } catch (err) {
+      // Another file renamed onto the name after each open: unlinked unchecked, the one there
+      // last went unzeroed. Left, and the erase fails (a session's or document's before its live
+      // rows go), to be sent again.
+      if ((err as { code?: string }).code === "ECHANGED") throw copyLeft(file);
+    }
     rmSync(file, { force: true });
   }
+}
+
+function copyLeft(file: string): CoreError {
+  return new CoreError(
+    "internal_error",
+    `the set-aside database file ${file} could not be erased: ${fsProblemText("ECHANGED")}; the delete stopped there: send it again once that is fixed`,
+    { key: "app.data_dir", path: dirname(file), file, problem: "ECHANGED" },
+  );
 }

@@ -1,0 +1,24 @@
+import { expect, test } from "bun:test";
+import * as fs from "node:fs";
+import { join } from "node:path";
+import { eraseFromCopies } from "../../src/store/erase-copies.ts";
+import { thrownWhileSwapped } from "../fixtures/swap-in-open.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+// A database set aside after damage that cannot be scrubbed is zeroed and removed whole. A name
+// another file was renamed onto under each of the three opens to zero it (another core setting a
+// copy aside, a sync tool): the ECHANGED was swallowed and the file there last was unlinked
+// UNZEROED (docs/agent.md, "Files of erased words are zeroed before they go"). Left instead, and
+// the erase fails naming it before the live rows go, as a 0.1 file's does.
+test("a set-aside copy swapped under each open is left and the erase fails naming it", async () => {
+  using dir = tmpdir();
+  const copy = join(dir.path, "local-ai.db.corrupt-2026-12-07");
+  fs.writeFileSync(copy, "secret 0");
+  const { swaps, thrown } = await thrownWhileSwapped(copy, () => eraseFromCopies(dir.path, "ann"));
+  expect(swaps).toBe(3);
+  expect(fs.readFileSync(copy, "utf8")).toBe("secret 3");
+  expect(thrown).toMatchObject({
+    code: "internal_error",
+    data: { key: "app.data_dir", path: dir.path, file: copy, problem: "ECHANGED" },
+  });
+});
