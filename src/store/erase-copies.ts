@@ -132,16 +132,21 @@ function removeWhole(path: string): void {
       // Another file renamed onto the name after each open: unlinked unchecked, the one there
       // last went unzeroed. Left, and the erase fails (a session's or document's before its live
       // rows go), to be sent again.
-      if ((err as { code?: string }).code === "ECHANGED") throw copyLeft(file);
+      if ((err as { code?: string }).code === "ECHANGED") throw copyLeft(file, "ECHANGED");
     }
-    rmSync(file, { force: true });
+    try {
+      rmSync(file, { force: true });
+    } catch (err) {
+      // Plain, it crossed the store's thread without its path: a bare "internal error".
+      throw copyLeft(file, (err as { code?: string }).code ?? "unknown");
+    }
   }
 }
 
-function copyLeft(file: string): CoreError {
+function copyLeft(file: string, problem: string): CoreError {
   return new CoreError(
     "internal_error",
-    `the set-aside database file ${file} could not be erased: ${fsProblemText("ECHANGED")}; the delete stopped there: send it again once that is fixed`,
-    { key: "app.data_dir", path: dirname(file), file, problem: "ECHANGED" },
+    `the set-aside database file ${file} could not be erased: ${fsProblemText(problem)}; the delete stopped there: send it again once that is fixed`,
+    { key: "app.data_dir", path: dirname(file), file, problem },
   );
 }

@@ -1,4 +1,4 @@
-import { expect, test } from "bun:test";
+import { expect, spyOn, test } from "bun:test";
 import * as fs from "node:fs";
 import { join } from "node:path";
 import { eraseFromCopies } from "../../src/store/erase-copies.ts";
@@ -21,4 +21,32 @@ test("a set-aside copy swapped under each open is left and the erase fails namin
     code: "internal_error",
     data: { key: "app.data_dir", path: dir.path, file: copy, problem: "ECHANGED" },
   });
+});
+
+// Its removal refused (a data folder made read-only, EACCES; Windows' EPERM while a scanner holds
+// it): the plain fs error crossed the store's thread without its path, and the host read a bare
+// "internal error" with nothing to act on, the copy still there. It names the file and problem.
+test("a set-aside copy whose removal is refused fails the erase naming it", () => {
+  using dir = tmpdir();
+  const copy = join(dir.path, "local-ai.db.corrupt-2026-12-07");
+  fs.writeFileSync(copy, "secret");
+  const realRm = fs.rmSync;
+  const rm = spyOn(fs, "rmSync").mockImplementation(((p: fs.PathLike, o?: fs.RmOptions) => {
+    if (p === copy)
+      throw Object.assign(new Error(`EACCES: permission denied, unlink '${copy}'`), {
+        code: "EACCES",
+        path: copy,
+      });
+    return realRm(p, o);
+  }) as typeof fs.rmSync);
+  try {
+    expect(() => eraseFromCopies(dir.path, "ann")).toThrow(
+      expect.objectContaining({
+        code: "internal_error",
+        data: { key: "app.data_dir", path: dir.path, file: copy, problem: "EACCES" },
+      }),
+    );
+  } finally {
+    rm.mockRestore();
+  }
 });
