@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import {
-  close,
+  closeSync,
   constants,
   fstatSync,
   fsync,
@@ -19,11 +19,10 @@ import { openPrivateFile } from "../util/private-fs.ts";
 import { syncFolderAsync } from "./atomic.ts";
 import { fsProblemText } from "./data-dir-problem.ts";
 import { noteExportTemp, rmQuietly } from "./export-temps.ts";
-import { type FileIdentity, zeroFile } from "./scrub-file.ts";
+import { type FileIdentity, zeroFile, zeroOpen } from "./scrub-file.ts";
 
 const writeAsync = promisify(write);
 const fsyncAsync = promisify(fsync);
-const closeAsync = promisify(close);
 
 /**
  * The most `sessions.export` answers inline, counted as the JSON string it is written as: with
@@ -85,19 +84,22 @@ export async function exportToFile(
       bytes += buf.length;
     }
     await fsyncAsync(fd);
-    await closeAsync(fd);
-    fd = undefined;
     // Nothing awaited from here to the rename: a delete of the session cannot come in between.
+    // Closed after `confirm`: a session erased meanwhile has its temp zeroed through this.
     confirm();
+    closeSync(fd);
+    fd = undefined;
     renameSync(tmp, join(folder, basename(path)));
     noted();
   } catch (err) {
-    if (fd !== undefined) await closeAsync(fd).catch(() => {});
     // The conversation's words it holds (a session erased meanwhile: `confirm`) zeroed on the
     // disk before it goes, only if it is still the file written (not another put at its name since);
     // its own failure (ENAMETOOLONG…) must not take the place of the export's.
-    if (written && tmp !== undefined) await zeroFile(tmp, written).catch(() => {});
-    if (tmp !== undefined) rmQuietly(tmp);
+    if (fd !== undefined && tmp !== undefined) await dropOpen(fd, tmp);
+    else if (tmp !== undefined) {
+      if (written) await zeroFile(tmp, written).catch(() => {});
+      rmQuietly(tmp);
+    }
     noted?.();
     if (err instanceof CoreError) throw err;
     const ours = openFilesUsedUp(err, `${path} cannot be written now`);
@@ -111,6 +113,24 @@ export async function exportToFile(
   }
   await syncFolderAsync(folder);
   return bytes;
+}
+
+/**
+ * The temp through the descriptor it was written by (closed here): its name removed only while
+ * it is still the temp's, then its bytes zeroed. By name, another file renamed onto it meanwhile
+ * (rare, the name is fresh) was found instead, and the temp's freed blocks kept the words.
+ */
+async function dropOpen(fd: number, tmp: string): Promise<void> {
+  let names = 0;
+  try {
+    const own = fstatSync(fd);
+    const named = lstatSync(tmp, { throwIfNoEntry: false });
+    if (named?.dev === own.dev && named.ino === own.ino) {
+      rmQuietly(tmp);
+      if (lstatSync(tmp, { throwIfNoEntry: false })) names = 1;
+    }
+  } catch {}
+  await zeroOpen(fd, { names }).catch(() => {});
 }
 
 /** What a file name may take of a temp file's: 255 bytes (NAME_MAX) less `.` and `.<12 hex>.tmp`. */

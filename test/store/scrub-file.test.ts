@@ -241,6 +241,31 @@ describe("an export's temp file", () => {
     },
   );
 
+  // Another file renamed onto the temp's name before the session's erase failed the export (rare:
+  // the name is fresh): the rename freed the temp's blocks, the words of the erased session in
+  // them, and the zeroing by name found the other file and left it. The temp is zeroed through the
+  // descriptor it was written by, still open until the rename, and the other file is left.
+  test("a temp another file is renamed onto is zeroed through its own descriptor", async () => {
+    using dir = tmpdir();
+    const target = join(dir.path, "export.md");
+    let blocks: HeldFile | undefined;
+    let tmp = "";
+    async function* pieces() {
+      yield WORDS;
+    }
+    const confirm = () => {
+      tmp = join(dir.path, fs.readdirSync(dir.path).find((n) => n.startsWith(".export.md.")) as string);
+      blocks = holdOpen(tmp);
+      fs.writeFileSync(`${tmp}.other`, "theirs");
+      fs.renameSync(`${tmp}.other`, tmp);
+      throw new Error("the session was erased meanwhile");
+    };
+    await expect(exportToFile(target, pieces(), join(dir.path, "data"), confirm)).rejects.toThrow();
+    using held = blocks as HeldFile;
+    expect(held.zeroed()).toEqual({ size: Buffer.byteLength(WORDS), allZero: true });
+    expect(fs.readFileSync(tmp, "utf8")).toBe("theirs");
+  });
+
   test("one a killed core left is zeroed by the next start's sweep before it goes", async () => {
     using dir = tmpdir();
     const dataDir = join(dir.path, "data");
