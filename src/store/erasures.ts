@@ -27,6 +27,16 @@ export function erasureMark(db: Database): number {
   return row?.seq ?? 0;
 }
 
+/**
+ * No erase of any kind recorded after `mark`: the numbers only rise (AUTOINCREMENT), so none of
+ * the rows `erasedSince` and `editedSince` look for can exist, nor a prune past it. One lookup in
+ * place of their two or three and five keyed hashes, on every warm chat's way (its lease's write,
+ * the slot it takes: docs/performance.md, "The core's own path against 2026-12-05's build").
+ */
+function noneSince(db: Database, mark: number): boolean {
+  return erasureMark(db) <= mark;
+}
+
 /** Each database's key for `idKey` (meta `erasure_key`, random, made by migration 6). */
 const keys = new WeakMap<Database, string>();
 
@@ -94,6 +104,7 @@ function prune(db: Database, id: number): void {
 
 /** Whether the session (or its user) was erased after `mark`; called inside the writing transaction. */
 export function erasedSince(db: Database, userId: string, sessionId: string, mark: number): boolean {
+  if (noneSince(db, mark)) return false;
   const pruned = db.query("SELECT value FROM meta WHERE key = 'erasures_pruned_through'").get() as {
     value: string;
   } | null;
@@ -120,6 +131,7 @@ export function editedSince(
   mark: number,
   messages = false,
 ): boolean {
+  if (noneSince(db, mark)) return false;
   if (erasedSince(db, userId, sessionId, mark)) return true;
   const edit = idKey(db, userId, sessionId, "e");
   const hit = db
