@@ -116,3 +116,25 @@ test("a session written between two pages of its read is not kept half old: the 
     other.close();
   }
 });
+
+// A chat naming no session gets an id made for it: nothing stored under it to read ahead, and the
+// read-ahead's stamps and empty page were on every such chat's way (docs/performance.md).
+test("a chat naming no session reads no history ahead; one naming its session does", async () => {
+  await using h = new ChatHarness({ agents: [{ name: "plain" }], memory: { enabled: false } });
+  const { histories } = h.services.store().conversations;
+  const loaded: string[] = [];
+  const load = histories.load.bind(histories);
+  histories.load = (userId, sessionId, signal) => {
+    loaded.push(sessionId);
+    return load(userId, sessionId, signal);
+  };
+  h.llama.script({ content: ["one"] }, { content: ["two"] });
+  const first = await h.chat(1, { input: "hi", agent: "plain" });
+  expect(first.terminal.result).toMatchObject({ response: "one" });
+  expect(loaded).toEqual([]);
+  const session = (first.terminal.result as { session_id: string }).session_id;
+  const second = await h.chat(2, { session_id: session, input: "again", agent: "plain" });
+  expect(second.terminal.result).toMatchObject({ response: "two" });
+  expect(loaded).toEqual([session]);
+  expect(h.history(session).length).toBe(4);
+});
