@@ -59,16 +59,21 @@ export class SessionHistories {
     const stamp = this.current(userId, sessionId);
     if (this.cache.get(key)?.stamp === stamp) return;
     const messages: ChatMessage[] = [];
+    let waited = false;
     for (let from = 0; ; ) {
       const page = this.page(userId, sessionId, from, HISTORY_PAGE);
       for (const m of page.messages) messages.push(m);
       if (page.messages.length < HISTORY_PAGE) break;
       from = page.next;
       await new Promise((r) => setImmediate(r));
+      waited = true;
       signal?.throwIfAborted();
     }
     // Written meanwhile (a turn of another core, an erase): not kept, the lease's write reads it.
-    if (this.stamp(userId, sessionId) === stamp) this.keep(key, { stamp, messages });
+    // Read in one page, kept under the stamp taken before it: any write after that stamp moves
+    // it (`updated_at` rises, erase numbers rise), so the entry is never served for it; asking
+    // again was one more query on every named chat's way (docs/performance.md).
+    if (!waited || this.stamp(userId, sessionId) === stamp) this.keep(key, { stamp, messages });
   }
 
   /** The session's stamp now (in a turn's commit: before and after its writes). */

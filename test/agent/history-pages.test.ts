@@ -138,3 +138,25 @@ test("a chat naming no session reads no history ahead; one naming its session do
   expect(loaded).toEqual([session]);
   expect(h.history(session).length).toBe(4);
 });
+
+// Read in one page, no turn of the loop in between: the stamp taken before it stands (any later
+// write moves it); it was asked again on every named chat's way (docs/performance.md).
+test("a history read in one page asks its stamp once and is served from the cache", async () => {
+  await using h = new ChatHarness({ agents: [{ name: "plain" }], memory: { enabled: false } });
+  const { histories } = h.services.store().conversations;
+  h.services.store().conversations.commitTurn(longTurn("s", 4));
+  const db = dbOf(h);
+  const query = db.query.bind(db);
+  let stamps = 0;
+  let pages = 0;
+  db.query = ((sql: string) => {
+    if (sql.includes("sqlite_sequence WHERE name = 'erasures'") && sql.includes("updated_at")) stamps++;
+    if (/FROM messages/.test(sql)) pages++;
+    return query(sql);
+  }) as typeof db.query;
+  await histories.load("default_user", "s");
+  expect(stamps).toBe(1);
+  expect(histories.read("default_user", "s").length).toBe(4);
+  expect(stamps).toBe(2);
+  expect(pages).toBe(1);
+});
