@@ -35,17 +35,22 @@ export function groupLiveProbe(
   proc: GroupProcReader | null = defaultGroupProc(),
 ): (pgid: number) => boolean {
   let known: number[] = [];
+  // Groups /proc showed no member of while the signal reached one: hidden from it (hidepid, a
+  // /proc of another pid namespace), so listing it again at each poll (50 ms, up to 60 s) would
+  // only hold the loop; kill's answer stands for them.
+  const unseen = new Set<number>();
   return (pgid) => {
     try {
       kill(-pgid, 0);
     } catch {
       return false;
     }
-    if (!proc) return true;
+    if (!proc || unseen.has(pgid)) return true;
     if (known.some((pid) => runsIn(proc.entry(pid), pgid, proc))) return true;
     const members = [...proc.list()].filter((e) => e.pgid === pgid);
     known = members.filter((e) => runsIn(e, pgid, proc)).map((e) => e.pid);
     // None seen at all: /proc hides them, or they ended since the signal; kill's answer stands.
+    if (members.length === 0) unseen.add(pgid);
     return members.length === 0 || known.length > 0;
   };
 }

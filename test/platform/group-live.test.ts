@@ -84,4 +84,13 @@ describe("whether a process group still has a member that runs", () => {
     procs.set(7102, { pid: 7102, pgid: PGID, state: "Z" });
     expect(live(PGID)).toBe(false);
   });
+
+  test("a group /proc shows no member of at a poll: kill's answer from then on, /proc not listed at each poll", () => {
+    // A member hidden from /proc (hidepid, a /proc of another pid namespace) lingering its whole
+    // wait: a listing of every process at each 50 ms poll for up to 60 s held the main loop.
+    const { proc, listings } = fakeProc([{ pid: 7200, pgid: 7200, state: "S" }]);
+    const live = groupLiveProbe(() => {}, proc);
+    for (let i = 0; i < 20; i++) expect(live(PGID)).toBe(true);
+    expect(listings()).toBe(1);
+  });
 });
