@@ -1,4 +1,4 @@
-import { readdirSync } from "node:fs";
+import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { entryOf, linuxProc, type ProcEntry } from "./process-tree.ts";
 
 /**
@@ -21,6 +21,11 @@ export interface GroupProcReader {
   entry(pid: number): GroupEntry | null;
   /** Its threads' ids: a leader that exited while its threads run shows Z too. */
   tasks(pid: number): readonly number[];
+  /**
+   * Whether /proc shows every process there is to signal: one mounted with hidepid shows none of
+   * other users', one of another pid namespace other pids. Absent: it does.
+   */
+  whole?(): boolean;
 }
 
 export type GroupKill = (pid: number, signal: 0) => void;
@@ -45,7 +50,8 @@ export function groupLiveProbe(
     } catch {
       return false;
     }
-    if (!proc || unseen.has(pgid)) return true;
+    // A zombie seen beside a member /proc hides would count the group gone, left unkilled.
+    if (!proc || unseen.has(pgid) || proc.whole?.() === false) return true;
     if (known.some((pid) => runsIn(proc.entry(pid), pgid, proc))) return true;
     const members = [...proc.list()].filter((e) => e.pgid === pgid);
     known = members.filter((e) => runsIn(e, pgid, proc)).map((e) => e.pid);
@@ -65,9 +71,44 @@ function runsIn(e: GroupEntry | null, pgid: number, proc: GroupProcReader): bool
   return proc.tasks(e.pid).some((tid) => tid !== e.pid);
 }
 
+/**
+ * Whether the /proc of `mountinfo` (/proc/self/mountinfo) shows every process: mounted without
+ * hidepid (or with 0/off), and `self` (where /proc/self points) is this process's own pid, not the
+ * pid it has in another namespace's /proc. Unread (null): it is not known to.
+ */
+export function procShowsAll(mountinfo: string | null, self: string | null): boolean {
+  if (self !== String(process.pid) || mountinfo === null) return false;
+  const proc = mountinfo
+    .split("\n")
+    .map((line) => line.split(" - "))
+    .filter(([mount, fs]) => mount?.split(" ")[4] === "/proc" && fs?.startsWith("proc "))
+    .at(-1);
+  if (!proc) return false;
+  const hide = (proc[1]?.split(" ")[2] ?? "").split(",").find((o) => o.startsWith("hidepid="));
+  return hide === undefined || ["hidepid=0", "hidepid=off"].includes(hide);
+}
+
+let showsAll: boolean | undefined;
+
+function readOrNull(read: () => string): string | null {
+  try {
+    return read();
+  } catch {
+    return null;
+  }
+}
+
 export const linuxGroupProc: GroupProcReader = {
   list: () => linuxProc.list(),
   entry: entryOf,
+  whole() {
+    if (showsAll === undefined)
+      showsAll = procShowsAll(
+        readOrNull(() => readFileSync("/proc/self/mountinfo", "utf8")),
+        readOrNull(() => readlinkSync("/proc/self")),
+      );
+    return showsAll;
+  },
   tasks(pid) {
     try {
       return readdirSync(`/proc/${pid}/task`).map(Number);

@@ -1,5 +1,10 @@
 import { describe, expect, test } from "bun:test";
-import { type GroupEntry, type GroupProcReader, groupLiveProbe } from "../../src/platform/group-live.ts";
+import {
+  type GroupEntry,
+  type GroupProcReader,
+  groupLiveProbe,
+  procShowsAll,
+} from "../../src/platform/group-live.ts";
 
 const PGID = 7100;
 
@@ -92,5 +97,26 @@ describe("whether a process group still has a member that runs", () => {
     const live = groupLiveProbe(() => {}, proc);
     for (let i = 0; i < 20; i++) expect(live(PGID)).toBe(true);
     expect(listings()).toBe(1);
+  });
+
+  test("a /proc that hides processes (hidepid): a visible zombie is not the whole group, kill's answer stands", () => {
+    // hidepid=2 shows only this user's processes: a member of another user's (a wrapper's
+    // setuid helper) still running beside the zombie was counted gone, its group left unkilled.
+    const { proc, procs } = fakeProc([{ pid: 7101, pgid: PGID, state: "Z" }]);
+    const live = groupLiveProbe(killOver(procs), { ...proc, whole: () => false });
+    expect(live(PGID)).toBe(true);
+  });
+
+  test("whether this /proc shows every process: hidepid, or another pid namespace's, does not", () => {
+    const line = (opts: string) => `22 27 0:21 / /proc rw,relatime - proc proc ${opts}\n`;
+    expect(procShowsAll(line("rw"), String(process.pid))).toBe(true);
+    expect(procShowsAll(line("rw,hidepid=0"), String(process.pid))).toBe(true);
+    expect(procShowsAll(line("rw,hidepid=off"), String(process.pid))).toBe(true);
+    expect(procShowsAll(line("rw,hidepid=2"), String(process.pid))).toBe(false);
+    expect(procShowsAll(line("rw,hidepid=invisible,gid=4"), String(process.pid))).toBe(false);
+    expect(procShowsAll(line("rw,hidepid=noaccess"), String(process.pid))).toBe(false);
+    expect(procShowsAll(line("rw"), "1")).toBe(false); // /proc/self another namespace's pid
+    expect(procShowsAll(line("rw"), null)).toBe(false);
+    expect(procShowsAll(null, String(process.pid))).toBe(false);
   });
 });
