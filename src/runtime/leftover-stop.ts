@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { isAbsolute } from "node:path";
 import { type GroupProcReader, groupLiveProbe } from "../platform/group-live.ts";
 import { statFieldsOf } from "../platform/proc-stat.ts";
 import { descendantsOf, linuxProc, type ProcReader } from "../platform/process-tree.ts";
@@ -48,6 +49,25 @@ export interface StopDeps {
   groupOf: (pid: number) => number | null;
   /** What a group's probe reads of /proc (platform/group-live.ts); null off Linux: kill's answer alone. */
   groupProc: GroupProcReader | null;
+  /** Whether a path's drive answers a stat, asked off the loop (util/drive-answers.ts). */
+  driveAnswers: (path: string) => Promise<boolean>;
+}
+
+/**
+ * Why the record's program cannot be compared with the configured ones now: a path of theirs
+ * whose drive does not answer (a network share offline). `sameFile`'s realpath of it would block
+ * the main loop for minutes, for good on a hard mount, and the core's start with it. Null: all answer.
+ */
+export async function programLate(
+  binary: string | undefined,
+  configured: readonly string[],
+  deps: Pick<StopDeps, "driveAnswers">,
+): Promise<string | null> {
+  const paths = [...(binary === undefined ? [] : [binary]), ...configured].filter((p) => isAbsolute(p));
+  const answered = await Promise.all(paths.map((p) => deps.driveAnswers(p)));
+  const late = paths.filter((_, i) => !answered[i]);
+  if (late.length === 0) return null;
+  return `the drive of ${late.join(", ")} does not answer (a network drive offline?): it cannot be told to be ours`;
 }
 
 /** The group id of a process, from /proc (members are recorded on Linux only); null where unread. */
@@ -152,7 +172,13 @@ export async function leaderGone<K extends string>(
   // The leader's pid reused: the group it led has ended (the kernel reuses no pid that is still a
   // group's id), so no member of it runs; a process in a group of that id now is the newcomer's.
   const members = r.group && action === "gone" ? (r.members ?? []) : [];
+  if (members.length === 0) return stale;
   const binary = r.binary;
+  const late = await programLate(binary, configured, deps);
+  if (late !== null)
+    return members.some((m) => sameMember(m, r.pid, deps))
+      ? { file, kind, action: "unexplained", pid: r.pid, reason: late }
+      : stale;
   if (binary !== undefined && configured.some((c) => sameFile(binary, c))) {
     const { pids, ...stopped } = await stopMembers(members, r.pid, deps);
     if (stopped.action === "gone") return stale;

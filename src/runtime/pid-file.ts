@@ -1,6 +1,7 @@
 import { renameSync, rmSync, unlinkSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { defaultGroupProc, type GroupProcReader } from "../platform/group-live.ts";
+import { drives } from "../util/drive-answers.ts";
 import { logger } from "../util/logger.ts";
 import { namesIn } from "../util/names-in.ts";
 import { ensurePrivateTree, writePrivateFile } from "../util/private-fs.ts";
@@ -12,6 +13,7 @@ import {
   leaderGone,
   MAX_MEMBERS,
   procGroupOf,
+  programLate,
   stopLeftover,
 } from "./leftover-stop.ts";
 import { judgeLeftover } from "./leftover-verdict.ts";
@@ -238,6 +240,8 @@ export interface ReapOptions {
   groupOf?: (pid: number) => number | null;
   /** What a group's probe reads of /proc (tests; platform/group-live.ts). */
   groupProc?: GroupProcReader | null;
+  /** Whether a path's drive answers (tests; util/drive-answers.ts). */
+  driveAnswers?: (path: string) => Promise<boolean>;
   /**
    * The core's user, the only one whose records are acted on (tests pose as another); none on
    * Windows. A record another user wrote (data_dir on a shared folder, a core once run with
@@ -263,6 +267,7 @@ export async function reapLeftover(dataDir: string, options: ReapOptions): Promi
     killWaitMs: options.killWaitMs ?? 2000,
     groupOf: options.groupOf ?? procGroupOf,
     groupProc: options.groupProc === undefined ? defaultGroupProc() : options.groupProc,
+    driveAnswers: options.driveAnswers ?? ((path) => drives.answers(path)),
     // No owners on Windows (a file's uid reads 0): whatever a runtime's getuid says there, no check.
     uid: options.uid ?? (process.platform === "win32" ? undefined : process.getuid?.()),
   };
@@ -312,6 +317,8 @@ async function reapFile(
     if (!deps.alive(pid)) return { file, kind, action: "gone", pid };
     return { file, kind, action: "unexplained", pid, reason: "its start time cannot be read" };
   }
+  const late = await programLate(r.binary, configured, deps);
+  if (late !== null) return { file, kind, action: "unexplained", pid, reason: late };
   const v = judgeLeftover(r, now, configured, sameFile);
   if (v.verdict === "pid_reused") return await leaderGone(file, r, configured, "not_ours", memberDeps(deps));
   if (v.verdict === "unexplained") return { file, kind, action: "unexplained", pid, reason: v.reason };

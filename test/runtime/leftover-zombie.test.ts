@@ -40,6 +40,7 @@ function fakeGroup(serverIgnoresTerm = false) {
       if (server && (signal === "SIGKILL" || !serverIgnoresTerm)) server.state = "Z";
     },
     groupProc: proc,
+    driveAnswers: async () => true,
   };
   return { deps, signals, procs };
 }
