@@ -47,8 +47,9 @@ export function groupLiveProbe(
   return (pgid) => {
     try {
       kill(-pgid, 0);
-    } catch {
-      return false;
+    } catch (err) {
+      // EPERM: members exist, none this user's to signal (as isAlive answers for one process).
+      return (err as NodeJS.ErrnoException).code === "EPERM";
     }
     // A zombie seen beside a member /proc hides would count the group gone, left unkilled.
     if (!proc || unseen.has(pgid) || proc.whole?.() === false) return true;

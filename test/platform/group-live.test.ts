@@ -119,4 +119,14 @@ describe("whether a process group still has a member that runs", () => {
     expect(procShowsAll(line("rw"), null)).toBe(false);
     expect(procShowsAll(null, String(process.pid))).toBe(false);
   });
+
+  test("a group whose members the signal may not reach (EPERM: another user's) still exists", () => {
+    // kill(-pgid, 0) fails EPERM where members exist but none is this user's (a wrapper's setuid
+    // llama-server): counted gone, its stop reported done and its record dropped while it ran.
+    const eperm = () => {
+      throw Object.assign(new Error("operation not permitted"), { code: "EPERM" });
+    };
+    expect(groupLiveProbe(eperm, null)(PGID)).toBe(true);
+    expect(groupLiveProbe(eperm, fakeProc([]).proc)(PGID)).toBe(true);
+  });
 });
