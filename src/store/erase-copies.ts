@@ -132,7 +132,14 @@ function removeWhole(path: string): void {
       // Another file renamed onto the name after each open: unlinked unchecked, the one there
       // last went unzeroed. Left, and the erase fails (a session's or document's before its live
       // rows go), to be sent again.
-      if ((err as { code?: string }).code === "ECHANGED") throw copyLeft(file, "ECHANGED");
+      const code = (err as { code?: string }).code;
+      if (code === "ECHANGED") throw copyLeft(file, "ECHANGED");
+      // Removed all the same (a name kept keeps the words readable), said as scrub-tree.ts does:
+      // silent, the user never learnt the erased rows' blocks were left on the disk.
+      if (code !== "ENOENT")
+        logger.warn(
+          `${file} could not be zeroed before its removal (${code ?? (err as Error).message}): removed all the same`,
+        );
     }
     try {
       rmSync(file, { force: true });

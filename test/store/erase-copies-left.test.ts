@@ -2,6 +2,7 @@ import { expect, spyOn, test } from "bun:test";
 import * as fs from "node:fs";
 import { join } from "node:path";
 import { eraseFromCopies } from "../../src/store/erase-copies.ts";
+import { logger } from "../../src/util/logger.ts";
 import { thrownWhileSwapped } from "../fixtures/swap-in-open.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
@@ -49,4 +50,36 @@ test("a set-aside copy whose removal is refused fails the erase naming it", () =
   } finally {
     rm.mockRestore();
   }
+});
+
+// A copy (or its log) that cannot be opened to be zeroed (a read-only file, another user's, a
+// hard link's second name): its removal unlinked it unzeroed with nothing said, though every other
+// path that must remove a file unzeroed warns (scrub-tree.ts, atomic.ts), so the user never learnt
+// that the erased rows' blocks were left on the disk. Faked on the open, as root opens any file;
+// the copy is not a database (SQLite's open is its own, not node:fs's), so it goes whole.
+test("a set-aside copy removed unzeroed is said, naming it", () => {
+  using dir = tmpdir();
+  const copy = join(dir.path, "local-ai.db.corrupt-2026-12-07");
+  fs.writeFileSync(copy, "secret words, not a database");
+  const realOpen = fs.openSync;
+  const open = spyOn(fs, "openSync").mockImplementation(((p: fs.PathLike, ...rest: [never]) => {
+    if (p === copy)
+      throw Object.assign(new Error(`EACCES: permission denied, open '${copy}'`), {
+        code: "EACCES",
+        path: copy,
+      });
+    return realOpen(p, ...rest);
+  }) as typeof fs.openSync);
+  const warned: string[] = [];
+  const warn = spyOn(logger, "warn").mockImplementation((m: string) => void warned.push(m));
+  try {
+    expect(eraseFromCopies(dir.path, "ann")).toMatchObject([{ path: copy, outcome: "removed" }]);
+  } finally {
+    open.mockRestore();
+    warn.mockRestore();
+  }
+  expect(fs.existsSync(copy)).toBe(false);
+  const said = warned.filter((m) => m.includes("could not be zeroed"));
+  expect(said).toEqual([expect.stringContaining(copy)]);
+  expect(said.join("\n")).not.toContain("secret");
 });
