@@ -87,8 +87,11 @@ export async function exportToFile(
     // Nothing awaited from here to the rename: a delete of the session cannot come in between.
     // Closed after `confirm`: a session erased meanwhile has its temp zeroed through this.
     confirm();
-    closeSync(fd);
+    // Given up before the close: one that fails (EIO, EINTR) has released the number all the
+    // same, the next open's (the store's thread shares the table), never to be dropped through.
+    const held = fd;
     fd = undefined;
+    closeSync(held);
     renameSync(tmp, join(folder, basename(path)));
     noted();
   } catch (err) {
