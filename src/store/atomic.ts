@@ -73,7 +73,12 @@ export function stageFileAtomic(
     writeAllSync(fd, data);
   } catch (err) {
     if (remove || fd === undefined) {
-      if (fd !== undefined) closeSync(fd);
+      // A close that fails too (a network disk reports the lost write again) skipped the drop,
+      // the temp left with the words, and its error took the write's place (ENOSPC, told apart).
+      if (fd !== undefined)
+        try {
+          closeSync(fd);
+        } catch {}
       (remove ?? dropTemp)(tmp);
     } else dropHeld(tmp, fd);
     throw err;

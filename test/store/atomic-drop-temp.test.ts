@@ -58,3 +58,32 @@ test("a temp file another is renamed onto is zeroed through its own descriptor, 
   expect(ours.zeroed()).toEqual({ size: Buffer.byteLength(WORDS), allZero: true });
   expect([fs.readFileSync(tmp, "utf8"), fs.existsSync(target)]).toEqual(["theirs", false]);
 });
+
+// A write cut short whose close fails too (a network disk reports the lost write again at close,
+// EIO): the caller's drop of the temp (KvDisk's, zeroing a sidecar quoting the user's words) was
+// skipped, the temp left at its name, and the close's error thrown in place of the write's (a full
+// disk's ENOSPC, which the callers tell apart). The drop runs and the write's error is thrown.
+test("a cut-short write whose close fails still drops its temp and throws the write's error", () => {
+  using dir = tmpdir();
+  const target = join(dir.path, "a.json");
+  const tmp = join(dir.path, ".cccccccccccc.tmp");
+  const dropped: string[] = [];
+  const realClose = fs.closeSync;
+  const write = spyOn(fs, "writeSync").mockImplementation(() => {
+    throw Object.assign(new Error("ENOSPC: no space left on device, write"), { code: "ENOSPC" });
+  });
+  const close = spyOn(fs, "closeSync").mockImplementation((fd: number) => {
+    realClose(fd);
+    throw Object.assign(new Error("EIO: i/o error, close"), { code: "EIO" });
+  });
+  let thrown: unknown;
+  try {
+    stageFileAtomic(target, WORDS, ".cccccccccccc.tmp", (t) => void dropped.push(t));
+  } catch (err) {
+    thrown = err;
+  } finally {
+    write.mockRestore();
+    close.mockRestore();
+  }
+  expect([(thrown as { code?: string })?.code, dropped]).toEqual(["ENOSPC", [tmp]]);
+});
