@@ -37,6 +37,7 @@ export type ErrorReason =
   | "user_deleted"
   | "document_deleted"
   | "kv_state_left"
+  | "document_left"
   | "not_well_formed"
   | "nothing_to_resume"
   | "export_too_large"

@@ -180,7 +180,9 @@ async function embed(doc: PendingDocument, embedChunks: EmbedChunks, deps: AddDe
       );
       return;
     }
-    await deps.store.deleteDocument(doc.userId, doc.documentId);
+    await deps.store.deleteDocument(doc.userId, doc.documentId).catch((e: unknown) => {
+      throw documentLeft(doc, e);
+    });
     // Committed, it was recalled by the user's chats meanwhile: a KV state saved then quotes it.
     const left = await deps.forget?.(doc.documentId).then(
       () => undefined,
@@ -188,6 +190,22 @@ async function embed(doc: PendingDocument, embedChunks: EmbedChunks, deps: AddDe
     );
     throw left ?? signal.reason;
   }
+}
+
+/**
+ * A cancelled add whose erase of its committed document was refused (the database locked past its
+ * wait, a full disk): plain, it lost to the acknowledged cancel (protocol/dispatcher.ts) and the
+ * host read `cancelled` while the document stayed, without the id to delete it with.
+ */
+function documentLeft(doc: PendingDocument, err: unknown): CoreError {
+  const data = err instanceof CoreError ? err.data : undefined;
+  if (!data)
+    logger.warn(`document ${doc.documentId}: not erased after its cancel; ${(err as Error).message}`);
+  return new CoreError(
+    "cancelled",
+    `the add was cancelled but document '${doc.documentId}' could not be erased (${err instanceof CoreError ? err.message : "see the core's log"}); send documents.delete with that document_id`,
+    { ...data, reason: "document_left", document_id: doc.documentId },
+  );
 }
 
 /**

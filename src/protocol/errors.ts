@@ -41,11 +41,12 @@ export const ERROR_REASONS = [
   "attachment_not_found",
   // documents.* (docs/protocol.md "Documents"): an unknown document; a user erased while an add
   // ran; the document itself deleted while it was embedded; a cancelled add's saved KV states
-  // quoting it that could not be removed (`documents.delete` it again).
+  // quoting it that could not be removed, or the document itself (`documents.delete` it again).
   "document_not_found",
   "user_deleted",
   "document_deleted",
   "kv_state_left",
+  "document_left",
   // A string in params with a lone UTF-16 surrogate (docs/protocol.md "Text").
   "not_well_formed",
   // `resume: true`, no input, and no interrupted turn to resume.

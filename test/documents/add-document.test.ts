@@ -28,6 +28,13 @@ const deps = (store: Store, extra: Partial<AddDeps> = {}): AddDeps => ({
   newId: () => `doc-${++ids}`,
   ...extra,
 });
+/** Embedding that the host's cancel stops: the add's cancel lands after its commit. */
+const cancelledWhileEmbedded =
+  (cancel: AbortController): AddDeps["embedChunks"] =>
+  async (_ids, _p, signal) => {
+    cancel.abort(cancelledError());
+    signal.throwIfAborted();
+  };
 const params = (text: string, more: Partial<DocumentsAddParams> = {}): DocumentsAddParams => ({
   user_id: "ann",
   text,
@@ -123,10 +130,7 @@ describe("addDocument", () => {
       params("the TAPIR text"),
       deps(store, {
         signal: cancel.signal,
-        embedChunks: async (_ids, _p, signal) => {
-          cancel.abort(cancelledError());
-          signal.throwIfAborted();
-        },
+        embedChunks: cancelledWhileEmbedded(cancel),
         forget: async () => {
           throw new CoreError("internal_error", "1 saved KV state file could not be removed", {
             key: "app.data_dir",
@@ -152,6 +156,41 @@ describe("addDocument", () => {
     });
     expect((thrown as Error).message).toContain("documents.delete");
     expect(store.documents.list("ann", { limit: 500 }).documents).toEqual([]);
+    store.close();
+  });
+
+  // The cancel's erase of the committed document refused (another process holds the database
+  // locked past its 5 s, a full disk): the plain failure lost to the acknowledged cancel in the
+  // dispatcher, the host read `cancelled` ("nothing of the document is kept") while the document
+  // stayed, listable and searchable, and never learnt the id to send `documents.delete` with.
+  test("a cancel whose erase of the document fails names it, never a plain cancel", async () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    const cancel = new AbortController();
+    const refused = spyOn(store, "deleteDocument").mockImplementation(async () => {
+      throw new CoreError("internal_error", "another process holds the database locked; try again", {
+        key: "app.data_dir",
+        path: dir.path,
+        problem: "SQLITE_BUSY",
+      });
+    });
+    const thrown = await addDocument(
+      params("the TAPIR text"),
+      deps(store, {
+        signal: cancel.signal,
+        embedChunks: cancelledWhileEmbedded(cancel),
+      }),
+    ).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    refused.mockRestore();
+    const [doc] = store.documents.list("ann", { limit: 500 }).documents;
+    expect(thrown).toMatchObject({
+      code: "cancelled",
+      data: { reason: "document_left", problem: "SQLITE_BUSY", document_id: doc?.document_id },
+    });
+    expect((thrown as Error).message).toContain("documents.delete");
     store.close();
   });
 
