@@ -1,5 +1,5 @@
 import { Database } from "bun:sqlite";
-import { lstatSync, rmSync } from "node:fs";
+import { closeSync, fstatSync, lstatSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { CoreError } from "../protocol/errors.ts";
 import { logger } from "../util/logger.ts";
@@ -11,7 +11,7 @@ import { ASIDE_INFIX, BUSY_TIMEOUT_MS, DB_FILE, integrityProblem } from "./db/op
 import { useMemoryForTemp } from "./db/temp-dir.ts";
 import { deleteDocumentRows } from "./document-store.ts";
 import { changesSoFar, deleteRows, hasTable, settleErase } from "./erase.ts";
-import { zeroFileSync } from "./scrub-file.ts";
+import { openToZeroChecked, zeroFileSync, zeroOpenSync } from "./scrub-file.ts";
 
 /** What an erase did with one database set aside after damage (docs/protocol.md, users.delete). */
 export type CopyOutcome =
@@ -82,6 +82,7 @@ export function eraseDocumentFromCopies(dataDir: string, userId: string, documen
 /** `remove` run in each copy set aside (its count: `deleted_sessions`), else the copy removed whole. */
 function eraseInCopies(dataDir: string, remove: (db: Database) => number): CopyOutcome[] {
   return setAsideCopies(dataDir).map((path) => {
+    const logs = holdLogs(path);
     try {
       return { path, outcome: "scrubbed" as const, deleted_sessions: scrub(path, remove) };
     } catch (err) {
@@ -89,10 +90,38 @@ function eraseInCopies(dataDir: string, remove: (db: Database) => number): CopyO
       logger.warn(
         `the set-aside database ${path} could not be scrubbed (${problem}); removed so nothing erased stays in it`,
       );
+      // Before the removal, which may fail the erase: an unlinked log has no second chance.
+      for (const fd of logs) zeroHeld(fd);
       removeWhole(path);
       return { path, outcome: "removed" as const, problem };
+    } finally {
+      for (const fd of logs) closeSync(fd);
     }
   });
+}
+
+/**
+ * The copy's journal and log held open before SQLite's own open, which unlinks them unzeroed
+ * where the copy is not a database or is damaged: a copy that goes whole has them zeroed through
+ * these (removeWhole finds them gone; one still named is its to zero).
+ */
+function holdLogs(path: string): number[] {
+  const held: number[] = [];
+  for (const file of [`${path}-wal`, `${path}-journal`]) {
+    // openToZeroChecked throws nothing: no descriptor held so far is left open by a throw.
+    const fd = openToZeroChecked(file);
+    if (typeof fd === "number") held.push(fd);
+  }
+  return held;
+}
+
+/** A held log zeroed once it has no name left (removeWhole zeroed and removed one it found). */
+function zeroHeld(fd: number): void {
+  try {
+    if (fstatSync(fd).nlink === 0) zeroOpenSync(fd, 0);
+  } catch (err) {
+    logger.warn(`a set-aside database's log could not be zeroed: ${(err as Error).message}`);
+  }
 }
 
 function scrub(path: string, remove: (db: Database) => number): number {

@@ -3,6 +3,7 @@ import * as fs from "node:fs";
 import { join } from "node:path";
 import { eraseFromCopies } from "../../src/store/erase-copies.ts";
 import { logger } from "../../src/util/logger.ts";
+import { holdOpen } from "../fixtures/held-file.ts";
 import { thrownWhileSwapped } from "../fixtures/swap-in-open.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
@@ -82,4 +83,19 @@ test("a set-aside copy removed unzeroed is said, naming it", () => {
   const said = warned.filter((m) => m.includes("could not be zeroed"));
   expect(said).toEqual([expect.stringContaining(copy)]);
   expect(said.join("\n")).not.toContain("secret");
+});
+
+// SQLite's own open of a copy that is not a database (or is damaged) unlinks its rollback journal
+// and write-ahead log before the removal whole could zero them: their blocks kept the erased rows
+// though the copy "went whole". They are held open before the scrub and zeroed through that.
+test("an unscrubbable copy's journal SQLite unlinks is zeroed all the same", () => {
+  using dir = tmpdir();
+  const copy = join(dir.path, "local-ai.db.corrupt-2026-12-07");
+  const journal = `${copy}-journal`;
+  fs.writeFileSync(copy, "not a database");
+  fs.writeFileSync(journal, "secret words of an erased session");
+  using blocks = holdOpen(journal);
+  expect(eraseFromCopies(dir.path, "ann")).toMatchObject([{ path: copy, outcome: "removed" }]);
+  expect(fs.existsSync(journal)).toBe(false);
+  expect(blocks.zeroed()).toEqual({ size: 33, allZero: true });
 });
