@@ -66,7 +66,13 @@ function removeFolder(path: string, listed: Dirent[]): void {
           path,
         });
     }
-    entries = readdirSync(path, { withFileTypes: true });
+    try {
+      entries = readdirSync(path, { withFileTypes: true });
+    } catch (err) {
+      // Removed meanwhile by the program that wrote in it: nothing left, not a failed erase.
+      if ((err as { code?: string }).code === "ENOENT") return;
+      throw err;
+    }
   }
 }
 

@@ -176,3 +176,25 @@ function thrownBy(tree: string, restore: () => void): unknown {
     restore();
   }
 }
+
+// A folder another program removed between the core's refused rmdir (ENOTEMPTY: it was still
+// writing) and the next pass's listing: the listing's ENOENT failed the erase, though nothing of
+// the folder was left, and the host was told to send the delete again for nothing.
+test("a folder gone between a pass and the next is erased, not a failure", () => {
+  using dir = tmpdir();
+  const tree = join(dir.path, "trip");
+  fs.mkdirSync(tree);
+  fs.writeFileSync(join(tree, "history.json"), "secret");
+  const realRmdir = fs.rmdirSync;
+  const rmdir = spyOn(fs, "rmdirSync").mockImplementation(((p: fs.PathLike) => {
+    if (p !== tree) return realRmdir(p);
+    fs.rmSync(tree, { recursive: true });
+    throw Object.assign(new Error(`ENOTEMPTY: directory not empty, rmdir '${tree}'`), { code: "ENOTEMPTY" });
+  }) as typeof fs.rmdirSync);
+  try {
+    expect(() => removeZeroedSync(tree)).not.toThrow();
+  } finally {
+    rmdir.mockRestore();
+  }
+  expect(fs.existsSync(tree)).toBe(false);
+});
