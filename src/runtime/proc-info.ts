@@ -1,6 +1,7 @@
 import { readFileSync, readlinkSync } from "node:fs";
+import { pidAlive } from "../platform/pid-alive.ts";
 import { statFieldsOf } from "../platform/proc-stat.ts";
-import { windowsPidAlive, windowsProcessIdentity } from "../platform/windows/process.ts";
+import { windowsProcessIdentity } from "../platform/windows/process.ts";
 import { allowedEnv } from "../util/child-allowlist.ts";
 
 /**
@@ -19,16 +20,9 @@ export interface ProcIdentity {
   exe?: string;
 }
 
+/** Whether a process is alive, a zombie not (platform/pid-alive.ts). */
 export function isAlive(pid: number): boolean {
-  const windows = process.platform === "win32" ? windowsPidAlive(pid) : null;
-  if (windows !== null) return windows;
-  try {
-    process.kill(pid, 0);
-    return !isZombie(pid);
-  } catch (err) {
-    // EPERM: it exists but belongs to someone else.
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
+  return pidAlive(pid);
 }
 
 /**
@@ -81,16 +75,6 @@ function killPending(pid: number): boolean {
 /** /proc/<pid>/stat's fields after comm (platform/proc-stat.ts). Throws as the read does. */
 function statFields(pid: number): string[] {
   return statFieldsOf(readFileSync(`/proc/${pid}/stat`, "utf8"));
-}
-
-/** An exited child not yet reaped by its parent still answers kill(0); it is dead all the same. */
-function isZombie(pid: number): boolean {
-  if (process.platform !== "linux") return false;
-  try {
-    return statFields(pid)[0] === "Z";
-  } catch {
-    return false;
-  }
 }
 
 export function procIdentity(pid: number): ProcIdentity | null {

@@ -1,5 +1,6 @@
 import type { Database } from "bun:sqlite";
 import { randomBytes } from "node:crypto";
+import { type PidProbe, pidAlive } from "../platform/pid-alive.ts";
 import { CoreError } from "../protocol/errors.ts";
 import { abortable } from "../util/abortable.ts";
 import { logger } from "../util/logger.ts";
@@ -49,18 +50,17 @@ export interface LeaseOptions {
    * the holder's lease run out, which the holder could not renew meanwhile.
    */
   mono?: () => number;
-  /** Whether a process is alive; `process.kill(pid, 0)` by default. */
+  /** Whether a process is alive; `processAlive` by default (a zombie is not). */
   alive?: (pid: number) => boolean;
 }
 
-/** Whether a process with this pid is there (also store/export-temps.ts's dead writers). */
-export function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
+/**
+ * Whether a process with this pid runs (also store/export-temps.ts's dead writers): a zombie, a
+ * core dead but not yet collected by its host, does not, though kill(pid, 0) answers for it
+ * (platform/pid-alive.ts); its lease was otherwise kept until it ran out, a chat waiting for it.
+ */
+export function processAlive(pid: number, probe?: PidProbe): boolean {
+  return pidAlive(pid, probe);
 }
 
 /**
@@ -124,7 +124,7 @@ export class SessionLeases {
   ) {
     this.now = options.now ?? Date.now;
     this.mono = options.mono ?? (() => performance.now());
-    this.alive = options.alive ?? processAlive;
+    this.alive = options.alive ?? ((pid) => processAlive(pid));
   }
 
   /**

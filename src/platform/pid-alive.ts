@@ -1,0 +1,65 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { statFieldsOf } from "./proc-stat.ts";
+import { windowsPidAlive } from "./windows/process.ts";
+
+/**
+ * Whether one process is alive, for anything that judges another core's lock or record by its
+ * pid (runtime/proc-info.ts `isAlive`, store/session-lease.ts, models/download-lock.ts). kill(pid,
+ * 0) succeeds for a zombie too: a core that died but that its host has not collected yet (an app
+ * that spawned it and never waits on it) still answers, and a session lease or a download lock it
+ * held was kept until its time ran out, a chat or a pull waiting for nothing. On Linux a zombie is
+ * dead unless threads of it still run (its leader alone exited); on Windows the process object's
+ * state is asked (a handle held open keeps an exited process's pid answering); elsewhere kill's
+ * answer stands.
+ */
+
+/** What the probe reads (tests inject one). */
+export interface PidProbe {
+  /** kill(pid, 0): throws ESRCH for no such process, EPERM for another user's. */
+  kill(pid: number): void;
+  /** /proc/<pid>/stat's text; throws as the read does. Absent off Linux. */
+  stat?(pid: number): string;
+  /** The ids of the process's threads (/proc/<pid>/task). */
+  tasks?(pid: number): readonly number[];
+  /** Windows' answer (platform/windows/process.ts); null where it cannot tell. */
+  windows?(pid: number): boolean | null;
+}
+
+const osProbe: PidProbe = {
+  kill: (pid) => process.kill(pid, 0),
+  ...(process.platform === "linux"
+    ? {
+        stat: (pid: number) => readFileSync(`/proc/${pid}/stat`, "utf8"),
+        tasks: (pid: number) => readdirSync(`/proc/${pid}/task`).map(Number),
+      }
+    : {}),
+  ...(process.platform === "win32" ? { windows: (pid: number) => windowsPidAlive(pid) } : {}),
+};
+
+export function pidAlive(pid: number, probe: PidProbe = osProbe): boolean {
+  const windows = probe.windows?.(pid) ?? null;
+  if (windows !== null) return windows;
+  try {
+    probe.kill(pid);
+  } catch (err) {
+    // EPERM: it exists but belongs to someone else.
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+  return !deadZombie(pid, probe);
+}
+
+/** A zombie none of whose threads runs; false where /proc cannot tell (kill's answer stands). */
+function deadZombie(pid: number, probe: PidProbe): boolean {
+  if (!probe.stat) return false;
+  try {
+    if (!["Z", "X", "x"].includes(statFieldsOf(probe.stat(pid))[0] ?? "")) return false;
+  } catch {
+    return false;
+  }
+  try {
+    // A leader that exited while its threads run shows Z too (as platform/group-live.ts counts).
+    return !(probe.tasks?.(pid) ?? []).some((tid) => tid !== pid);
+  } catch {
+    return true;
+  }
+}

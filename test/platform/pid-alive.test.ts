@@ -1,0 +1,39 @@
+import { describe, expect, test } from "bun:test";
+import { pidAlive } from "../../src/platform/pid-alive.ts";
+import { fakeProcs } from "../fixtures/zombie-probe.ts";
+
+describe("pidAlive", () => {
+  const probe = fakeProcs({
+    10: { state: "S" },
+    11: { state: "Z" },
+    12: { state: "Z", tasks: [12, 13] },
+    14: { state: "X" },
+  });
+
+  test("a running process is alive; no process is not", () => {
+    expect(pidAlive(10, probe)).toBe(true);
+    expect(pidAlive(99, probe)).toBe(false);
+  });
+
+  test("a zombie (dead, not yet collected by its parent) is not alive, though kill(0) answers", () => {
+    expect(pidAlive(11, probe)).toBe(false);
+    expect(pidAlive(14, probe)).toBe(false);
+  });
+
+  test("a leader that exited while its threads run is alive", () => {
+    expect(pidAlive(12, probe)).toBe(true);
+  });
+
+  test("another user's process (EPERM) is alive; without /proc, kill's answer stands", () => {
+    const eperm = () => {
+      throw Object.assign(new Error("not permitted"), { code: "EPERM" });
+    };
+    expect(pidAlive(20, { kill: eperm })).toBe(true);
+    expect(pidAlive(11, { kill: probe.kill })).toBe(true);
+  });
+
+  test("Windows' answer, where it gives one, is taken over kill's", () => {
+    expect(pidAlive(10, { ...probe, windows: () => false })).toBe(false);
+    expect(pidAlive(10, { ...probe, windows: () => null })).toBe(true);
+  });
+});
