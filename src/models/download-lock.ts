@@ -10,6 +10,7 @@ import {
   statSync,
   writeSync,
 } from "node:fs";
+import { type PidProbe, pidAlive } from "../platform/pid-alive.ts";
 import { readSmallFile } from "../util/read-file.ts";
 
 /**
@@ -259,14 +260,13 @@ function statOr(path: string): Stats | undefined {
   }
 }
 
-export function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    // EPERM: it exists, it is another user's.
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
+/**
+ * Whether the lock's owner process runs: a zombie (a core killed mid-pull that its host has not
+ * collected yet) does not, though kill(pid, 0) answers for it (platform/pid-alive.ts); its lock
+ * was otherwise waited on, its beat stopped, for LOCK_QUIET_MS.
+ */
+export function processAlive(pid: number, probe?: PidProbe): boolean {
+  return pidAlive(pid, probe);
 }
 
 /**
