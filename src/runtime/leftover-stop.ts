@@ -4,6 +4,8 @@ import { type GroupProcReader, groupLiveProbe } from "../platform/group-live.ts"
 import { statFieldsOf } from "../platform/proc-stat.ts";
 import { descendantsOf, linuxProc, type ProcReader } from "../platform/process-tree.ts";
 import { sameFile } from "../util/same-file.ts";
+import { judgeLeftover, type LaunchRecord, shownPaths, type Verdict } from "./leftover-verdict.ts";
+import type { ProcIdentity } from "./proc-info.ts";
 
 /**
  * Stopping what a dead core left running (pid-file.ts `reapLeftover`): the recorded process, with
@@ -68,6 +70,32 @@ export async function programLate(
   const late = paths.filter((_, i) => !answered[i]);
   if (late.length === 0) return null;
   return `the drive of ${late.join(", ")} does not answer (a network drive offline?): it cannot be told to be ours`;
+}
+
+/**
+ * `judgeLeftover` with every path it would resolve asked first, off the loop: the record's and the
+ * configured programs (`programLate`), and those the live process shows (its executable, the
+ * script its interpreter runs), which may lie on a share gone offline as well. One whose drive does
+ * not answer is not resolved: it shows nothing, and the recorded arguments can still tell.
+ */
+export async function judgeAsked(
+  record: LaunchRecord,
+  now: ProcIdentity,
+  configured: readonly string[],
+  deps: Pick<StopDeps, "driveAnswers">,
+): Promise<Verdict> {
+  const late = await programLate(record.binary, configured, deps);
+  if (late !== null) return { verdict: "unexplained", reason: late };
+  // A reused pid is told by its start time alone: nothing of it is resolved, or asked.
+  const shown = now.start_time === record.start_time ? shownPaths(now).filter((p) => isAbsolute(p)) : [];
+  const answered = await Promise.all(shown.map((p) => deps.driveAnswers(p)));
+  const dead = new Set(shown.filter((_, i) => !answered[i]));
+  const v = judgeLeftover(record, now, configured, (a, b) => !dead.has(a) && !dead.has(b) && sameFile(a, b));
+  if (v.verdict !== "unexplained" || dead.size === 0) return v;
+  return {
+    ...v,
+    reason: `${v.reason}; the drive of ${[...dead].join(", ")} does not answer (a network drive offline?)`,
+  };
 }
 
 /** The group id of a process, from /proc (members are recorded on Linux only); null where unread. */

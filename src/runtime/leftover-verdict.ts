@@ -45,7 +45,7 @@ export function judgeLeftover(
   }
   const programs = record.binary !== undefined ? [record.binary] : configured;
   const argv = now.argv ?? now.cmdline.split(" ");
-  const shown = [now.exe, argv[0], argv[1]].filter((p): p is string => !!p);
+  const shown = shownPaths(now);
   if (shown.some((p) => programs.some((program) => shows(p, program, sameFile)))) return { verdict: "ours" };
   if (record.argv && record.argv.length > 0 && endsWithArgs(now, record.argv)) return { verdict: "ours" };
   // The reason is logged: a credential in the process's arguments (an MCP server's
@@ -55,6 +55,12 @@ export function judgeLeftover(
     verdict: "unexplained",
     reason: `it runs \`${cmdline.slice(0, 300)}\`, which is neither ${programs.join(" nor ") || "a configured program"} nor launched with the recorded arguments`,
   };
+}
+
+/** The paths a process shows that `judgeLeftover` compares with its program: exe, argv[0], argv[1]. */
+export function shownPaths(now: ProcIdentity): string[] {
+  const argv = now.argv ?? now.cmdline.split(" ");
+  return [now.exe, argv[0], argv[1]].filter((p): p is string => !!p);
 }
 
 /**

@@ -6,17 +6,15 @@ import { logger } from "../util/logger.ts";
 import { namesIn } from "../util/names-in.ts";
 import { ensurePrivateTree, writePrivateFile } from "../util/private-fs.ts";
 import { NotOwnFile, readSmallFile } from "../util/read-file.ts";
-import { sameFile } from "../util/same-file.ts";
 import {
   type GroupMember,
   groupMembers,
+  judgeAsked,
   leaderGone,
   MAX_MEMBERS,
   procGroupOf,
-  programLate,
   stopLeftover,
 } from "./leftover-stop.ts";
-import { judgeLeftover } from "./leftover-verdict.ts";
 import { isAlive, type ProcIdentity, procIdentity } from "./proc-info.ts";
 import { GROUP_EXIT_WAIT_MS, groupEnds } from "./spawn.ts";
 
@@ -317,9 +315,7 @@ async function reapFile(
     if (!deps.alive(pid)) return { file, kind, action: "gone", pid };
     return { file, kind, action: "unexplained", pid, reason: "its start time cannot be read" };
   }
-  const late = await programLate(r.binary, configured, deps);
-  if (late !== null) return { file, kind, action: "unexplained", pid, reason: late };
-  const v = judgeLeftover(r, now, configured, sameFile);
+  const v = await judgeAsked(r, now, configured, deps);
   if (v.verdict === "pid_reused") return await leaderGone(file, r, configured, "not_ours", memberDeps(deps));
   if (v.verdict === "unexplained") return { file, kind, action: "unexplained", pid, reason: v.reason };
   const stopped = await stopLeftover(pid, r.group === true, memberDeps(deps));

@@ -66,3 +66,59 @@ test("a gone leader's members, its program's drive not answering: none signalled
   expect(signals).toEqual([]);
   expect(existsSync(file)).toBe(true);
 });
+
+// The record's program and the configured one answer, but the live process shows a path on a
+// share now offline (its executable, or the script its interpreter runs): judging it resolved that
+// path on the loop, the same hang. Its drive is asked first too; a path that does not answer
+// shows nothing, and the recorded arguments can still tell.
+const SHOWN = "/mnt/offline/bin/llama-server";
+
+async function shownOnDeadShare(args: string[]) {
+  const dir = tmpdir();
+  const data = join(dir.path, "data");
+  writePidRecord(data, { pid: process.pid, port: 0, binary: CONFIGURED, argv: ["--port", "1"] });
+  const file = pidFilePath(data);
+  const record = JSON.parse(readFileSync(file, "utf8")) as PidRecord;
+  const owner = Bun.spawn(["true"]);
+  await owner.exited;
+  writeFileSync(
+    file,
+    JSON.stringify({ ...record, pid: 4_190_021, owner: { pid: owner.pid, start_time: null } }),
+  );
+  const asked: string[] = [];
+  const signals: unknown[] = [];
+  const outcomes = await reapLeftover(data, {
+    configured: { "llama-server": [CONFIGURED] },
+    alive: (pid) => pid === 4_190_021 && signals.length === 0,
+    identity: () => ({
+      start_time: record.start_time,
+      cmdline: [SHOWN, ...args].join(" "),
+      argv: [SHOWN, ...args],
+      exe: SHOWN,
+    }),
+    kill: (...args) => void signals.push(args),
+    driveAnswers: async (path) => {
+      asked.push(path);
+      return !path.startsWith("/mnt/offline/");
+    },
+    graceMs: 0,
+  });
+  return { dir, file, outcomes, asked, signals };
+}
+
+test("a live leftover showing a path whose drive does not answer: asked first, left alone", async () => {
+  const { dir, file, outcomes, asked, signals } = await shownOnDeadShare(["--other"]);
+  await using _ = dir;
+  expect(asked).toContain(SHOWN);
+  expect(outcomes[0]).toMatchObject({ action: "unexplained", pid: 4_190_021 });
+  expect((outcomes[0] as { reason: string }).reason).toContain("does not answer");
+  expect(signals).toEqual([]);
+  expect(existsSync(file)).toBe(true);
+});
+
+test("one showing such a path but launched with the recorded arguments is still ours", async () => {
+  const { dir, outcomes, signals } = await shownOnDeadShare(["--port", "1"]);
+  await using _ = dir;
+  expect(outcomes[0]).toMatchObject({ action: "stopped", pid: 4_190_021 });
+  expect(signals).toEqual([[4_190_021, "SIGTERM"]]);
+});
