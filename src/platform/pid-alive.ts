@@ -37,6 +37,8 @@ const osProbe: PidProbe = {
 };
 
 export function pidAlive(pid: number, probe: PidProbe = osProbe): boolean {
+  // kill(0, 0) asks this process's group, kill(-1, 0) every process: neither is one process.
+  if (!Number.isSafeInteger(pid) || pid <= 0) return false;
   const windows = probe.windows?.(pid) ?? null;
   if (windows !== null) return windows;
   try {

@@ -37,3 +37,13 @@ describe("pidAlive", () => {
     expect(pidAlive(10, { ...probe, windows: () => null })).toBe(true);
   });
 });
+
+describe("pidAlive of what names no one process", () => {
+  // kill(0, 0) asks this process's own group and kill(-1, 0) every process it may signal: both
+  // answer, so a lock or lease row naming pid 0 or -1 (a corrupt or hand-written file) was judged
+  // held by a live process, a pull waiting its whole quiet bound for nobody.
+  test("pid 0, a negative pid or a non-integer is not alive", () => {
+    const answers = { kill: () => {} };
+    for (const pid of [0, -1, -4242, 1.5, Number.NaN]) expect(pidAlive(pid, answers)).toBe(false);
+  });
+});
