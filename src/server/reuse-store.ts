@@ -15,11 +15,7 @@ export function reuseStore(store: () => Store): Pick<ReuseDeps, "stored" | "gone
     }
   };
   return {
-    stored: (u, s, since) =>
-      asked(() => {
-        const open = store();
-        return open.conversations.session(u, s) !== undefined && !open.leases.heldElsewhere(u, s, since);
-      }, false),
+    stored: (u, s, since) => asked(() => store().leases.keptHere(u, s, since), false),
     // What notes quote, erased by another core: the record is neither used nor saved, the others kept.
     gone: (u, quoted) => asked(() => store().sourcesGone(u, quoted), null),
     mark: () => asked<number | undefined>(() => store().conversations.erasureMark(), undefined),

@@ -250,15 +250,25 @@ export class SessionLeases {
   }
 
   /**
-   * Whether another holder's row names the session, live or not (one lookup by its key), or,
-   * given `since` (an erase mark), an edit erased its tail after it, whichever core made it
-   * (store/erasures.ts `editedSince`): a KV slot's save of it is then older than the session
-   * (agent/kv/reuse.ts), and is not kept.
+   * Whether the session is stored, no other holder's row names it (live or not: it took the
+   * session over, so a KV slot's turn of it here is older), and, given `since` (an erase mark), no
+   * edit erased its tail after it, whichever core made it (store/erasures.ts `editedSince`): a KV
+   * slot's state of it is then older than the session (agent/kv/reuse.ts) and is not used or
+   * kept. The row, the lease's owner and the newest erase's number in one query, on each warm
+   * chat's way (docs/performance.md, "The core's own path against 2026-12-05's build"); the erase
+   * checks' own lookups only when an erase came after `since`.
    */
-  heldElsewhere(userId: string, sessionId: string, since?: number): boolean {
-    const owner = this.ownerOf(userId, sessionId);
-    if (owner !== undefined && owner !== this.owner) return true;
-    return since !== undefined && editedSince(this.db, userId, sessionId, since);
+  keptHere(userId: string, sessionId: string, since?: number): boolean {
+    const row = this.db
+      .query(
+        `SELECT EXISTS (SELECT 1 FROM sessions WHERE user_id = ?1 AND session_id = ?2) AS stored,
+           (SELECT owner FROM session_leases WHERE user_id = ?1 AND session_id = ?2) AS owner,
+           (SELECT seq FROM sqlite_sequence WHERE name = 'erasures') AS mark`,
+      )
+      .get(userId, sessionId) as { stored: number; owner: string | null; mark: number | null };
+    if (!row.stored || (row.owner !== null && row.owner !== this.owner)) return false;
+    if (since === undefined || (row.mark ?? 0) <= since) return true;
+    return !editedSince(this.db, userId, sessionId, since);
   }
 
   /**
