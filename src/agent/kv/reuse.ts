@@ -164,12 +164,13 @@ export class PromptReuse {
     this.inRam.delete(k);
     const entry = inRam ? undefined : this.restorable(key, fp);
     const ramCache = (this.deps.cacheRamBytes() ?? 0) > 0;
-    // Sessions in it (`priors` too) erased or edited elsewhere, or quoting what went: emptied, not cached.
+    // Sessions in it (`priors` too) erased or edited elsewhere, or quoting what went or what a
+    // store that cannot answer does not vouch for: emptied, not cached (their files stay).
     const table = server.launch.slots;
     for (const held of table.sessionsIn(slot).filter((h) => h !== k)) {
       const { userId, sessionId } = keyOf(held);
-      if (!this.marks.current(held)) this.forget(userId, sessionId, true);
-      else this.quotable(userId, this.records.get(held) ?? emptyRecord());
+      const record = this.records.get(held) ?? emptyRecord();
+      if (!this.marks.current(held) || !this.quotable(userId, record)) this.forget(userId, sessionId, true);
     }
     await table.workOn(slot);
     if (evict && table.holderOf(slot) === evict) {

@@ -93,6 +93,20 @@ async function recalled(h: ChatHarness, kind: "document" | "session"): Promise<s
   return source;
 }
 
+/** The store failing the notes' check (a lock held too long) until the scope ends. */
+function sourcesUnanswered(h: ChatHarness): Disposable {
+  const store = h.services.store();
+  const check = store.sourcesGone.bind(store);
+  store.sourcesGone = () => {
+    throw new Error("database is locked");
+  };
+  return {
+    [Symbol.dispose]: () => {
+      store.sourcesGone = check;
+    },
+  };
+}
+
 /** The erase as a second core does it: the same folder's database, none of this core's prompt reuse. */
 async function eraseElsewhere(h: ChatHarness, kind: "document" | "session", source: string) {
   const other = Store.open(h.dataDir);
@@ -156,18 +170,10 @@ describe("a source erased by another core, in this core's prompt records", () =>
   test("a store that cannot answer the check: the record is neither used nor saved, and nothing is erased", async () => {
     await using h = core(undefined, 0, FIRED_BY_TEST);
     await recalled(h, "document");
-    const store = h.services.store();
-    const check = store.sourcesGone.bind(store);
-    store.sourcesGone = () => {
-      throw new Error("database is locked");
-    };
-    try {
-      await say(h, "z", "and what else?");
-      // The saved state and the records of the user's sessions are kept for when the store answers.
-      expect(quoting(h).some((f) => f.startsWith(nameOf("z")))).toBe(true);
-    } finally {
-      store.sourcesGone = check;
-    }
+    using _ = sourcesUnanswered(h);
+    await say(h, "z", "and what else?");
+    // The saved state and the records of the user's sessions are kept for when the store answers.
+    expect(quoting(h).some((f) => f.startsWith(nameOf("z")))).toBe(true);
   }, 20_000);
 });
 
@@ -187,6 +193,20 @@ describe("a session edited or deleted by another core, in the slot it holds here
     await eraseElsewhere(h, "document", doc);
     h.llama.script({ content: ["ok"] });
     await say(h, "t", "something else entirely");
+    expect(kv.ram.flat().join("")).not.toContain(PASSAGE);
+    expect(kv.slots[0]?.tokens.join("")).not.toContain(PASSAGE);
+  }, 20_000);
+
+  test("a store that cannot answer whether its notes' document stands: another session taking its slot hands none to the RAM cache", async () => {
+    // A store that fails to answer vouches for no note's source (server/reuse-store.ts): the
+    // document may be gone, so the slot is emptied rather than left to llama-server's cache.
+    await using h = core(undefined, 0, FIRED_BY_TEST);
+    withRamCache(h);
+    await recalled(h, "document");
+    using _ = sourcesUnanswered(h);
+    h.llama.script({ content: ["ok"] });
+    await say(h, "t", "something else entirely");
+    const { kv } = h.llama.model;
     expect(kv.ram.flat().join("")).not.toContain(PASSAGE);
     expect(kv.slots[0]?.tokens.join("")).not.toContain(PASSAGE);
   }, 20_000);
