@@ -85,9 +85,9 @@ export class PromptReuse {
     const fp = await abortable(server.fingerprint(), signal);
     const k = keyText(key);
     const table = server.launch.slots;
-    // Another core's erase of what its notes quote, or its edit: the slot holding what went is not its.
-    this.quotable(key.userId, this.records.get(k) ?? emptyRecord());
-    if (this.marks.editedSince(k)) this.forget(key.userId, key.sessionId, true);
+    // Another core's erase of what its notes quote (a store that cannot tell), its edit: not its slot, nor record.
+    if (!this.quotable(key.userId, this.records.get(k) ?? emptyRecord()) || this.marks.editedSince(k))
+      this.forget(key.userId, key.sessionId, true);
     const pick = table.take(k, this.now());
     const turn = this.underWay.begin(k);
     const abandon = () => {
@@ -245,11 +245,11 @@ export class PromptReuse {
   }
 
   /** Whether all the record's notes quote is still stored (another core's erase reaches only its own
-   *  records): what is gone is forgotten as by `forgetSource`; a store that cannot tell: not used. */
-  private quotable(userId: string, record: PromptRecord): boolean {
+   *  records): what is gone is forgotten as by `forgetSource`; null: the store cannot tell (not used). */
+  private quotable(userId: string, record: PromptRecord): boolean | null {
     if (quotingNotes(record).length === 0 || !this.deps.gone) return true;
     const gone = this.deps.gone(userId, quotedPassages(record));
-    if (gone === null) return false;
+    if (gone === null) return null;
     if (gone.length > 0) this.forgetSource(userId, ...gone);
     return gone.length === 0;
   }
@@ -348,7 +348,7 @@ export class PromptReuse {
       wanted: () =>
         (launch.slots.holderOf(slot) === holder || this.records.has(holder)) &&
         this.marks.current(holder) &&
-        this.quotable(key.userId, this.records.get(holder) ?? emptyRecord()),
+        this.quotable(key.userId, this.records.get(holder) ?? emptyRecord()) === true,
       record: () => this.records.get(holder) ?? emptyRecord(),
       failed: (err, what) => this.slotFailed(err, what),
     });
@@ -365,7 +365,9 @@ export class PromptReuse {
     const fits = entry.fingerprint === fp && disk.hasState(name);
     // Its notes quote what another core erased (`quotable` dropped it), or saved for another
     // model, context, cache type or template (or its file is gone).
-    if (fits && this.quotable(key.userId, entry.prompt)) return entry;
+    const vouched = fits && this.quotable(key.userId, entry.prompt);
+    if (vouched) return entry;
+    if (vouched === null) return null; // the store cannot tell: not restored, kept for when it answers
     if (!fits) logger.info(`session ${key.sessionId}'s saved KV state does not fit this launch: dropped`);
     disk.remove(name);
     return null;

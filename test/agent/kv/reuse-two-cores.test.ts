@@ -172,6 +172,9 @@ describe("a source erased by another core, in this core's prompt records", () =>
     await recalled(h, "document");
     using _ = sourcesUnanswered(h);
     await say(h, "z", "and what else?");
+    // Not used: the earlier turn is sent without the note its record laid out there.
+    const earlier = h.llama.requests.at(-1)?.body.messages.find((m) => m.role === "user");
+    expect(JSON.stringify(earlier)).not.toContain(PASSAGE);
     // The saved state and the records of the user's sessions are kept for when the store answers.
     expect(quoting(h).some((f) => f.startsWith(nameOf("z")))).toBe(true);
   }, 20_000);
