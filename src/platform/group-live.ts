@@ -1,4 +1,5 @@
 import { readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { exitedWhole } from "./pid-alive.ts";
 import { entryOf, linuxProc, type ProcEntry } from "./process-tree.ts";
 
 /**
@@ -67,9 +68,7 @@ export const defaultGroupProc = (): GroupProcReader | null =>
   process.platform === "linux" ? linuxGroupProc : null;
 
 function runsIn(e: GroupEntry | null, pgid: number, proc: GroupProcReader): boolean {
-  if (!e || e.pgid !== pgid) return false;
-  if (!["Z", "X", "x"].includes(e.state ?? "")) return true;
-  return proc.tasks(e.pid).some((tid) => tid !== e.pid);
+  return !!e && e.pgid === pgid && !exitedWhole(e.pid, e.state, () => proc.tasks(e.pid));
 }
 
 /**

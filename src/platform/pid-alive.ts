@@ -53,15 +53,28 @@ export function pidAlive(pid: number, probe: PidProbe = osProbe): boolean {
 /** A zombie none of whose threads runs; false where /proc cannot tell (kill's answer stands). */
 function deadZombie(pid: number, probe: PidProbe): boolean {
   if (!probe.stat) return false;
+  let state: string | undefined;
   try {
-    if (!["Z", "X", "x"].includes(statFieldsOf(probe.stat(pid))[0] ?? "")) return false;
+    state = statFieldsOf(probe.stat(pid))[0];
   } catch {
     return false;
   }
-  try {
-    // A leader that exited while its threads run shows Z too (as platform/group-live.ts counts).
-    return !(probe.tasks?.(pid) ?? []).some((tid) => tid !== pid);
-  } catch {
-    return true;
-  }
+  return exitedWhole(pid, state, () => {
+    try {
+      return probe.tasks?.(pid) ?? [];
+    } catch {
+      return [];
+    }
+  });
+}
+
+/** A /proc stat state of a process that has exited: a zombie, or dead. */
+export const exitedState = (state: string | undefined): boolean => ["Z", "X", "x"].includes(state ?? "");
+
+/**
+ * Exited, and no thread of it still runs: a leader that exited while its threads run shows Z too
+ * (pidAlive, group-live.ts).
+ */
+export function exitedWhole(pid: number, state: string | undefined, tasks: () => readonly number[]): boolean {
+  return exitedState(state) && !tasks().some((tid) => tid !== pid);
 }

@@ -1,5 +1,5 @@
 import { readFileSync, readlinkSync } from "node:fs";
-import { pidAlive } from "../platform/pid-alive.ts";
+import { exitedState, pidAlive } from "../platform/pid-alive.ts";
 import { statFieldsOf } from "../platform/proc-stat.ts";
 import { windowsProcessIdentity } from "../platform/windows/process.ts";
 import { allowedEnv } from "../util/child-allowlist.ts";
@@ -37,7 +37,7 @@ export function childRunning(pid: number): boolean | undefined {
   if (process.platform !== "linux") return undefined;
   try {
     const fields = statFields(pid);
-    if (["Z", "X", "x"].includes(fields[0] ?? "")) return false;
+    if (exitedState(fields[0])) return false;
     return !exiting(fields) && !killPending(pid);
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === "ENOENT" ? false : undefined;
