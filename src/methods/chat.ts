@@ -1,12 +1,14 @@
 import { randomInt } from "node:crypto";
 import { pickAgent } from "../agent/turn/pick-agent.ts";
 import { isRewrite, takePlace } from "../agent/turn/rewrite.ts";
+import { spawnedWithin } from "../agent/turn/spawn-wait.ts";
 import { answeringFiles, chooseChatModel, type ModelChoice, shownName } from "../config/choose-model.ts";
 import { modelConfig } from "../config/model-entry.ts";
 import { configReadsNoImages } from "../config/reads-images.ts";
 import type { Config } from "../config/schema.ts";
 import { modelFiles } from "../models/model-files.ts";
 import { ChatEventFields, type ChatParams, ChatParamsSchema, ChatResultSchema } from "../protocol/chat.ts";
+import type { LlamaProvider, StartTicket } from "../runtime/endpoint.ts";
 import type { Place } from "../store/keyed-mutex.ts";
 import { logger } from "../util/logger.ts";
 import { defineMethod } from "./definition.ts";
@@ -18,6 +20,26 @@ function keptEditedKv(left: string[] | undefined): void {
     logger.warn(
       `an edit's replaced messages stay in ${left.length} saved KV state file(s) that could not be removed (${left[0]}); the session's next delete takes them`,
     );
+}
+
+/**
+ * A plain chat starts llama-server before the turn's modules load (images are checked first and
+ * a rewrite refused or not: the turn begins the start for those), and a first chat's modules
+ * (~20 ms of evaluation on the one thread) are loaded once it has spawned: evaluated at once,
+ * they held up the start's own steps before the spawn (the reap, the plan's probe), each an await
+ * behind them (docs/performance.md, "A cold chat's way to the spawn"). The turn waits for that
+ * spawn anyway (run-turn.ts `begunStart`). Cancelled meanwhile, the turn does not begin.
+ */
+async function startSpawned(
+  params: ChatParams,
+  provider: Pick<LlamaProvider, "prestart">,
+  signal: AbortSignal,
+): Promise<StartTicket | null | undefined> {
+  const plain = !params.images?.length && !isRewrite(params);
+  const prestarted = plain ? (provider.prestart?.() ?? null) : undefined;
+  if (prestarted) await spawnedWithin(prestarted, signal);
+  signal.throwIfAborted();
+  return prestarted;
 }
 
 function randomId(length: number, alphabet: string): string {
@@ -73,15 +95,10 @@ export const chat = defineMethod({
     // Counted by the core (services.ts `chatBegan`): a job made while it runs knows it runs too.
     const ended = services.chatBegan ? services.chatBegan() : index?.chatBegan();
     try {
-      // A plain chat starts llama-server before the turn's modules load: on the first chat they
-      // are evaluated while it spawns, not before (docs/performance.md, "A cold chat's way to
-      // the spawn"). Images are checked first and a rewrite first refused or not: the turn
-      // begins the start for those.
       // In the session's line first, as the chat arrives: what follows may wait (the modules, the spawn).
       if (params.session_id !== undefined)
         place = takePlace(params, services.sessionLocks(), signal, params.session_id);
-      const plain = !params.images?.length && !isRewrite(params);
-      const prestarted = plain ? (provider.prestart?.() ?? null) : undefined;
+      const prestarted = await startSpawned(params, provider, signal);
       const { runTurn } = await import("../agent/turn/run-turn.ts");
       const result = await runTurn(params, {
         config,

@@ -2,7 +2,8 @@ import { describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { chat } from "../../src/methods/chat.ts";
-import type { LlamaProvider } from "../../src/runtime/endpoint.ts";
+import { CoreError } from "../../src/protocol/errors.ts";
+import type { LlamaProvider, StartTicket } from "../../src/runtime/endpoint.ts";
 import { CoreServices } from "../../src/server/services.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
@@ -10,12 +11,12 @@ import { tmpdir } from "../fixtures/tmpdir.ts";
 // database): docs/performance.md, "A cold chat's way to the spawn". A chat the params alone
 // refuse (an image, a rewrite without its session) starts nothing.
 
-function fixture(dataDir: string) {
+function fixture(dataDir: string, ticket?: StartTicket) {
   const seen: string[] = [];
   const provider: LlamaProvider = {
     prestart: () => {
       seen.push("prestart");
-      return undefined;
+      return ticket;
     },
     acquire: () => Promise.reject(new Error("no server in this test")),
     slots: () => 1,
@@ -28,16 +29,17 @@ function fixture(dataDir: string) {
     if (!seen.includes("store")) seen.push("store");
     return store();
   };
-  const ctx = {
-    id: "c",
-    signal: new AbortController().signal,
-    emit: () => true,
-    droppedEvents: 0,
-    settle: () => true,
-  } as never;
-  const run = (params: Record<string, unknown>) =>
+  const ctx = (signal: AbortSignal) =>
+    ({
+      id: "c",
+      signal,
+      emit: () => true,
+      droppedEvents: 0,
+      settle: () => true,
+    }) as never;
+  const run = (params: Record<string, unknown>, signal = new AbortController().signal) =>
     Promise.resolve()
-      .then(() => chat.run(chat.params.parse({ input: "hi", ...params }), ctx, services))
+      .then(() => chat.run(chat.params.parse({ input: "hi", ...params }), ctx(signal), services))
       .then(
         () => ({ code: "none" }),
         (e: { code?: string }) => e,
@@ -74,6 +76,35 @@ describe("the chat method's start", () => {
     const refused = await f.run({ session_id: "s", resume: true, images: [{ data: "not base64!" }] });
     expect(refused.code).toBe("invalid_request");
     expect(f.seen).not.toContain("prestart");
+    await f.stop();
+  });
+});
+
+describe("the chat's wait for the spawn", () => {
+  test("a cancel while the start has not spawned ends the chat before its turn begins", async () => {
+    // The turn's modules load once llama-server is spawned (at most 250 ms later); a cancel
+    // meanwhile is answered at once, the database never opened for it.
+    using dir = tmpdir();
+    const f = fixture(dir.path, { spawned: new Promise<void>(() => {}) });
+    const abort = new AbortController();
+    const ended = f.run({}, abort.signal);
+    await Bun.sleep(5);
+    abort.abort(new CoreError("cancelled", "cancelled by the host"));
+    expect((await ended).code).toBe("cancelled");
+    expect(f.seen).toEqual(["prestart"]);
+    await f.stop();
+  });
+
+  test("the turn begins once the start has spawned", async () => {
+    using dir = tmpdir();
+    const spawned = Promise.withResolvers<void>();
+    const f = fixture(dir.path, { spawned: spawned.promise });
+    const ended = f.run({});
+    await Bun.sleep(5);
+    expect(f.seen).toEqual(["prestart"]);
+    spawned.resolve();
+    await ended;
+    expect(f.seen).toEqual(["prestart", "store"]);
     await f.stop();
   });
 });

@@ -3,7 +3,6 @@ import { prepareImages } from "../../images/prepare.ts";
 import type { ChatParams, Warning } from "../../protocol/chat.ts";
 import type { StartTicket } from "../../runtime/endpoint.ts";
 import { dataDirError } from "../../store/data-dir-problem.ts";
-import { within } from "../../util/within.ts";
 import type { TurnContext, TurnDeps } from "./context.ts";
 import type { TurnResult } from "./ending.ts";
 import { notVision } from "./images.ts";
@@ -11,17 +10,10 @@ import { pickAgent } from "./pick-agent.ts";
 import { hasInterruptedTurn } from "./read-checkpoint.ts";
 import { checkRewriteParams, isRewrite, planRewrite, takePlace, turnInFlight } from "./rewrite.ts";
 import { TurnSession } from "./session.ts";
+import { spawnedWithin } from "./spawn-wait.ts";
 import { firstStep } from "./tools.ts";
 import { Turn } from "./turn.ts";
 import { TurnUsage } from "./usage.ts";
-
-/**
- * Longest a turn waits for the spawn before going on (a slow GPU probe, or a wait for memory,
- * must not hold run_start). Long enough to cover a swap's eviction (a plan, a KV save, a stop:
- * 30–60 ms here): the turn's own preparation, ~10 ms on the one thread, then runs while the new
- * server loads instead of delaying the old one's stop (docs/performance.md "Several models").
- */
-const SPAWN_WAIT_MS = 250;
 
 /** One agent turn (docs/agent.md). Returns the result without `dropped_events` (the method adds it). */
 export async function runTurn(params: ChatParams, deps: TurnDeps): Promise<TurnResult> {
@@ -194,6 +186,6 @@ function startOf(deps: TurnDeps): StartTicket | undefined {
 /** The turn's start (`startOf`), waited for until it has spawned, SPAWN_WAIT_MS at most. */
 async function begunStart(deps: TurnDeps): Promise<StartTicket | undefined> {
   const ticket = startOf(deps);
-  if (ticket) await within(ticket.spawned, SPAWN_WAIT_MS, undefined);
+  if (ticket) await spawnedWithin(ticket, deps.signal);
   return ticket;
 }
