@@ -5,7 +5,6 @@ import type { McpPool } from "../agent/mcp/pool.ts";
 import { RefusalMemo } from "../config/refusal-memo.ts";
 import type { Config, LoadedConfig } from "../config/schema.ts";
 import type { EmbedChunks } from "../documents/add-document.ts";
-import { METHODS } from "../methods/index.ts";
 import type { Services } from "../methods/services.ts";
 import type { PullDeps } from "../models/pull.ts";
 import type { LlamaProvider } from "../runtime/endpoint.ts";
@@ -17,6 +16,7 @@ import { KeyedMutex } from "../store/keyed-mutex.ts";
 import type { MemoryEmbedder } from "../store/memory-embedder.ts";
 import type { Store, StoreOptions } from "../store/store.ts";
 import { logger, logUnexpected, setLogLevel } from "../util/logger.ts";
+import { readAheadForChat } from "./chat-read-ahead.ts";
 import { KvErase } from "./kv-erase.ts";
 import { reuseStore } from "./reuse-store.ts";
 import type { SeveralModels } from "./several-models.ts";
@@ -33,13 +33,6 @@ export interface ServicesOptions {
   /** Tests: prompt reuse's idle wait before its quiet save (default 2 s), and a view of each (reuse-deps.ts). */
   reuse?: Pick<ReuseDeps, "quietMs" | "quietSeen">;
 }
-
-/**
- * When the turn's modules and the database are read ahead after `initialize`: after a chat sent
- * at once has spawned llama-server (~20 ms after it on the project's VM), well before a person
- * types one.
- */
-const TURN_READ_AHEAD_MS = 100;
 
 /**
  * The composition root: the one place that creates the core's long-lived parts and hands
@@ -150,45 +143,16 @@ export class CoreServices implements Services {
     return this.provider;
   }
 
-  /**
-   * What a first chat needs, read ahead after `initialize` on idle turns of the event loop: first
-   * what its start needs before the spawn (the supervisor's modules, the model's plan), then, a
-   * moment later, the turn's modules and the database, which a chat sent at once loads itself
-   * after its spawn, while the model loads (docs/performance.md, "A cold chat's way to the spawn").
-   */
+  /** What a first chat needs, read ahead after `initialize` (chat-read-ahead.ts). */
   prepareForChat(): void {
     if (this.prepared) return;
     this.prepared = true;
-    // After the answer that asked for it, most often before a chat sent at once is read (its plan
-    // takes this probe; a chat read first has this start join its probe: ProbeAhead).
-    setImmediate(() => {
-      void METHODS.find((m) => m.name === "chat")
-        ?.load()
-        .catch(() => {});
-      if (this.options.llama) return; // a test's stand-in provider plans nothing
-      let config: Config;
-      try {
-        config = this.config();
-      } catch {
-        return; // the chat reports it
-      }
-      require("../runtime/provider.ts");
-      const { modelMemo, probeAhead } =
-        require("../models/local-plan-deps.ts") as typeof import("../models/local-plan-deps.ts");
-      modelMemo.read(config.model.path).catch(() => {});
-      const { llamaServerAsked } =
-        require("../config/find-binary-asked.ts") as typeof import("../config/find-binary-asked.ts");
-      void llamaServerAsked(config).then((server) => probeAhead.start(server));
-    }).unref?.();
-    setTimeout(() => {
-      if (this.shutdown.begun) return;
-      void import("../agent/turn/run-turn.ts").catch(() => {});
-      // The database (its first open creates the schema, or imports a 0.1 folder once): a
-      // failure here is the chat's to report.
-      try {
-        this.store();
-      } catch {}
-    }, TURN_READ_AHEAD_MS).unref?.();
+    readAheadForChat({
+      standIn: this.options.llama !== undefined,
+      config: () => this.config(),
+      store: () => this.store(),
+      stopping: () => this.shutdown.begun,
+    });
   }
 
   existingLlama(): LlamaProvider | undefined {
