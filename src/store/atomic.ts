@@ -1,7 +1,6 @@
 import { randomBytes } from "node:crypto";
 import {
   closeSync,
-  constants,
   fstatSync,
   fsync,
   fsyncSync,
@@ -12,10 +11,11 @@ import {
   rmSync,
 } from "node:fs";
 import { open as openAsync } from "node:fs/promises";
-import { dirname, join } from "node:path";
+import { dirname } from "node:path";
 import { promisify } from "node:util";
 import { logger } from "../util/logger.ts";
-import { openPrivateFile, PRIVATE_DIR_MODE, writeAllSync } from "../util/private-fs.ts";
+import { PRIVATE_DIR_MODE, writeAllSync } from "../util/private-fs.ts";
+import { createPrivate, FRESH_NAME_TRIES, openFresh } from "./fresh-file.ts";
 import { openToZeroChecked, zeroOpenSync } from "./scrub-file.ts";
 
 /**
@@ -64,22 +64,24 @@ export function stageFileAtomic(
 ): StagedWrite {
   const dir = dirname(path);
   mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
-  const tmp = join(dir, tempName ?? `.${randomBytes(6).toString("hex")}.tmp`);
-  let fd: number | undefined;
+  // A name found taken is another's file: not ours to remove, another random one is tried (one
+  // the caller gives is its own to choose again).
+  const { fd, path: tmp } = openFresh(
+    dir,
+    () => tempName ?? `.${randomBytes(6).toString("hex")}.tmp`,
+    createPrivate,
+    tempName === undefined ? FRESH_NAME_TRIES : 1,
+  );
   try {
-    // A fresh name, created here and never through a link; the rename replaces a link at
-    // `path` itself rather than writing where it points.
-    fd = openPrivateFile(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL);
     writeAllSync(fd, data);
   } catch (err) {
-    if (remove || fd === undefined) {
+    if (remove) {
       // A close that fails too (a network disk reports the lost write again) skipped the drop,
       // the temp left with the words, and its error took the write's place (ENOSPC, told apart).
-      if (fd !== undefined)
-        try {
-          closeSync(fd);
-        } catch {}
-      (remove ?? dropTemp)(tmp);
+      try {
+        closeSync(fd);
+      } catch {}
+      remove(tmp);
     } else dropHeld(tmp, fd);
     throw err;
   }

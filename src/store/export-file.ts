@@ -1,24 +1,14 @@
 import { randomBytes } from "node:crypto";
-import {
-  closeSync,
-  constants,
-  fstatSync,
-  fsync,
-  lstatSync,
-  realpathSync,
-  renameSync,
-  statSync,
-  write,
-} from "node:fs";
+import { closeSync, fstatSync, fsync, lstatSync, realpathSync, renameSync, statSync, write } from "node:fs";
 import * as nodePath from "node:path";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { promisify } from "node:util";
 import { CoreError, openFilesUsedUp } from "../protocol/errors.ts";
 import type { PathRules } from "../util/full-path.ts";
-import { openPrivateFile } from "../util/private-fs.ts";
 import { syncFolderAsync } from "./atomic.ts";
 import { fsProblemText } from "./data-dir-problem.ts";
 import { noteExportTemp, rmQuietly } from "./export-temps.ts";
+import { createPrivate, openFresh } from "./fresh-file.ts";
 import { type FileIdentity, zeroFile, zeroOpen } from "./scrub-file.ts";
 
 const writeAsync = promisify(write);
@@ -74,9 +64,24 @@ export async function exportToFile(
   let folder = dirname(path);
   try {
     folder = exportFolder(path, dataDir);
-    tmp = join(folder, tempName(basename(path)));
-    noted = noteExportTemp(dataDir, tmp, start);
-    fd = openPrivateFile(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL);
+    // Each name noted before its file exists; one found taken is another's, its note dropped
+    // and that file left, never removed by the clean-up below (store/fresh-file.ts).
+    const opened = openFresh(
+      folder,
+      () => tempName(basename(path)),
+      (t) => {
+        noted = noteExportTemp(dataDir, t, start);
+        try {
+          return createPrivate(t);
+        } catch (err) {
+          noted();
+          noted = undefined;
+          throw err;
+        }
+      },
+    );
+    tmp = opened.path;
+    fd = opened.fd;
     written = fstatSync(fd);
     for await (const piece of pieces) {
       const buf = Buffer.from(piece);
@@ -93,7 +98,7 @@ export async function exportToFile(
     fd = undefined;
     closeSync(held);
     renameSync(tmp, join(folder, basename(path)));
-    noted();
+    noted?.();
   } catch (err) {
     // The conversation's words it holds (a session erased meanwhile: `confirm`) zeroed on the
     // disk before it goes, only if it is still the file written (not another put at its name since);
