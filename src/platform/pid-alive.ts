@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { statFieldsOf } from "./proc-stat.ts";
 import { windowsPidAlive } from "./windows/process.ts";
 
@@ -23,7 +23,15 @@ export interface PidProbe {
   tasks?(pid: number): readonly number[];
   /** Windows' answer (platform/windows/process.ts); null where it cannot tell. */
   windows?(pid: number): boolean | null;
+  /**
+   * Whether /proc's pids are this namespace's (/proc/self is this process): one of another pid
+   * namespace (a container given the host's) names another process by the pid, whose zombie made
+   * a live core dead and its lease or lock taken at once. Absent: they are.
+   */
+  procIsOurs?(): boolean;
 }
+
+let procOurs: boolean | undefined;
 
 const osProbe: PidProbe = {
   kill: (pid) => process.kill(pid, 0),
@@ -31,6 +39,16 @@ const osProbe: PidProbe = {
     ? {
         stat: (pid: number) => readFileSync(`/proc/${pid}/stat`, "utf8"),
         tasks: (pid: number) => readdirSync(`/proc/${pid}/task`).map(Number),
+        procIsOurs: () => {
+          if (procOurs === undefined) {
+            try {
+              procOurs = readlinkSync("/proc/self") === String(process.pid);
+            } catch {
+              procOurs = false;
+            }
+          }
+          return procOurs;
+        },
       }
     : {}),
   ...(process.platform === "win32" ? { windows: (pid: number) => windowsPidAlive(pid) } : {}),
@@ -52,7 +70,7 @@ export function pidAlive(pid: number, probe: PidProbe = osProbe): boolean {
 
 /** A zombie none of whose threads runs; false where /proc cannot tell (kill's answer stands). */
 function deadZombie(pid: number, probe: PidProbe): boolean {
-  if (!probe.stat) return false;
+  if (!probe.stat || probe.procIsOurs?.() === false) return false;
   let state: string | undefined;
   try {
     state = statFieldsOf(probe.stat(pid))[0];

@@ -47,3 +47,17 @@ describe("pidAlive of what names no one process", () => {
     for (const pid of [0, -1, -4242, 1.5, Number.NaN]) expect(pidAlive(pid, answers)).toBe(false);
   });
 });
+
+describe("pidAlive where /proc is another pid namespace's", () => {
+  // A core in a container whose /proc was left the host's (or another container's): kill(pid, 0)
+  // asks this namespace, /proc/<pid>/stat names another process there. A zombie there made a live
+  // core here dead, and its session lease or download lock was taken at once, two cores writing one
+  // turn or one model file (docs/supervisor.md "Orphans"; group-live.ts reads /proc likewise only
+  // when /proc/self is this process). kill's answer stands.
+  const probe = fakeProcs({ 11: { state: "Z" } });
+
+  test("a zombie in a /proc that is not this namespace's does not make a live pid dead", () => {
+    expect(pidAlive(11, { ...probe, procIsOurs: () => false })).toBe(true);
+    expect(pidAlive(11, { ...probe, procIsOurs: () => true })).toBe(false);
+  });
+});
