@@ -1,6 +1,7 @@
 import type { Database } from "bun:sqlite";
 import { randomBytes } from "node:crypto";
 import { type PidProbe, pidAlive } from "../platform/pid-alive.ts";
+import { pidSpace } from "../platform/pid-space.ts";
 import { CoreError } from "../protocol/errors.ts";
 import { abortable } from "../util/abortable.ts";
 import { logger } from "../util/logger.ts";
@@ -52,6 +53,18 @@ export interface LeaseOptions {
   mono?: () => number;
   /** Whether a process is alive; `processAlive` by default (a zombie is not). */
   alive?: (pid: number) => boolean;
+  /** Which processes a pid names here (platform/pid-space.ts `pidSpace`, by default). */
+  space?: string;
+}
+
+/**
+ * Whether a lease's owner (`<pid>:<hex>@<pid space>`) was taken where pids are not ours to judge:
+ * its process cannot be seen from here, so it is waited out to its lease's end and the grace, as
+ * a frozen holder is. An owner without a space (an earlier version's) is judged by its pid.
+ */
+function foreignOwner(owner: string, space: string): boolean {
+  const at = owner.lastIndexOf("@");
+  return at >= 0 && owner.slice(at + 1) !== space;
 }
 
 /**
@@ -112,8 +125,12 @@ export function sessionTakenOver(sessionId: string): CoreError {
 }
 
 export class SessionLeases {
-  /** This holder's name: the pid alone would not tell two stores of one process apart. */
-  readonly owner = `${process.pid}:${randomBytes(6).toString("hex")}`;
+  /**
+   * This holder's name: the pid alone would not tell two stores of one process apart; its pid
+   * space (`foreignOwner`) tells another core whether the pid is one it can judge.
+   */
+  readonly owner: string;
+  private readonly space: string;
   private readonly now: () => number;
   private readonly mono: () => number;
   private readonly alive: (pid: number) => boolean;
@@ -125,6 +142,8 @@ export class SessionLeases {
     this.now = options.now ?? Date.now;
     this.mono = options.mono ?? (() => performance.now());
     this.alive = options.alive ?? ((pid) => processAlive(pid));
+    this.space = options.space ?? pidSpace();
+    this.owner = `${process.pid}:${randomBytes(6).toString("hex")}@${this.space}`;
   }
 
   /**
@@ -323,7 +342,8 @@ export class SessionLeases {
         const held = this.db
           .query("SELECT owner, pid, expires_at FROM session_leases WHERE user_id = ? AND session_id = ?")
           .get(userId, sessionId) as { owner: string; pid: number; expires_at: number } | null;
-        if (held && held.owner !== this.owner && this.alive(held.pid)) {
+        const live = held && (foreignOwner(held.owner, this.space) || this.alive(held.pid));
+        if (held && held.owner !== this.owner && live) {
           // A row further ahead than a TTL was written before the wall clock stepped back (NTP):
           // run out, not live for the step too (a frozen holder's, for hours); a live one renews.
           if (held.expires_at > now && held.expires_at <= now + LEASE_TTL_MS + JUMP_MS) return "held";
