@@ -11,6 +11,7 @@ import {
   writeSync,
 } from "node:fs";
 import { type PidProbe, pidAlive } from "../platform/pid-alive.ts";
+import { pidSpace } from "../platform/pid-space.ts";
 import { readSmallFile } from "../util/read-file.ts";
 
 /**
@@ -34,6 +35,8 @@ export interface LockOwner {
   started: number;
   /** The owner process's start time (runtime/proc-info's `start_time`), when it was known. */
   proc_start?: string;
+  /** Which processes its pid names (platform/pid-space.ts); absent in an earlier version's lock. */
+  space?: string;
 }
 
 export interface HeldLock {
@@ -54,6 +57,8 @@ export interface LockOptions {
   processStartedAt?: ((pid: number) => number | null) | undefined;
   /** How often a held lock's file is touched (default HEARTBEAT_MS). */
   heartbeatMs?: number | undefined;
+  /** Tests: this core's pid space (platform/pid-space.ts `pidSpace`, by default). */
+  space?: string | undefined;
 }
 
 /** A held lock's file is touched this often: the sign of life a waiter looks for. */
@@ -91,7 +96,12 @@ const LOCK_MAX_BYTES = 4096;
 /** Takes the lock, or returns who holds it (null when the file could not be read). */
 export function tryLock(path: string, options: LockOptions = {}): HeldLock | { busy: LockOwner | null } {
   for (let attempt = 0; attempt < 3; attempt++) {
-    const mine: LockOwner = { pid: process.pid, id: randomBytes(8).toString("hex"), started: Date.now() };
+    const mine: LockOwner = {
+      pid: process.pid,
+      id: randomBytes(8).toString("hex"),
+      started: Date.now(),
+      space: options.space ?? pidSpace(),
+    };
     const start = ownStart(options);
     if (start !== null) mine.proc_start = start;
     let fd: number;
@@ -182,6 +192,10 @@ function isStale(path: string, owner: LockOwner | null, options: LockOptions): b
       return false;
     }
   }
+  // A holder whose pid names no process we can see (another container or machine on this
+  // folder, docs/agent.md "Two cores on one data folder"): its beat alone tells.
+  if (typeof owner.space === "string" && owner.space !== (options.space ?? pidSpace()))
+    return untouchedFor(path) > LOCK_ABANDONED_MS;
   if (owner.pid === process.pid) return !held.has(owner.id);
   if (!processAlive(owner.pid)) return true;
   const untouched = untouchedFor(path);

@@ -1,0 +1,49 @@
+import { expect, test } from "bun:test";
+import { utimesSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { LOCK_ABANDONED_MS, tryLock } from "../../src/models/download-lock.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+// Two containers (or two machines) pulling into one models folder: the lock's holder is a core of
+// another pid space, its pid naming no process here, or this very core's pid (each container's
+// core is often pid 1) with an id this process does not hold. The lock was taken at once, two
+// writers on one partial. A holder of another pid space is judged by its beat alone (the lock
+// file's time: taken once untouched for LOCK_ABANDONED_MS; a waiter's LockWatch gives up sooner).
+
+/** A pid no process has here (above Linux's pid_max). */
+const NO_SUCH_PID = 4_194_304 + 7;
+
+function lockOf(path: string, owner: object, untouchedMs = 0): void {
+  writeFileSync(path, JSON.stringify({ id: "theirs", started: Date.now() - untouchedMs, ...owner }));
+  const at = new Date(Date.now() - untouchedMs);
+  utimesSync(path, at, at);
+}
+
+test("a fresh lock of another pid space is busy, its pid gone here or this core's own", () => {
+  using dir = tmpdir();
+  const path = join(dir.path, "blob.lock");
+  for (const pid of [NO_SUCH_PID, process.pid]) {
+    lockOf(path, { pid, space: "there" });
+    expect(tryLock(path, { space: "here" })).toEqual({ busy: expect.objectContaining({ id: "theirs" }) });
+  }
+});
+
+test("a lock of another pid space untouched past the abandoned bound is taken", () => {
+  using dir = tmpdir();
+  const path = join(dir.path, "blob.lock");
+  lockOf(path, { pid: NO_SUCH_PID, space: "there" }, LOCK_ABANDONED_MS + 60_000);
+  const lock = tryLock(path, { space: "here" });
+  expect("busy" in lock).toBe(false);
+  if (!("busy" in lock)) lock.release();
+});
+
+test("a lock of this pid space, or of an earlier version, whose pid is gone is taken at once", () => {
+  using dir = tmpdir();
+  const path = join(dir.path, "blob.lock");
+  for (const owner of [{ pid: NO_SUCH_PID, space: "here" }, { pid: NO_SUCH_PID }]) {
+    lockOf(path, owner);
+    const lock = tryLock(path, { space: "here" });
+    expect("busy" in lock).toBe(false);
+    if (!("busy" in lock)) lock.release();
+  }
+});
