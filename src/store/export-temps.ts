@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { lstatSync, rmSync } from "node:fs";
 import { basename, join } from "node:path";
+import { pidSpace } from "../platform/pid-space.ts";
 import { logger } from "../util/logger.ts";
 import { namesIn } from "../util/names-in.ts";
 import { ensurePrivateTree, writePrivateFile } from "../util/private-fs.ts";
@@ -39,7 +40,7 @@ export function noteExportTemp(dataDir: string, tmp: string, start?: string | nu
     const dir = ensurePrivateTree(dataDir, "run", "exports");
     note = join(dir, `${process.pid}-${randomBytes(6).toString("hex")}.json`);
     live.add(note);
-    writePrivateFile(note, `${JSON.stringify(start ? { tmp, start } : { tmp })}\n`);
+    writePrivateFile(note, `${JSON.stringify({ tmp, ...(start ? { start } : {}), space: pidSpace() })}\n`);
     syncFolder(note);
     syncFolder(dir);
   } catch (err) {
@@ -83,11 +84,13 @@ export async function sweepExportTemps(
   dataDir: string,
   startedAt: (pid: number) => number | null = () => null,
   startOf: (pid: number) => string | null = () => null,
+  space = pidSpace(),
 ): Promise<void> {
   for (const name of namesIn(notesDir(dataDir))) {
     const m = NOTE.exec(name);
     const note = join(notesDir(dataDir), name);
-    if (!m || live.has(note) || writerAlive(Number(m[1]), note, startedAt, startOf)) continue;
+    if (!m || live.has(note) || foreignFresh(note, space)) continue;
+    if (writerAlive(Number(m[1]), note, startedAt, startOf)) continue;
     try {
       // A small regular file only, never through a link: a FIFO here blocked the core's start.
       const { tmp } = JSON.parse(readSmallFile(note, NOTE_BYTES, { follow: false })) as { tmp: unknown };
@@ -134,11 +137,29 @@ function writerAlive(
 
 /** The writer's start a note recorded (`noteExportTemp`), or undefined. */
 function recordedStart(note: string): string | undefined {
+  const { start } = noteFields(note);
+  return typeof start === "string" ? start : undefined;
+}
+
+/** A note of another pid space this young is its writer's, whatever its pid names here. */
+const FOREIGN_NOTE_MS = 24 * 3_600_000;
+
+/**
+ * Whether a note was written where pids are not this core's (another container or machine on the
+ * data folder, platform/pid-space.ts) and recently: its writer may be exporting still.
+ */
+function foreignFresh(note: string, space: string): boolean {
+  const theirs = noteFields(note).space;
+  if (typeof theirs !== "string" || theirs === space) return false;
+  const written = lstatSync(note, { throwIfNoEntry: false })?.mtimeMs;
+  return written !== undefined && Date.now() - written < FOREIGN_NOTE_MS;
+}
+
+function noteFields(note: string): { start?: unknown; space?: unknown } {
   try {
-    const { start } = JSON.parse(readSmallFile(note, NOTE_BYTES, { follow: false })) as { start?: unknown };
-    return typeof start === "string" ? start : undefined;
+    return JSON.parse(readSmallFile(note, NOTE_BYTES, { follow: false })) as { start?: unknown };
   } catch {
-    return undefined;
+    return {};
   }
 }
 

@@ -145,3 +145,23 @@ describe.skipIf(process.platform === "win32")("the sweep of a note that is not a
     expect(existsSync(note)).toBe(false);
   });
 });
+
+// Two containers (or machines) on one data folder: a core's start swept the note of an export
+// another core of another pid space was writing, its pid naming no process here, and zeroed and
+// removed the temp file under it (the export failed at its rename). A note of another pid space
+// is left to its writer until it is older than any export takes.
+test("a note of another pid space is kept while fresh, whatever its pid names here", async () => {
+  using dir = tmpdir();
+  const notes = join(dir.path, "data", "run", "exports");
+  mkdirSync(notes, { recursive: true });
+  const tmp = join(dir.path, ".export.md.0123456789ab.tmp");
+  writeFileSync(tmp, "half an export");
+  const note = join(notes, `${4_194_304 + 7}-aaaaaaaaaaaa.json`);
+  writeFileSync(note, JSON.stringify({ tmp, space: "there" }));
+  await sweepExportTemps(join(dir.path, "data"), undefined, undefined, "here");
+  expect([existsSync(tmp), existsSync(note)]).toEqual([true, true]);
+  const old = (Date.now() - 2 * 24 * 3_600_000) / 1000;
+  utimesSync(note, old, old);
+  await sweepExportTemps(join(dir.path, "data"), undefined, undefined, "here");
+  expect([existsSync(tmp), existsSync(note)]).toEqual([false, false]);
+});
