@@ -63,7 +63,7 @@ export async function linkSnapshot(
     try {
       make();
     } catch (err) {
-      rmSync(temp, { force: true });
+      // A link refused made nothing: what is at its name (EEXIST, or put there since) is not ours.
       if (!linksUnsupported(err)) throw err;
       continue;
     }
@@ -78,9 +78,11 @@ export async function linkSnapshot(
     }
     return how;
   }
+  // Created before the copy's clean-up can run: a name found taken (EEXIST) is another's, left.
+  const fd = openSync(temp, "wx");
   liveTemps.add(temp);
   try {
-    await copyBlob(blob, temp, links.signal);
+    await copyBlob(blob, fd, links.signal);
     await flushed(links.flushCopy ?? flushFile, temp);
     // A cancel during the flush (seconds on a USB drive) leaves no entry either.
     links.signal?.throwIfAborted();
@@ -115,12 +117,12 @@ function copyCancelled(blob: string): CoreError {
 }
 
 /**
- * The blob copied to `temp` as a stream a cancel ends: copyFile cannot be stopped, so a cancel
+ * The blob copied to the temp opened as `fd` as a stream a cancel ends: copyFile cannot be stopped, so a cancel
  * waited for all of a model copied to a USB drive, and the pull then went on as if not cancelled.
  */
-async function copyBlob(blob: string, temp: string, signal: AbortSignal | undefined): Promise<void> {
-  // Created here, not by the stream's own later open: one landing after a cancel's cleanup left the temp behind.
-  const to = createWriteStream(temp, { fd: openSync(temp, "wx") });
+async function copyBlob(blob: string, fd: number, signal: AbortSignal | undefined): Promise<void> {
+  // Opened by the caller, not by the stream's own later open: one landing after a cancel's cleanup left the temp behind.
+  const to = createWriteStream("", { fd });
   const from = createReadStream(blob, { highWaterMark: 1024 * 1024 });
   await pipeline(from, to, ...(signal ? [{ signal }] : []));
 }
