@@ -89,8 +89,14 @@ export async function sweepExportTemps(
   for (const name of namesIn(notesDir(dataDir))) {
     const m = NOTE.exec(name);
     const note = join(notesDir(dataDir), name);
-    if (!m || live.has(note) || foreignFresh(note, space)) continue;
-    if (writerAlive(Number(m[1]), note, startedAt, startOf)) continue;
+    if (!m || live.has(note)) continue;
+    // Another pid space's note is judged by its age alone: its pid names another process here
+    // (often pid 1, which lives for good), whose life said its writer's temp was kept for ever.
+    const foreign = foreignAge(note, space);
+    if (
+      foreign === undefined ? writerAlive(Number(m[1]), note, startedAt, startOf) : foreign < FOREIGN_NOTE_MS
+    )
+      continue;
     try {
       // A small regular file only, never through a link: a FIFO here blocked the core's start.
       const { tmp } = JSON.parse(readSmallFile(note, NOTE_BYTES, { follow: false })) as { tmp: unknown };
@@ -145,14 +151,15 @@ function recordedStart(note: string): string | undefined {
 const FOREIGN_NOTE_MS = 24 * 3_600_000;
 
 /**
- * Whether a note was written where pids are not this core's (another container or machine on the
- * data folder, platform/pid-space.ts) and recently: its writer may be exporting still.
+ * How long ago a note was written where pids are not this core's (another container or machine on
+ * the data folder, platform/pid-space.ts): one younger than FOREIGN_NOTE_MS may be its writer's
+ * still. Undefined for a note of this pid space or none (an earlier version's): its pid tells.
  */
-function foreignFresh(note: string, space: string): boolean {
+function foreignAge(note: string, space: string): number | undefined {
   const theirs = noteFields(note).space;
-  if (typeof theirs !== "string" || theirs === space) return false;
+  if (typeof theirs !== "string" || theirs === space) return undefined;
   const written = lstatSync(note, { throwIfNoEntry: false })?.mtimeMs;
-  return written !== undefined && Date.now() - written < FOREIGN_NOTE_MS;
+  return written === undefined ? Number.POSITIVE_INFINITY : Date.now() - written;
 }
 
 function noteFields(note: string): { start?: unknown; space?: unknown } {

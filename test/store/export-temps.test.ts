@@ -150,18 +150,41 @@ describe.skipIf(process.platform === "win32")("the sweep of a note that is not a
 // another core of another pid space was writing, its pid naming no process here, and zeroed and
 // removed the temp file under it (the export failed at its rename). A note of another pid space
 // is left to its writer until it is older than any export takes.
+/** An export's temp and its note by a core of the pid space "there", its pid `pid`. */
+function foreignNote(dir: string, pid: number): { tmp: string; note: string } {
+  const notes = join(dir, "data", "run", "exports");
+  mkdirSync(notes, { recursive: true });
+  const tmp = join(dir, ".export.md.0123456789ab.tmp");
+  writeFileSync(tmp, "half an export");
+  const note = join(notes, `${pid}-aaaaaaaaaaaa.json`);
+  writeFileSync(note, JSON.stringify({ tmp, space: "there" }));
+  return { tmp, note };
+}
+
 test("a note of another pid space is kept while fresh, whatever its pid names here", async () => {
   using dir = tmpdir();
-  const notes = join(dir.path, "data", "run", "exports");
-  mkdirSync(notes, { recursive: true });
-  const tmp = join(dir.path, ".export.md.0123456789ab.tmp");
-  writeFileSync(tmp, "half an export");
-  const note = join(notes, `${4_194_304 + 7}-aaaaaaaaaaaa.json`);
-  writeFileSync(note, JSON.stringify({ tmp, space: "there" }));
+  const { tmp, note } = foreignNote(dir.path, 4_194_304 + 7);
   await sweepExportTemps(join(dir.path, "data"), undefined, undefined, "here");
   expect([existsSync(tmp), existsSync(note)]).toEqual([true, true]);
   const old = (Date.now() - 2 * 24 * 3_600_000) / 1000;
   utimesSync(note, old, old);
   await sweepExportTemps(join(dir.path, "data"), undefined, undefined, "here");
+  expect([existsSync(tmp), existsSync(note)]).toEqual([false, false]);
+});
+
+// A core in a container is often pid 1, and pid 1 here (init) lives for good and started before
+// any note: an old note of another pid space was then judged by that pid, its writer "alive",
+// and the temp file under it (a conversation's words in the host's folder) kept for ever.
+test("an old note of another pid space is swept even if its pid names a live process here", async () => {
+  using dir = tmpdir();
+  const { tmp, note } = foreignNote(dir.path, process.ppid);
+  const old = (Date.now() - 2 * 24 * 3_600_000) / 1000;
+  utimesSync(note, old, old);
+  await sweepExportTemps(
+    join(dir.path, "data"),
+    () => 0,
+    () => null,
+    "here",
+  );
   expect([existsSync(tmp), existsSync(note)]).toEqual([false, false]);
 });
