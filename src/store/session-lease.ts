@@ -35,6 +35,8 @@ export const LEASE_BUSY_WAIT_MS = 5000;
  */
 const JUMP_CHECK_MS = 250;
 const JUMP_MS = 1000;
+/** How far another machine's clock may be ahead of ours: its row past that is run out (a frozen holder's). */
+const FOREIGN_SKEW_MS = 10 * 60_000;
 
 /** A session's lease, and what the work run in the same transaction as its taking made. */
 export interface Leased<T> {
@@ -342,11 +344,13 @@ export class SessionLeases {
         const held = this.db
           .query("SELECT owner, pid, expires_at FROM session_leases WHERE user_id = ? AND session_id = ?")
           .get(userId, sessionId) as { owner: string; pid: number; expires_at: number } | null;
-        const live = held && (foreignOwner(held.owner, this.space) || this.alive(held.pid));
-        if (held && held.owner !== this.owner && live) {
+        const foreign = held !== null && foreignOwner(held.owner, this.space);
+        if (held && held.owner !== this.owner && (foreign || this.alive(held.pid))) {
           // A row further ahead than a TTL was written before the wall clock stepped back (NTP):
           // run out, not live for the step too (a frozen holder's, for hours); a live one renews.
-          if (held.expires_at > now && held.expires_at <= now + LEASE_TTL_MS + JUMP_MS) return "held";
+          // Another pid space's up to FOREIGN_SKEW_MS more: another machine's clock ahead wrote it.
+          const ahead = held.expires_at - now;
+          if (ahead > 0 && ahead <= LEASE_TTL_MS + (foreign ? FOREIGN_SKEW_MS : JUMP_MS)) return "held";
           if (staleFor < TAKEOVER_GRACE_MS) return "stale";
         }
         this.db

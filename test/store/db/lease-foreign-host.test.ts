@@ -67,3 +67,41 @@ test("a lease of this pid space whose process is gone is taken at once, as befor
     b.close();
   }
 });
+
+/** What a rewrite gets against a row of the pid space "there" ending `ahead` ms past our clock. */
+async function rewriteAgainst(ahead: number): Promise<string | undefined> {
+  using dir = tmpdir();
+  const at = 1_000_000;
+  let steady = 0;
+  const b = Store.open(dir.path, {
+    leases: {
+      now: () => at,
+      mono: () => (steady += TAKEOVER_GRACE_MS / 3),
+      alive: () => false,
+      space: "here",
+    },
+  });
+  const other = new Database(join(dir.path, DB_FILE));
+  try {
+    other.run("INSERT INTO session_leases VALUES ('u', 's', '1:abcdef@there', 1, ?)", [at + ahead]);
+    const lease = await b.tryLease("u", "s", never, () => "taken");
+    lease?.release();
+    return lease?.value;
+  } finally {
+    other.close();
+    b.close();
+  }
+}
+
+// Two machines on a network folder: the holder's clock a few seconds ahead of this one wrote its
+// row more than a TTL ahead of this core's clock, which a row of this pid space is only after
+// this core's clock stepped back (docs/agent.md): read as run out, the live holder's lease was
+// taken a grace later, two cores writing one session's turn.
+test("a live lease of another pid space whose clock is ahead of ours is not taken", async () => {
+  expect(await rewriteAgainst(5_000 + LEASE_TTL_MS)).toBeUndefined();
+});
+
+test("a lease of another pid space ahead of our clock by more than its skew allowance runs out", async () => {
+  // A frozen holder's row written by a clock hours ahead: waited out a grace, not for hours.
+  expect(await rewriteAgainst(3 * 3_600_000)).toBe("taken");
+});
