@@ -1,4 +1,5 @@
 import {
+  closeSync,
   createReadStream,
   createWriteStream,
   linkSync,
@@ -12,9 +13,10 @@ import {
   writeFileSync,
 } from "node:fs";
 import { open } from "node:fs/promises";
-import { dirname, relative } from "node:path";
+import { basename, dirname, relative } from "node:path";
 import { pipeline } from "node:stream/promises";
 import { CoreError } from "../protocol/errors.ts";
+import { openFresh } from "../store/fresh-file.ts";
 import { liveTemps, snapshotTemp, sweepDeadTemps } from "./snapshot-temps.ts";
 
 /**
@@ -187,14 +189,24 @@ function linksUnsupported(err: unknown): boolean {
  * `refs/<revision>` holds the commit the revision pointed to (no newline, as huggingface_hub
  * writes it). Its temp is named and swept as a snapshot entry's (snapshot-temps.ts): a core
  * killed between write and rename left it for good. No git ref name starts with '.', so a
- * temp's name is never a real ref's.
+ * temp's name is never a real ref's. `tempOf`: a fresh temp's path (tests give taken ones).
  */
-export function writeRef(refFile: string, commit: string): void {
+export function writeRef(refFile: string, commit: string, tempOf = snapshotTemp): void {
   mkdirSync(dirname(refFile), { recursive: true });
   sweepDeadTemps(dirname(refFile));
-  const temp = snapshotTemp(dirname(refFile));
+  // Created fresh, never through a link: a name found taken is another's file (another core's
+  // temp, a link planted there), which was written over, renamed as the ref and removed.
+  const { fd, path: temp } = openFresh(
+    dirname(refFile),
+    () => basename(tempOf(dirname(refFile))),
+    (t) => openSync(t, "wx"),
+  );
   try {
-    writeFileSync(temp, commit);
+    try {
+      writeFileSync(fd, commit);
+    } finally {
+      closeSync(fd);
+    }
     renameSync(temp, refFile);
   } catch (err) {
     rmSync(temp, { force: true });

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { mkdirSync, readdirSync, utimesSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { linkSnapshot, writeRef } from "../../src/models/snapshot-link.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
@@ -72,4 +72,20 @@ describe("a snapshot copy's temp a dead pull left", () => {
     writeRef(join(refs, "main"), "d".repeat(40));
     expect(readdirSync(refs).sort()).toEqual([alive, "main"].sort());
   });
+});
+
+// writeRef wrote its temp by name without O_EXCL: a name found taken (another core's temp, a link
+// planted there) was written through, renamed as the ref and gone; now another name is taken.
+test("a ref's temp name found taken is left as it is, another one used", () => {
+  using dir = tmpdir();
+  const refs = join(dir.path, "refs");
+  mkdirSync(refs);
+  const theirs = join(refs, `.${process.ppid}-0123456789ab.tmp`);
+  writeFileSync(theirs, "another core's temp");
+  const names = [theirs, join(refs, `.${process.pid}-ba9876543210.tmp`)];
+  writeRef(join(refs, "main"), "d".repeat(40), () => names.shift() as string);
+  expect([readFileSync(theirs, "utf8"), readFileSync(join(refs, "main"), "utf8")]).toEqual([
+    "another core's temp",
+    "d".repeat(40),
+  ]);
 });
