@@ -10,14 +10,27 @@ import { quotedEnd } from "./quoted.ts";
 
 /** Texts shorter than this are parsed as they are (their values cost less than a look). */
 export const LOOK_FROM_CHARS = 1024 * 1024;
-/** Values an MCP server's line over LOOK_FROM_CHARS may hold (agent/mcp/child-transport.ts). */
+/**
+ * An MCP server's lines longer than this are counted first (agent/mcp/child-transport.ts): one of
+ * 1 MiB holds over 100,000 keys, which its parse and the SDK's schemas took 300 ms over.
+ */
+export const MCP_LOOK_FROM_CHARS = 64 * 1024;
+/** Values an MCP server's line over MCP_LOOK_FROM_CHARS may hold (agent/mcp/child-transport.ts). */
 export const MAX_VALUES = 100_000;
+/**
+ * Values an MCP server's line over MCP_LOOK_FROM_CHARS may hold in its top two levels (the message
+ * and its result, params or error): the SDK's schemas copy each key there (loose objects), the
+ * tools/call one again, at about 2 µs a key, where a value deeper in costs only its parse.
+ */
+export const MAX_SHALLOW_VALUES = 1_000;
 
 const QUOTE = 0x22;
 
 export interface JsonShape {
   /** Objects and arrays opened, and items after a comma: about the values the line holds. */
   values: number;
+  /** Those of them in the top two levels: the message's and its result's (or params', or error's). */
+  shallow: number;
   /** The top-level `id` (a number or a string), when the line has one. */
   id?: number | string;
   /** A top-level `method` key: a request or a notification, not an answer. */
@@ -26,6 +39,7 @@ export interface JsonShape {
 
 export function jsonShape(text: string): JsonShape {
   let values = 1;
+  let shallow = 0;
   let depth = 0;
   let id: number | string | undefined;
   let method = false;
@@ -39,12 +53,21 @@ export function jsonShape(text: string): JsonShape {
       if (length === 4 && text.startsWith('"id"', start)) id = idAfter(text, i + 1) ?? id;
       else if (length === 8 && text.startsWith('"method"', start) && keyAt(text, i + 1)) method = true;
     } else if (c === 0x7b || c === 0x5b) {
+      if (depth === 1 || depth === 2) shallow++;
       depth++;
       values++;
     } else if (c === 0x7d || c === 0x5d) depth--;
-    else if (c === 0x2c) values++;
+    else if (c === 0x2c) {
+      values++;
+      if (depth === 1 || depth === 2) shallow++;
+    }
   }
-  return { values, ...(id === undefined ? {} : { id }), ...(method ? { method: true as const } : {}) };
+  return {
+    values,
+    shallow,
+    ...(id === undefined ? {} : { id }),
+    ...(method ? { method: true as const } : {}),
+  };
 }
 
 const COLON_AHEAD = /\s*:/y;

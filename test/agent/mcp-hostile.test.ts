@@ -18,6 +18,7 @@ import { MAX_VALUES } from "../../src/util/json-shape.ts";
 import { MAX_TIMER_MS } from "../../src/util/timer-limit.ts";
 import { loopLag } from "../fixtures/loop-lag.ts";
 import { HOSTILE_SERVER, hostileServer, pidsIn } from "../fixtures/mcp-hostile.ts";
+import { calling, silentChild } from "../fixtures/mcp-silent-child.ts";
 import { alive } from "../fixtures/stack.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { waitFor } from "../fixtures/wait.ts";
@@ -107,8 +108,9 @@ describe("MCP servers that do not read their stdin", () => {
   }, 30_000);
 
   // Each part the SDK's schema refused cost a union's worth of issues: 1.5 s of the main loop
-  // and a 560 MB error message, from a line too short to be counted first.
-  test("a result of 450,000 parts that are no content is read without holding the main loop", async () => {
+  // and a 560 MB error message for 450,000 of them (now counted first, over 64 KiB); 30,000 in a
+  // line too short to be counted still failed the call.
+  test("a result of 30,000 parts that are no content is read without holding the main loop", async () => {
     await withHostile("bad-parts", async (pool) => {
       await pool.tools("h", never);
       const out = await unheld(() => pool.call("h", "echo", {}, never));
@@ -117,9 +119,11 @@ describe("MCP servers that do not read their stdin", () => {
     });
   }, 30_000);
 
-  // The SDK's schema made each an issue: about 1 s of the main loop and an 88 MB message, every start.
+  // The SDK's schema made each an issue: about 1 s of the main loop and an 88 MB message, every
+  // start, for 450,000 (now counted first, over 64 KiB); 30,000 in a line too short to be counted
+  // still failed the start.
   for (const mode of ["icons", "icons-string-id"])
-    test(`an initialize answer of 450,000 icons that are no icons starts, without holding the main loop (${mode})`, async () => {
+    test(`an initialize answer of 30,000 icons that are no icons starts, without holding the main loop (${mode})`, async () => {
       await withHostile(mode, async (pool) => {
         const tools = await unheld(() => pool.tools("h", never));
         expect(tools.map((t) => t.name)).toEqual(["echo"]);
@@ -218,25 +222,8 @@ describe("MCP servers that do not read their stdin", () => {
   }, 30_000);
 
   test("a request of the server's own of many values is skipped, not taken for the answer to our call of its id", async () => {
-    let push!: (bytes: Uint8Array) => void;
-    const stdout = new ReadableStream<Uint8Array>({
-      start(c) {
-        push = (bytes) => c.enqueue(bytes);
-      },
-    });
-    const child: McpChild = { ...silentChild(), stdout };
-    const transport = new ChildTransport(child, "t", { maxPendingBytes: 1 << 20, stallMs: 5000 });
-    const got: unknown[] = [];
-    transport.onmessage = (m) => void got.push(m);
-    transport.onerror = () => {};
-    await transport.start();
-    await transport.send({
-      jsonrpc: "2.0",
-      id: 0,
-      method: "tools/call",
-      params: { name: "x", arguments: {} },
-    });
-    const line = (o: unknown) => push(new TextEncoder().encode(`${JSON.stringify(o)}\n`));
+    const { line: write, got } = await calling();
+    const line = (o: unknown) => write(JSON.stringify(o));
     line({
       jsonrpc: "2.0",
       id: 0,
@@ -351,19 +338,6 @@ describe("MCP servers that do not read their stdin", () => {
 });
 
 /** A server that says nothing and never exits: what the core sends it is all there is. */
-function silentChild(): McpChild {
-  return {
-    pid: 1,
-    guarded: false,
-    stdout: new ReadableStream<Uint8Array>(),
-    stderr: new ReadableStream<Uint8Array>(),
-    write: async () => {},
-    exited: new Promise<never>(() => {}),
-    stop: async () => {},
-    kill: () => {},
-    noteEscaped: () => {},
-  };
-}
 
 type Result = { response: string; warnings: { code: string; message: string }[] };
 type SentTool = { function: { name: string; description: string } };

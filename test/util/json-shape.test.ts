@@ -8,10 +8,11 @@ test("values and the top-level id, strings and nested ids aside", () => {
     jsonShape(`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"a, [b] {c}"}]}}`),
   ).toEqual({
     values: 8,
+    shallow: 4,
     id: 7,
   });
   expect(jsonShape(`{"result":{"id":1,"x":"\\"id\\":2"},"id":"k-1"}`).id).toBe("k-1");
-  expect(jsonShape(`{"method":"id","params":[1,2,3]}`)).toEqual({ values: 6, method: true });
+  expect(jsonShape(`{"method":"id","params":[1,2,3]}`)).toEqual({ values: 6, shallow: 4, method: true });
   const many = JSON.stringify({
     jsonrpc: "2.0",
     id: 3,

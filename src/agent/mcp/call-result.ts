@@ -4,7 +4,7 @@ import { MAX_JSON_DEPTH, nestedDeeperThan } from "../../util/json-depth.ts";
 
 /**
  * A tools/call result as the core reads it. The SDK's CallToolResultSchema refused a part it does
- * not know with a union's worth of issues each: 450,000 such parts, in a line under 1 MiB and so
+ * not know with a union's worth of issues each: 450,000 such parts, in a line under 1 MiB, then
  * not counted first (util/json-shape.ts), held the main loop over a second and made a 560 MB error
  * message (a hostile review). So the parts are read here, each on its own, and one that is no
  * content is shown as a placeholder, as an image is.

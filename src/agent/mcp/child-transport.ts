@@ -7,7 +7,7 @@ import {
   JSONRPCMessageSchema,
   JSONRPCResultResponseSchema,
 } from "@modelcontextprotocol/sdk/types.js";
-import { jsonShape, LOOK_FROM_CHARS, MAX_VALUES } from "../../util/json-shape.ts";
+import { jsonShape, MAX_SHALLOW_VALUES, MAX_VALUES, MCP_LOOK_FROM_CHARS } from "../../util/json-shape.ts";
 import { keepLatest } from "../../util/keep-latest.ts";
 import { logger } from "../../util/logger.ts";
 import { cutText } from "../../util/text-cut.ts";
@@ -204,7 +204,7 @@ export class ChildTransport implements Transport {
       for await (const chunk of this.child.stdout) {
         for (const line of this.lines.push(chunk)) {
           if (this.ended) return;
-          if (line.length > LOOK_FROM_CHARS) await this.deliverLong(line);
+          if (line.length > MCP_LOOK_FROM_CHARS) await this.deliverLong(line);
           else this.deliver(line, line.toString());
         }
         if (this.ended) return;
@@ -221,7 +221,7 @@ export class ChildTransport implements Transport {
   }
 
   /**
-   * A line over LOOK_FROM_CHARS, its decode, its look (`tooManyValues`) and its parse each in a
+   * A line over MCP_LOOK_FROM_CHARS, its decode, its look (`tooManyValues`) and its parse each in a
    * turn of the loop's own: on a 16 MiB line each took 20-120 ms, and ping and cancel waited for
    * the three together.
    */
@@ -333,15 +333,20 @@ const ISSUES_SHOWN = 3;
 const ISSUE_CHARS = 120;
 
 /**
- * A long line holding more values than MAX_VALUES, answered for it without its parse
- * (util/json-shape.ts): an error answer to its id, which its call then fails with; one with no id,
- * or a request or notification of the server's own, is thrown (skipped as a bad line). Undefined: the line is parsed as it is.
+ * A long line holding more values than MAX_VALUES, or more than MAX_SHALLOW_VALUES in its top two
+ * levels, answered for it without its parse (util/json-shape.ts): an error answer to its id, which
+ * its call then fails with; one with no id, or a request or notification of the server's own, is
+ * thrown (skipped as a bad line). Undefined: the line is parsed as it is.
  */
 function tooManyValues(text: string): JSONRPCMessage | undefined {
-  if (text.length <= LOOK_FROM_CHARS) return undefined;
+  if (text.length <= MCP_LOOK_FROM_CHARS) return undefined;
   const shape = jsonShape(text);
-  if (shape.values <= MAX_VALUES) return undefined;
-  const message = `the server's message holds about ${shape.values} JSON values; at most ${MAX_VALUES} are read in a message over ${LOOK_FROM_CHARS} characters`;
+  let message: string;
+  if (shape.values > MAX_VALUES)
+    message = `the server's message holds about ${shape.values} JSON values; at most ${MAX_VALUES} are read in a message over ${MCP_LOOK_FROM_CHARS} characters`;
+  else if (shape.shallow > MAX_SHALLOW_VALUES)
+    message = `the server's message holds about ${shape.shallow} JSON values in its top two levels; at most ${MAX_SHALLOW_VALUES} are read there in a message over ${MCP_LOOK_FROM_CHARS} characters`;
+  else return undefined;
   // A request of the server's own (ids of both sides start at 0) is no answer to a call of ours.
   if (shape.id === undefined || shape.method) throw new Error(message);
   return {

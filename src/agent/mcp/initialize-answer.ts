@@ -2,7 +2,7 @@
  * A server's answer to `initialize`, cut to what the SDK's client reads of it before its schema
  * (InitializeResultSchema) sees it. That schema makes each value it refuses an issue, and its
  * error message one JSON text of them all: 450,000 icons that are zeros (`serverInfo.icons`, a
- * line under 1 MiB and so not counted first: util/json-shape.ts) held the main loop about 1 s and
+ * line under 1 MiB, then not counted first: util/json-shape.ts) held the main loop about 1 s and
  * made an 88 MB message, at every start (a hostile review). The core reads none of the icons, the
  * capabilities' contents or the descriptions; what is kept is checked by the SDK as before.
  * The client keeps the answer for the server's life, and the core reads neither its instructions
