@@ -221,9 +221,10 @@ export class ChildTransport implements Transport {
   }
 
   /**
-   * A line over MCP_LOOK_FROM_CHARS, its decode, its look (`tooManyValues`) and its parse each in a
-   * turn of the loop's own: on a 16 MiB line each took 20-120 ms, and ping and cancel waited for
-   * the three together.
+   * A line over MCP_LOOK_FROM_CHARS, its decode, its look (`tooManyValues`), its parse and its
+   * handing on each in a turn of the loop's own: on a 16 MiB line each took 20-120 ms, and ping
+   * and cancel waited for them together (its reader's work on it, a structured result
+   * stringified, runs in the turn it is handed on).
    */
   private async deliverLong(line: Buffer): Promise<void> {
     await nextTurn();
@@ -238,8 +239,13 @@ export class ChildTransport implements Transport {
         throw err;
       };
     }
-    if (!looked) await nextTurn();
-    if (!this.ended) this.deliver(line, text, looked ?? (() => parseMessage(text)));
+    if (!looked) {
+      await nextTurn();
+      const json = outcomeOf((): unknown => JSON.parse(text));
+      await nextTurn();
+      looked = () => readMessage(json());
+    }
+    if (!this.ended) this.deliver(line, text, looked);
   }
 
   /** `line` read as `read` reads it (`tooManyValues`, then `parseMessage`), and handed on or charged. */
@@ -302,7 +308,11 @@ function isAnswer(m: JSONRPCMessage): m is JSONRPCMessage & { id: string | numbe
  * SDK's reader does for anything else it refuses.
  */
 function parseMessage(text: string): JSONRPCMessage {
-  const json: unknown = JSON.parse(text);
+  return readMessage(JSON.parse(text));
+}
+
+/** `parseMessage` of a line already parsed. */
+function readMessage(json: unknown): JSONRPCMessage {
   const parsed = JSONRPCMessageSchema.safeParse(json);
   if (parsed.success) return parsed.data;
   const m = json as { id?: unknown; method?: unknown } | null;
@@ -320,6 +330,18 @@ function parseMessage(text: string): JSONRPCMessage {
     id: m.id,
     error: { code: ErrorCode.InternalError, message, data: REFUSED_ANSWER },
   };
+}
+
+/** What `work` gave, or threw, to be told again when asked. */
+function outcomeOf<T>(work: () => T): () => T {
+  try {
+    const value = work();
+    return () => value;
+  } catch (err) {
+    return () => {
+      throw err;
+    };
+  }
 }
 
 /** The loop's next turn: a ping or cancel waiting is read first. */
