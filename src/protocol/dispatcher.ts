@@ -1,6 +1,7 @@
 import { logger, logUnexpected } from "../util/logger.ts";
 import { cutText } from "../util/text-cut.ts";
 import { ActiveTable, ambiguousCancel, implicitCandidates, shownId } from "./active-table.ts";
+import { crowdedLine } from "./crowded-line.ts";
 import { CoreError, type ErrorCode, isCoreError } from "./errors.ts";
 import { type ExactNumberId, exactIds, needsExactIds } from "./exact-id.ts";
 import type { ErrorMessage, RequestId, ResultMessage } from "./messages.ts";
@@ -142,6 +143,11 @@ export class Dispatcher {
 
   /** One whole request line, as the transport read it. */
   handleLine(text: string): void {
+    const crowded = crowdedLine(text);
+    if (crowded) {
+      this.fail(crowded.id, "invalid_request", crowded.message);
+      return;
+    }
     let value: unknown;
     try {
       value = JSON.parse(text);
@@ -369,20 +375,13 @@ export class Dispatcher {
  * A host's method name as an error quotes it: cut, and escaped as in JSON (a lone surrogate,
  * a newline, a quote), so the message stays one line of text (docs/protocol.md "Errors").
  */
-function shownName(name: string): string {
-  return JSON.stringify(cutText(name, SHOWN_NAME_CHARS)).slice(1, -1);
-}
+const shownName = (name: string) => JSON.stringify(cutText(name, SHOWN_NAME_CHARS)).slice(1, -1);
 const SHOWN_NAME_CHARS = 80;
 
 function toErrorMessage(id: RequestId, err: unknown, signal: AbortSignal, method: string): ErrorMessage {
   if (isCoreError(err)) {
-    return {
-      id,
-      type: "error" as const,
-      code: err.code,
-      message: err.message,
-      ...(err.data ? { data: err.data } : {}),
-    };
+    const { code, message, data } = err;
+    return { id, type: "error" as const, code, message, ...(data ? { data } : {}) };
   }
   if (signal.aborted) {
     const reason = signal.reason;
