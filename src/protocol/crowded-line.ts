@@ -1,5 +1,6 @@
 import { jsonShape } from "../util/json-shape.ts";
 import type { RequestId } from "./messages.ts";
+import { MAX_SCHEMA_CHARS } from "./schema-problem.ts";
 
 /** A host's lines longer than this are counted before their parse (util/json-shape.ts, one pass). */
 export const HOST_LOOK_FROM_CHARS = 64 * 1024;
@@ -7,10 +8,12 @@ export const HOST_LOOK_FROM_CHARS = 64 * 1024;
 /**
  * Values a host's line over HOST_LOOK_FROM_CHARS may hold. JSON.parse costs with the values, not
  * the bytes: a 7.7 MiB line of 900,000 keys, under the 8 MiB `stdio.max_line_bytes`, held the main
- * loop 1.4-1.8 s on a 2-core machine, and a ping or cancel sent after it waited (a hostile review);
- * 20,000 cost some 30 ms. A request's input, images and schema are far fewer.
+ * loop 1.4-1.8 s on a 2-core machine, and a ping or cancel sent after it waited (a hostile review).
+ * The most a request may rightly hold is a `response_format` schema at its limit, one value in
+ * each two characters (`0,`), beside 2,048 embed inputs or 64 images: 20,000 refused an enum of
+ * 25,000 codes the schema's own limits take. 135,168 keys cost ~100 ms on a 2-core machine.
  */
-export const MAX_HOST_VALUES = 20_000;
+export const MAX_HOST_VALUES = MAX_SCHEMA_CHARS / 2 + 4096;
 
 /** Why a host's line is refused unparsed, and the id it seems to carry; undefined: parse it. */
 export function crowdedLine(text: string): { id: RequestId | null; message: string } | undefined {
