@@ -21,7 +21,9 @@ export function crowdedLine(text: string): { id: RequestId | null; message: stri
   const shape = jsonShape(text);
   if (shape.values <= MAX_HOST_VALUES) return undefined;
   const message = `the request holds about ${shape.values} JSON values; at most ${MAX_HOST_VALUES} are read in a line over ${HOST_LOOK_FROM_CHARS} characters`;
-  // A number id read without the parse may have lost digits: not echoed as if it were the host's.
-  const id = typeof shape.id === "number" && !Number.isSafeInteger(shape.id) ? null : (shape.id ?? null);
+  // A number id spelled otherwise than its value prints (`1e2`, `-0`, 2^64 that lost digits) is
+  // echoed as written on the parsed path (protocol/exact-id.ts): its value would name another
+  // request of the host's (100 for `1e2`), so null.
+  const id = shape.respelled ? null : (shape.id ?? null);
   return { id, message };
 }

@@ -31,8 +31,10 @@ export interface JsonShape {
   values: number;
   /** Those of them in the top two levels: the message's and its result's (or params', or error's). */
   shallow: number;
-  /** The top-level `id` (a number or a string), when the line has one. */
+  /** The top-level `id` (a number or a string), when the line has one; of several, the last, as JSON.parse reads. */
   id?: number | string;
+  /** The id is a number spelled otherwise than JSON.stringify writes it back (`1e2`, `1.0`, `-0`, 2^64). */
+  respelled?: true;
   /** A top-level `method` key: a request or a notification, not an answer. */
   method?: true;
 }
@@ -43,6 +45,7 @@ export function jsonShape(text: string): JsonShape {
   let depth = 0;
   let id: number | string | undefined;
   let method = false;
+  let respelled = false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c === QUOTE) {
@@ -50,8 +53,11 @@ export function jsonShape(text: string): JsonShape {
       i = quotedEnd(text, i);
       if (depth !== 1) continue;
       const length = i + 1 - start;
-      if (length === 4 && text.startsWith('"id"', start)) id = idAfter(text, i + 1) ?? id;
-      else if (length === 8 && text.startsWith('"method"', start) && keyAt(text, i + 1)) method = true;
+      if (length === 4 && text.startsWith('"id"', start)) {
+        const token = idAfter(text, i + 1);
+        id = token?.value;
+        respelled = typeof id === "number" && String(id) !== token?.text;
+      } else if (length === 8 && text.startsWith('"method"', start) && keyAt(text, i + 1)) method = true;
     } else if (c === 0x7b || c === 0x5b) {
       if (depth === 1 || depth === 2) shallow++;
       depth++;
@@ -67,6 +73,7 @@ export function jsonShape(text: string): JsonShape {
     shallow,
     ...(id === undefined ? {} : { id }),
     ...(method ? { method: true as const } : {}),
+    ...(respelled ? { respelled: true as const } : {}),
   };
 }
 
@@ -80,13 +87,13 @@ function keyAt(text: string, i: number): boolean {
   return COLON_AHEAD.test(text);
 }
 
-/** The value after a key that ends at `i` (`: 5`, `: "a"`), when it is a number or a short string. */
-function idAfter(text: string, i: number): number | string | undefined {
+/** The value after a key that ends at `i` (`: 5`, `: "a"`) and its text, when it is a number or a short string. */
+function idAfter(text: string, i: number): { value: number | string; text: string } | undefined {
   ID_AHEAD.lastIndex = i;
   const token = ID_AHEAD.exec(text)?.[1];
   if (token === undefined) return undefined;
   try {
-    return JSON.parse(token) as number | string;
+    return { value: JSON.parse(token) as number | string, text: token };
   } catch {
     return undefined;
   }

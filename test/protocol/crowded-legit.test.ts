@@ -25,3 +25,18 @@ test("a chat whose schema is as big as the schema's limit allows is not refused 
   const keys = Array.from({ length: MAX_HOST_VALUES + 10 }, (_, i) => `"k${i}":0`).join(",");
   expect(crowdedLine(`{"id":4,"method":"ping","params":{${keys}}}`)?.id).toBe(4);
 });
+
+// A crowded line's refusal names the id JSON.parse would read, as the host wrote it, or null: one
+// of `1e2` echoed as 100 failed, at the host, its request 100 still running (docs/protocol.md,
+// ids: `1.0`, `1e2`, `-0` are echoed as written), and of two `id` keys the last is the one read.
+test("a crowded line's refusal echoes its id as written, or null", () => {
+  const crowd = Array.from({ length: MAX_HOST_VALUES + 10 }, () => "0").join(",");
+  const line = (id: string, more = "") => `{"id":${id},"method":"ping"${more},"params":{"x":[${crowd}]}}`;
+  expect(crowdedLine(line("100"))?.id).toBe(100);
+  expect(crowdedLine(line('"a\\"b"'))?.id).toBe('a"b');
+  for (const respelled of ["1e2", "100.0", "-0", "18446744073709551616", "1E+2"])
+    expect(crowdedLine(line(respelled))?.id).toBeNull();
+  expect(crowdedLine(line("1", ',"id":{"x":2}'))?.id).toBeNull();
+  expect(crowdedLine(line("1", ',"id":"two"'))?.id).toBe("two");
+  expect(crowdedLine(line(`"${"x".repeat(300)}"`))?.id).toBeNull();
+});
