@@ -15,9 +15,15 @@ export const HOST_LOOK_FROM_CHARS = 64 * 1024;
  */
 export const MAX_HOST_VALUES = MAX_SCHEMA_CHARS / 2 + 4096;
 
+/** JSON's white space, then an object's or an array's opening (sticky: read from the start). */
+const OPENS_CONTAINER = /[ \t\n\r]*[[{]/y;
+
 /** Why a host's line is refused unparsed, and the id it seems to carry; undefined: parse it. */
 export function crowdedLine(text: string): { id: RequestId | null; message: string } | undefined {
   if (text.length <= HOST_LOOK_FROM_CHARS) return undefined;
+  // Anything but an object or an array fails its parse at once or is one value: \`invalid_json\`.
+  OPENS_CONTAINER.lastIndex = 0;
+  if (!OPENS_CONTAINER.test(text)) return undefined;
   const shape = jsonShape(text);
   if (shape.values <= MAX_HOST_VALUES) return undefined;
   const message = `the request holds about ${shape.values} JSON values; at most ${MAX_HOST_VALUES} are read in a line over ${HOST_LOOK_FROM_CHARS} characters`;

@@ -1,5 +1,5 @@
 import { expect, spyOn, test } from "bun:test";
-import { HOST_LOOK_FROM_CHARS, MAX_HOST_VALUES } from "../../src/protocol/crowded-line.ts";
+import { crowdedLine, HOST_LOOK_FROM_CHARS, MAX_HOST_VALUES } from "../../src/protocol/crowded-line.ts";
 import { startHarness } from "../fixtures/stdio-harness.ts";
 
 // A line of 900,000 keys (7.7 MiB, under the default stdio.max_line_bytes) held the main loop
@@ -39,4 +39,17 @@ test("a long line of few values (an image's base64) is read as it is", async () 
     h.end();
     await h.exit;
   }
+});
+
+// A line that is no JSON object, a host's stray CSV or log text, is answered `invalid_json` as any
+// line that does not parse: counted, one of many commas was answered `invalid_request` "holds about
+// N JSON values". Only an object or array can hold values worth counting; anything else fails or
+// ends at its first token.
+test("a long line that is not a JSON object or array is left to its parse", () => {
+  const csv = "a,".repeat(MAX_HOST_VALUES + 10);
+  expect(crowdedLine(csv)).toBeUndefined();
+  expect(crowdedLine(` \n\t${csv}`)).toBeUndefined();
+  expect(crowdedLine(`"${csv}"`)).toBeUndefined();
+  expect(crowdedLine(`{${csv}}`)).toBeDefined();
+  expect(crowdedLine(` [${csv}]`)).toBeDefined();
 });
