@@ -1,13 +1,13 @@
-import { SlotError } from "../../llama/errors.ts";
 import type { LlamaLease } from "../../runtime/endpoint.ts";
 import type { LaunchView } from "../../runtime/launch.ts";
 import { abortable } from "../../util/abortable.ts";
 import { keepLatest } from "../../util/keep-latest.ts";
 import { logger } from "../../util/logger.ts";
 import { within } from "../../util/within.ts";
+import { DiskUse } from "./disk-use.ts";
 import { EditMarks } from "./edit-marks.ts";
 import { launchFingerprinter } from "./fingerprint.ts";
-import type { KvDisk, KvEntry } from "./kv-disk.ts";
+import type { KvEntry } from "./kv-disk.ts";
 import { keepAll, type Later } from "./later.ts";
 import { dropSource, emptyRecord, type PromptRecord, quotedPassages, quotingNotes } from "./prompt-record.ts";
 import { QuietTimer } from "./quiet-timer.ts";
@@ -65,15 +65,14 @@ export class PromptReuse {
   private readonly quiet: QuietTimer;
   /** Saves and restores, one at a time. */
   private chain: Promise<unknown> = Promise.resolve();
-  /** Why nothing goes to disk for the current server (it refused slot actions: 501). */
-  private diskOff: string | undefined;
+  private readonly folder: DiskUse;
   private readonly now: () => number;
   private stopped = false;
-  private swept = false;
   private readonly underWay = new UnderWay();
 
   constructor(private readonly deps: ReuseDeps) {
     this.now = deps.now ?? Date.now;
+    this.folder = new DiskUse(deps.disk);
     this.marks = new EditMarks(deps, RECORDS_KEPT);
     this.quiet = new QuietTimer(quietDelay(deps), deps.quietSeen);
   }
@@ -181,7 +180,7 @@ export class PromptReuse {
     server.launch.slots.handTo(slot, k);
     const disk = this.deps.disk;
     if (entry && disk) {
-      const failed = (err: unknown, what: string) => this.slotFailed(err, what);
+      const failed = (err: unknown, what: string) => this.folder.failed(err, what);
       if (await restoreSlotState({ launch: server.launch, slot, entry, disk, signal, failed }))
         server.launch.slots.restored(slot);
     }
@@ -269,7 +268,7 @@ export class PromptReuse {
    */
   private serverOf({ launch }: LlamaLease): Server {
     if (this.server?.launch === launch) return this.server;
-    this.diskOff = undefined;
+    this.folder.off = undefined;
     this.server = { launch, fingerprint: launchFingerprinter(launch, this.deps.llama) };
     return this.server;
   }
@@ -330,11 +329,11 @@ export class PromptReuse {
     o: { later?: Later | undefined; evicting?: boolean },
   ) {
     const { launch } = server;
-    const disk = this.usableDisk();
+    const disk = this.folder.usable();
     // Nothing can be kept past here: the slot's state is as good as saved.
     if (!launch.slots.beginSave(slot, holder, o.evicting)) return;
     const key = keyOf(holder);
-    if (!disk || fp === undefined || this.diskOff || launch.died.aborted) return;
+    if (!disk || fp === undefined || this.folder.off || launch.died.aborted) return;
     // Asked before llama-server writes, and again around the renames (`wanted`).
     if (!this.marks.current(holder)) return;
     await saveSlotState({
@@ -350,14 +349,14 @@ export class PromptReuse {
         this.marks.current(holder) &&
         this.quotable(key.userId, this.records.get(holder) ?? emptyRecord()) === true,
       record: () => this.records.get(holder) ?? emptyRecord(),
-      failed: (err, what) => this.slotFailed(err, what),
+      failed: (err, what) => this.folder.failed(err, what),
     });
   }
 
   /** The session's saved state if it is of this launch's shape; one that is not is dropped. */
   private restorable(key: SessionKey, fp: string | undefined): Looked {
-    if (fp === undefined || this.diskOff) return undefined;
-    const disk = this.usableDisk();
+    if (fp === undefined || this.folder.off) return undefined;
+    const disk = this.folder.usable();
     if (!disk) return undefined;
     const entry = disk.entry(key.userId, key.sessionId);
     if (!entry) return null;
@@ -371,29 +370,5 @@ export class PromptReuse {
     if (!fits) logger.info(`session ${key.sessionId}'s saved KV state does not fit this launch: dropped`);
     disk.remove(name);
     return null;
-  }
-
-  /** The folder, once per core, before its first use: what saves cut short left is removed. */
-  private usableDisk(): KvDisk | null {
-    const disk = this.deps.disk;
-    if (disk && !this.swept) {
-      this.swept = true;
-      try {
-        disk.sweep();
-      } catch (err) {
-        logger.warn(`the KV state folder ${disk.dir} cannot be used: ${(err as Error).message}`);
-      }
-    }
-    return disk;
-  }
-
-  /** A slot action failed: logged; a server without a slot folder is asked no more. */
-  private slotFailed(err: unknown, what: string): void {
-    if (err instanceof SlotError && err.kind === "not_supported") {
-      this.diskOff = err.message;
-      logger.info(`${what}: ${err.message}; KV state is not saved for this llama-server`);
-      return;
-    }
-    logger.warn(`${what} failed (the prompt is processed instead): ${(err as Error).message}`);
   }
 }
