@@ -1,5 +1,6 @@
 import type { LlamaLease } from "../../runtime/endpoint.ts";
 import type { LaunchView } from "../../runtime/launch.ts";
+import type { SlotUse } from "../../runtime/slot-use.ts";
 import { abortable } from "../../util/abortable.ts";
 import { keepLatest } from "../../util/keep-latest.ts";
 import { logger } from "../../util/logger.ts";
@@ -163,18 +164,12 @@ export class PromptReuse {
     this.inRam.delete(k);
     const entry = inRam ? undefined : this.restorable(key, fp);
     const ramCache = (this.deps.cacheRamBytes() ?? 0) > 0;
-    // Sessions in it (`priors` too) erased or edited elsewhere, or quoting what went or what a
-    // store that cannot answer does not vouch for: emptied, not cached (their files stay).
     const table = server.launch.slots;
-    for (const held of table.sessionsIn(slot).filter((h) => h !== k)) {
-      const { userId, sessionId } = keyOf(held);
-      const record = this.records.get(held) ?? emptyRecord();
-      if (!this.marks.current(held) || !this.quotable(userId, record)) this.forget(userId, sessionId, true);
-    }
-    await table.workOn(slot);
+    await this.vetted(table, slot, k);
     if (evict && table.holderOf(slot) === evict) {
       if (entry || !ramCache) await this.save(server, slot, evict, fp, { evicting: true });
       else keepLatest(this.inRam, evict, epoch, RECORDS_KEPT); // a session that never comes back is not kept for good
+      await this.vetted(table, slot, k); // another core's erase or edit during the save
     }
     // From now on the slot is this session's, whatever the restore makes of it.
     server.launch.slots.handTo(slot, k);
@@ -185,6 +180,25 @@ export class PromptReuse {
         server.launch.slots.restored(slot);
     }
     return entry;
+  }
+
+  /**
+   * The sessions the slot may hold (`priors` too) but `k`'s, erased or edited elsewhere, or quoting
+   * what went or what a store that cannot answer does not vouch for: emptied, not cached (their
+   * files stay). Asked again after each wait for the slot's work, up to the hand-over: another
+   * core's erase landing during a wait is found before the slot goes to the RAM cache.
+   */
+  private async vetted(table: SlotUse, slot: number, k: string): Promise<void> {
+    for (;;) {
+      for (const held of table.sessionsIn(slot).filter((h) => h !== k)) {
+        const { userId, sessionId } = keyOf(held);
+        const record = this.records.get(held) ?? emptyRecord();
+        if (!this.marks.current(held) || !this.quotable(userId, record)) this.forget(userId, sessionId, true);
+      }
+      const work = table.workOn(slot);
+      if (!work) return;
+      await work;
+    }
   }
 
   /** At shutdown, before llama-server stops: what changed since the last save, within STOP_SAVE_MS. */

@@ -5,7 +5,9 @@ import { KvDisk } from "../../../src/agent/kv/kv-disk.ts";
 import type { SupervisorSnapshot } from "../../../src/runtime/snapshot.ts";
 import { Store } from "../../../src/store/store.ts";
 import { filesHolding } from "../../fixtures/files-holding.ts";
+import { holdCommit } from "../../fixtures/hold-commit.ts";
 import { writeFakeModel } from "../../fixtures/llama-stand-in/binary.ts";
+import { waitFor } from "../../fixtures/wait.ts";
 import { ChatHarness } from "../harness.ts";
 
 // Two cores on one data folder (docs/agent.md#prompt-reuse): what one erases (documents.delete,
@@ -227,6 +229,24 @@ describe("a session edited or deleted by another core, in the slot it holds here
     await say(h, "u", "something else entirely");
     expect(kv.ram.flat().join("")).not.toContain("ORYX-5521");
     expect(kv.slots[0]?.tokens.join("")).not.toContain("ORYX-5521");
+  }, 20_000);
+
+  test("deleted there while it is saved out of the slot here: the taking turn hands none of it to the RAM cache", async () => {
+    // No --cache-ram in the snapshot (a server not planned here): the session giving way is saved
+    // on the taking turn's path, while llama-server's RAM cache is on (the stand-in's default).
+    await using h = core(undefined, 0, FIRED_BY_TEST);
+    await say(h, "s0", "my code word is ORYX-8813");
+    {
+      using save = holdCommit();
+      const t = say(h, "t", "something else entirely");
+      expect(await waitFor(save.held, { timeoutMs: 5000 })).toBe(true);
+      await eraseElsewhere(h, "session", "s0");
+      save.open();
+      await t;
+    }
+    const { kv } = h.llama.model;
+    expect(kv.ram.flat().join("")).not.toContain("ORYX-8813");
+    expect(kv.slots[0]?.tokens.join("")).not.toContain("ORYX-8813");
   }, 20_000);
 
   for (const how of ["edited", "deleted"] as const)

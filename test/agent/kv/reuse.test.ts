@@ -14,6 +14,7 @@ import type { SupervisorSnapshot } from "../../../src/runtime/snapshot.ts";
 import { CoreServices } from "../../../src/server/services.ts";
 import { Store } from "../../../src/store/store.ts";
 import { filesHolding } from "../../fixtures/files-holding.ts";
+import { holdCommit } from "../../fixtures/hold-commit.ts";
 import { b64, png } from "../../fixtures/images.ts";
 import { writeFakeModel } from "../../fixtures/llama-stand-in/binary.ts";
 import type { InProcessOptions } from "../../fixtures/llama-stand-in/in-process.ts";
@@ -473,24 +474,14 @@ describe("an erased document in other sessions' saved state", () => {
     // z's first save is the one under way: no sidecar of z names the document yet.
     const doc = await recalled(h, false);
     // b takes the only slot: z, changed, is saved first; the delete lands before it is kept.
-    const commit = KvDisk.prototype.commit;
-    let open = () => {};
-    const gate = new Promise<void>((r) => {
-      open = r;
-    });
-    const held = spyOn(KvDisk.prototype, "commit").mockImplementation(async function (this: KvDisk, ...a) {
-      await gate;
-      return commit.apply(this, a);
-    });
-    try {
+    {
+      using save = holdCommit();
       const b = say(h, "b", "something else entirely");
-      expect(await waitFor(() => held.mock.calls.length > 0, { timeoutMs: 5000 })).toBe(true);
+      expect(await waitFor(save.held, { timeoutMs: 5000 })).toBe(true);
       h.send("d", "documents.delete", { document_id: doc });
       expect((await h.terminal("d")).result).toEqual({ deleted: true });
-      open();
+      save.open();
       await b;
-    } finally {
-      held.mockRestore();
     }
     // b's quiet save: b's state and sidecar, none holding the passage.
     await h.quietSave();
