@@ -328,6 +328,8 @@ export class PromptReuse {
     const fp = await server.fingerprint();
     const table = server.launch.slots;
     for (const { slot, holder } of table.dirty()) {
+      // Taken by a turn since: its hand-over (in the chain) would wait for a save queued behind it.
+      if (!table.dirty().some((d) => d.slot === slot && d.holder === holder)) continue;
       const work = this.run(() => this.save(server, slot, holder, fp, { later }));
       // A turn of this session that begins meanwhile sends its request once the save is done.
       table.working(slot, work);

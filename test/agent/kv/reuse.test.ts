@@ -10,6 +10,7 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { KvDisk } from "../../../src/agent/kv/kv-disk.ts";
+import { SlotUse } from "../../../src/runtime/slot-use.ts";
 import type { SupervisorSnapshot } from "../../../src/runtime/snapshot.ts";
 import { CoreServices } from "../../../src/server/services.ts";
 import { Store } from "../../../src/store/store.ts";
@@ -173,6 +174,32 @@ describe("prompt reuse with the stand-in", () => {
     expect(inRam.size).toBeLessThanOrEqual(512);
     expect([...inRam.keys()].at(-1)).toEndWith("s598");
   }, 60_000);
+
+  test("a turn taking a slot the quiet save has yet to reach goes on: that save is not queued behind it", async () => {
+    // x in slot 0, y in slot 1, both changed; x's save (the first) held while t takes y's slot.
+    // The quiet save then queued y's save behind t's hand-over, which waited on that save: t hung.
+    await using h = harness({ slots: 2, quietMs: FIRED_BY_TEST });
+    for (const s of ["x", "y", "x"]) await say(h, s, `hello from ${s}`);
+    let answered = false;
+    const took = spyOn(SlotUse.prototype, "take");
+    try {
+      using save = holdCommit();
+      const quiet = h.quietSave();
+      expect(await waitFor(save.held, { timeoutMs: 5000 })).toBe(true);
+      void say(h, "t", "something else entirely").then(() => {
+        answered = true;
+      });
+      // t took its slot (its hand-over is queued behind x's save) before the save is let go.
+      expect(await waitFor(() => took.mock.calls.some(([k]) => k.endsWith("/t")), { timeoutMs: 5000 })).toBe(
+        true,
+      );
+      save.open();
+      expect(await waitFor(() => answered, { timeoutMs: 5000 })).toBe(true);
+      await quiet;
+    } finally {
+      took.mockRestore();
+    }
+  });
 
   test("saved once the server is quiet, owner-only; nothing left under a temporary name", async () => {
     await using h = harness({ quietMs: QUIET_MS });
