@@ -1,6 +1,7 @@
 import { existsSync } from "node:fs";
 import type { KvDisk } from "../agent/kv/kv-disk.ts";
 import type { PromptReuse } from "../agent/kv/reuse.ts";
+import { logger } from "../util/logger.ts";
 import type { SeveralModels } from "./several-models.ts";
 
 /** Where the erases of saved KV state look: the prompt reuses and the folder. */
@@ -26,8 +27,25 @@ export interface KvEraseDeps {
  */
 export class KvErase {
   private unbudgeted: KvDisk | undefined;
+  /** Memory folders' files gone whose quoting saved states could not all be removed: tried again at each erase. */
+  private readonly stuck = new Set<string>();
 
   constructor(private readonly deps: KvEraseDeps) {}
+
+  /**
+   * A memory folder's files gone or changed (every user's notes quoting them): no request waits on
+   * this erase to fail it, and the index no longer names them, so the files it could not remove
+   * are logged, named, and tried again at each later erase of this core (docs/agent.md#prompt-reuse).
+   */
+  folderGone(...sources: string[]): string[] {
+    const left = this.forgetSource(undefined, ...sources);
+    if (left.length === 0) return left;
+    for (const source of sources) this.stuck.add(source);
+    logger.warn(
+      `${left.length} saved KV state file(s) quoting a memory folder's removed or changed file could not be removed (${left.join(", ")}): tried again at the next erase`,
+    );
+    return left;
+  }
 
   forget(userId: string, sessionId?: string): string[] {
     return this.run((disk) => {
@@ -99,10 +117,24 @@ export class KvErase {
 
   /** Runs `erase` over the folder (none: it does not exist); the files it could not remove (KvDisk.unremovedBy). */
   private run(erase: (disk?: KvDisk) => void): string[] {
+    this.retryStuck();
     const disk = this.folder();
     if (disk) return disk.unremovedBy(() => erase(disk));
     erase();
     return [];
+  }
+
+  /** What `folderGone` could not remove, tried again apart: what is left of it is not this erase's to fail on. */
+  private retryStuck(): void {
+    if (this.stuck.size === 0) return;
+    const sources = [...this.stuck];
+    this.stuck.clear(); // the retry's own erase runs through `run` too
+    const left = this.forgetSource(undefined, ...sources);
+    if (left.length === 0)
+      logger.info(
+        `the saved KV state quoting ${sources.length} gone memory folder file(s) was removed at last`,
+      );
+    else for (const source of sources) this.stuck.add(source);
   }
 
   /** The budgeted folder, else the folder as it is now (another core may make it any time). */

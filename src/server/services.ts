@@ -190,7 +190,7 @@ export class CoreServices implements Services {
         erasing: this.erasing,
         // A folder's passages are every user's: a file gone or changed leaves no saved state quoting it.
         folderIndex: {
-          onGone: (sources) => this.forgetKvSource(undefined, ...sources),
+          onGone: (sources) => void this.kvErase.folderGone(...sources),
           // A memory folder holding the app's own folder: its sessions' files and its config are not memory.
           exclude: [app.data_dir, resolve(this.options.cwd, this.options.configPath)],
         },
