@@ -92,7 +92,9 @@ export class PromptReuse {
     const turn = this.underWay.begin(k);
     const abandon = () => {
       this.underWay.end(turn);
-      if (pick) table.abandon(pick.slot);
+      if (!pick) return;
+      table.abandon(pick.slot);
+      this.whenQuiet(); // changes a quiet save found busy, or skipped, are still unsaved
     };
     const none = {
       slot: undefined,

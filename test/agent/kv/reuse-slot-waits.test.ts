@@ -1,0 +1,60 @@
+import { expect, test } from "bun:test";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { KvDisk } from "../../../src/agent/kv/kv-disk.ts";
+import type { QuietSave } from "../../../src/agent/kv/quiet-timer.ts";
+import { PromptReuse, type ReuseDeps } from "../../../src/agent/kv/reuse.ts";
+import type { LlamaLease } from "../../../src/runtime/endpoint.ts";
+import { SlotUse } from "../../../src/runtime/slot-use.ts";
+
+// Prompt reuse over a fake launch (no llama-server): its slot table is real (runtime/slot-use.ts),
+// its /props answers nothing (no fingerprint: nothing goes to disk), and it counts as dead, so an
+// erase's slot emptying (slot-clear.ts) sends nothing. What a save or erase under way on a slot
+// is, the test sets itself (`working`).
+
+function fake(slots = 1, extra: Partial<ReuseDeps> = {}) {
+  const died = new AbortController();
+  died.abort();
+  const table = new SlotUse(slots);
+  const launch = {
+    id: 1,
+    epoch: "1#0",
+    died: died.signal,
+    awake: true,
+    slots: table,
+    props: async () => undefined,
+  };
+  const lease = { launch } as unknown as LlamaLease;
+  const quiets: QuietSave[] = [];
+  const deps: ReuseDeps = {
+    llama: { idle_sleep_s: 0 } as ReuseDeps["llama"],
+    disk: new KvDisk(join(mkdtempSync(join(tmpdir(), "rr9-")), "kv"), 1 << 20),
+    cacheRamBytes: () => 1 << 20,
+    quietSeen: (q) => quiets.push(q),
+    ...extra,
+  };
+  return { reuse: new PromptReuse(deps), lease, table, quiets };
+}
+
+const key = (s: string) => ({ userId: "u", sessionId: s });
+const live = () => new AbortController().signal;
+
+test("a turn abandoned in a changed slot sets the quiet save again: the slot's changes are saved", async () => {
+  const { reuse, lease, table, quiets } = fake();
+  const first = await reuse.begin(lease, key("x"), live());
+  first.end({ cut: 10, notes: [] }, true);
+  expect(quiets.length).toBe(1);
+  // x's next turn takes its slot; the quiet save fires while it is busy and saves nothing.
+  const second = await reuse.begin(lease, key("x"), live());
+  quiets[0]?.now();
+  await quiets[0]?.ran;
+  expect(table.dirty()).toEqual([]); // busy: not listed, not saved
+  second.abandon(); // cancelled before its request
+  expect(table.dirty()).toEqual([{ slot: 0, holder: "u/x" }]);
+  // Without a quiet save set again, nothing saves the slot before idle sleep empties it.
+  expect(quiets.length).toBe(2);
+  quiets[1]?.now();
+  await quiets[1]?.ran;
+  expect(table.dirty()).toEqual([]);
+});
