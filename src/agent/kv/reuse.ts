@@ -104,7 +104,8 @@ export class PromptReuse {
     if (!pick) return { ...none, record: this.recordOf(key, fp), abandon };
     let looked: Looked;
     try {
-      await table.workOn(pick.slot); // an erase emptying it (clearSlots), whoever held it
+      // An erase emptying it (clearSlots), whoever held it: a cancel ends the wait at once.
+      await abortable(table.workOn(pick.slot) ?? Promise.resolve(), signal);
       if (!pick.holds)
         looked = await this.run(() => this.handOver(server, pick.slot, key, fp, pick.evict, signal));
     } catch (err) {
@@ -167,11 +168,11 @@ export class PromptReuse {
     const entry = inRam ? undefined : this.restorable(key, fp);
     const ramCache = (this.deps.cacheRamBytes() ?? 0) > 0;
     const table = server.launch.slots;
-    await this.vetted(table, slot, k);
+    await this.vetted(table, slot, k, signal);
     if (evict && table.holderOf(slot) === evict) {
       if (entry || !ramCache) await this.save(server, slot, evict, fp, { evicting: true });
       else keepLatest(this.inRam, evict, epoch, RECORDS_KEPT); // a session that never comes back is not kept for good
-      await this.vetted(table, slot, k); // another core's erase or edit during the save
+      await this.vetted(table, slot, k, signal); // another core's erase or edit during the save
     }
     // From now on the slot is this session's, whatever the restore makes of it.
     server.launch.slots.handTo(slot, k);
@@ -190,7 +191,7 @@ export class PromptReuse {
    * files stay). Asked again after each wait for the slot's work, up to the hand-over: another
    * core's erase landing during a wait is found before the slot goes to the RAM cache.
    */
-  private async vetted(table: SlotUse, slot: number, k: string): Promise<void> {
+  private async vetted(table: SlotUse, slot: number, k: string, signal: AbortSignal): Promise<void> {
     for (;;) {
       for (const held of table.sessionsIn(slot).filter((h) => h !== k)) {
         const { userId, sessionId } = keyOf(held);
@@ -199,7 +200,7 @@ export class PromptReuse {
       }
       const work = table.workOn(slot);
       if (!work) return;
-      await work;
+      await abortable(work, signal);
     }
   }
 

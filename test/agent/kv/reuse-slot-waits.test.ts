@@ -40,6 +40,12 @@ function fake(slots = 1, extra: Partial<ReuseDeps> = {}) {
 const key = (s: string) => ({ userId: "u", sessionId: s });
 const live = () => new AbortController().signal;
 
+/** Until the turn begun has taken its slot (it waits there next, on the slot's work). */
+async function taken(table: SlotUse): Promise<void> {
+  for (let i = 0; i < 100 && table.idle(); i++) await Promise.resolve();
+  expect(table.idle()).toBe(false);
+}
+
 test("a turn abandoned in a changed slot sets the quiet save again: the slot's changes are saved", async () => {
   const { reuse, lease, table, quiets } = fake();
   const first = await reuse.begin(lease, key("x"), live());
@@ -57,4 +63,21 @@ test("a turn abandoned in a changed slot sets the quiet save again: the slot's c
   quiets[1]?.now();
   await quiets[1]?.ran;
   expect(table.dirty()).toEqual([]);
+});
+
+test("a cancel cuts a turn's wait on its slot's save or erase", async () => {
+  const { reuse, lease, table } = fake(1);
+  (await reuse.begin(lease, key("x"), live())).end({ cut: 10, notes: [] }, true);
+  table.working(0, new Promise<void>(() => {})); // an erase llama-server never answers
+  const cancel = new AbortController();
+  const turn = reuse.begin(lease, key("y"), cancel.signal);
+  await taken(table);
+  const settled = turn.then(
+    () => "answered",
+    () => "rejected",
+  );
+  cancel.abort(new Error("cancelled"));
+  expect(await Promise.race([settled, Bun.sleep(50).then(() => "hung")])).toBe("rejected");
+  // The slot is free again for the next turn.
+  expect(table.dirty()).toEqual([{ slot: 0, holder: "u/x" }]);
 });
