@@ -85,9 +85,7 @@ export class PromptReuse {
     const fp = await abortable(server.fingerprint(), signal);
     const k = keyText(key);
     const table = server.launch.slots;
-    // Another core's erase of what its notes quote (a store that cannot tell), its edit: not its slot, nor record.
-    if (!this.quotable(key.userId, this.records.get(k) ?? emptyRecord()) || this.marks.editedSince(k))
-      this.forget(key.userId, key.sessionId, true);
+    this.unlessCurrent(key);
     const pick = table.take(k, this.now());
     const turn = this.underWay.begin(k);
     const abandon = () => {
@@ -104,8 +102,10 @@ export class PromptReuse {
     if (!pick) return { ...none, record: this.recordOf(key, fp), abandon };
     let looked: Looked;
     try {
-      // An erase emptying it (clearSlots), whoever held it: a cancel ends the wait at once.
-      await abortable(table.workOn(pick.slot) ?? Promise.resolve(), signal);
+      const waited = table.workOn(pick.slot); // its save, or an erase emptying it (clearSlots)
+      await abortable(waited ?? Promise.resolve(), signal);
+      // Another core's edit during that wait: the slot and record hold the pre-edit tail.
+      if (pick.holds && waited && !this.unlessCurrent(key)) pick.holds = false;
       if (!pick.holds)
         looked = await this.run(() => this.handOver(server, pick.slot, key, fp, pick.evict, signal));
     } catch (err) {
@@ -129,8 +129,15 @@ export class PromptReuse {
     };
   }
 
-  /**
-   * A turn is over: its record kept, unless an erase came meanwhile (its prompt held what went).
+  /** Another core's erase of what its notes quote (a store that cannot tell), its edit: not its slot, nor record. */
+  private unlessCurrent(key: SessionKey, k = keyText(key)): boolean {
+    if (this.quotable(key.userId, this.records.get(k) ?? emptyRecord()) && !this.marks.editedSince(k))
+      return true;
+    this.forget(key.userId, key.sessionId, true);
+    return false;
+  }
+
+  /** A turn is over: its record kept, unless an erase came meanwhile (its prompt held what went).
    * Then its slot is emptied in llama-server too: an erase of a source only this turn recalled
    * did not know the slot held it, and the next session taking it would pass it to the RAM cache.
    * `lost` (its session taken over): its slot no longer counts as the session's, never saved.

@@ -81,3 +81,25 @@ test("a cancel cuts a turn's wait on its slot's save or erase", async () => {
   // The slot is free again for the next turn.
   expect(table.dirty()).toEqual([{ slot: 0, holder: "u/x" }]);
 });
+
+test("a session edited by another core while its turn waits on its own slot sends no pre-edit tail", async () => {
+  let edited = false;
+  let mark = 1;
+  const { reuse, lease, table } = fake(1, {
+    mark: () => mark,
+    stored: (_u, _s, since) => !(edited && since !== undefined),
+  });
+  const first = await reuse.begin(lease, key("x"), live());
+  first.end({ cut: 40, notes: [] }, true);
+  // A save under way on the slot (the quiet save's): x's next turn waits for it.
+  const save = Promise.withResolvers<void>();
+  table.working(0, save.promise);
+  const next = reuse.begin(lease, key("x"), live());
+  await taken(table);
+  edited = true; // another core's `replace_from` of x lands during the wait
+  mark = 2;
+  save.resolve();
+  const turn = await next;
+  expect(turn.record.cut).toBe(0);
+  turn.abandon();
+});
