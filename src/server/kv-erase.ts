@@ -4,6 +4,10 @@ import type { PromptReuse } from "../agent/kv/reuse.ts";
 import { logger } from "../util/logger.ts";
 import type { SeveralModels } from "./several-models.ts";
 
+/** Gone folder files whose quoting KV files are tried again, at most: each retry goes over the
+ *  records and the folder's sidecars on the main loop, at every erase. */
+export const KV_RETRY_KEPT = 1000;
+
 /** Where the erases of saved KV state look: the prompt reuses and the folder. */
 export interface KvEraseDeps {
   /** The folder (data_dir/kv). */
@@ -40,9 +44,10 @@ export class KvErase {
   folderGone(...sources: string[]): string[] {
     const left = this.forgetSource(undefined, ...sources);
     if (left.length === 0) return left;
-    for (const source of sources) this.stuck.add(source);
+    for (const source of sources) if (this.stuck.size < KV_RETRY_KEPT) this.stuck.add(source);
+    // Past the bound, not tried again here: the notes of a restored state are checked (reuse.ts).
     logger.warn(
-      `${left.length} saved KV state file(s) quoting a memory folder's removed or changed file could not be removed (${left.join(", ")}): tried again at the next erase`,
+      `${left.length} saved KV state file(s) quoting a memory folder's removed or changed file could not be removed (${left.join(", ")}): tried again at the next erase${this.stuck.size >= KV_RETRY_KEPT ? ` (at most ${KV_RETRY_KEPT} files' worth)` : ""}`,
     );
     return left;
   }

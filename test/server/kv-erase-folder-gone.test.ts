@@ -1,6 +1,6 @@
 import { expect, spyOn, test } from "bun:test";
 import type { KvDisk } from "../../src/agent/kv/kv-disk.ts";
-import { KvErase } from "../../src/server/kv-erase.ts";
+import { KV_RETRY_KEPT, KvErase } from "../../src/server/kv-erase.ts";
 import { logger } from "../../src/util/logger.ts";
 
 // A memory folder's file gone: the saved KV states quoting it are erased (docs/agent.md#prompt-reuse),
@@ -65,6 +65,30 @@ test("tried again while still stuck: kept for the erase after, and the erase at 
     expect(erase.forget("u", "s")).toEqual([]);
     erase.forget("u", "t");
     expect(removed).toEqual([["file:a.md"], ["file:a.md"], ["file:a.md"]]);
+  } finally {
+    warn.mockRestore();
+  }
+});
+
+test("a folder of 100k files gone while a KV file is stuck keeps a bounded retry list", () => {
+  const removed: number[] = [];
+  const disk = {
+    removeSource: (_user: string | undefined, ...sources: string[]) => void removed.push(sources.length),
+    removeSession: () => {},
+    unremovedBy: (erase: () => void) => {
+      erase();
+      return ["/data/kv/s-0123.bin"]; // data_dir/kv not writable
+    },
+  } as unknown as KvDisk;
+  const erase = savingOnNoReuse(disk);
+  const warn = spyOn(logger, "warn").mockImplementation(() => {});
+  try {
+    const files = Array.from({ length: 100_000 }, (_, i) => `file:big/${i}.md`);
+    erase.folderGone(...files);
+    // Each later erase (every sessions.delete on the main loop) tried all 100k again, kept for good.
+    erase.forget("u", "s");
+    expect(removed).toHaveLength(2);
+    expect(removed.at(-1)).toBeLessThanOrEqual(KV_RETRY_KEPT);
   } finally {
     warn.mockRestore();
   }
