@@ -179,7 +179,7 @@ export class PromptReuse {
     if (evict && table.holderOf(slot) === evict) {
       if (entry || !ramCache) await this.save(server, slot, evict, fp, { evicting: true });
       else keepLatest(this.inRam, evict, epoch, RECORDS_KEPT); // a session that never comes back is not kept for good
-      await this.vetted(table, slot, k, signal); // another core's erase or edit during the save
+      if (entry || !ramCache) await this.vetted(table, slot, k, signal); // an erase or edit during the save
     }
     // From now on the slot is this session's, whatever the restore makes of it.
     server.launch.slots.handTo(slot, k);

@@ -103,3 +103,21 @@ test("a session edited by another core while its turn waits on its own slot send
   expect(turn.record.cut).toBe(0);
   turn.abandon();
 });
+
+test("a hand-over to the RAM cache, with nothing waited for, asks the store once per session in the slot", async () => {
+  let asked = 0;
+  const { reuse, lease, table } = fake(1, {
+    gone: () => {
+      asked++;
+      return [];
+    },
+  });
+  const note = { seq: 0, text: "n", ids: ["1"], sources: ["document:7"] };
+  (await reuse.begin(lease, key("x"), live())).end({ cut: 10, notes: [note] }, true);
+  asked = 0;
+  // y takes x's changed slot: x goes to llama-server's RAM cache, no save, no wait (issue 31's path).
+  const y = await reuse.begin(lease, key("y"), live());
+  expect(table.holderOf(0)).toBe("u/y");
+  expect(asked).toBe(1);
+  y.abandon();
+});
