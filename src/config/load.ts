@@ -142,8 +142,7 @@ export function parseConfigText(text: string, file: string): LoadedConfig {
   const keys = new KeyIndex();
   const lineOfKey = (key: string) => lineOfPath(doc, keys, lineCounter, key.split("."));
   const unknown = unknownKeys(ConfigSchema, raw);
-  // Parsed once per load: without zod's compiled fast path, whose making cost a cold core's
-  // `initialize` ~10 ms more than the parse it speeds (docs/performance.md, "A cold chat's way").
+  // Once per load: zod's compiled fast path cost `initialize` ~10 ms more than it saves (performance.md).
   const parsed = ConfigSchema.safeParse(raw, { reportInput: true, jitless: true });
   // Also one in a map of free names (env), where the merged mapping is a wrong value.
   const refused = parsed.success ? [] : parsed.error.issues.map((i) => i.path.map(String).join("."));
