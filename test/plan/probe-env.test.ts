@@ -36,3 +36,22 @@ describe.skipIf(!onPosix)("a probe's environment", () => {
     expect((given as { stdout: string }).stdout).toContain("ONLY=this");
   });
 });
+
+// The memory readings' kernel files are read at once, not through a file thread's round trip that
+// waits behind the loop (docs/performance.md, "A cold chat's way to the spawn, again").
+describe.skipIf(process.platform !== "linux")("the probe's kernel files (Linux only: /proc)", () => {
+  test("/proc/meminfo is read before the loop's next turn; another file as before", async () => {
+    const { realProbeEnv } = await import("../../src/plan/probe.ts");
+    const order: string[] = [];
+    setImmediate(() => order.push("next turn"));
+    const meminfo = await realProbeEnv.readText("/proc/meminfo");
+    order.push("meminfo");
+    expect(meminfo).toContain("MemTotal:");
+    expect(order).toEqual(["meminfo"]);
+    using dir = tmpdir();
+    const file = join(dir.path, "text");
+    writeFileSync(file, "read all the same");
+    expect(await realProbeEnv.readText(file)).toBe("read all the same");
+    expect(await realProbeEnv.readText(join(dir.path, "missing"))).toBeNull();
+  });
+});
