@@ -97,30 +97,3 @@ export async function isSleeping(server: LlamaEndpoint): Promise<boolean | null>
     return null;
   }
 }
-
-let warmed = false;
-
-/**
- * Parses a small /props-shaped body once, off the ready server's path: zod compiles each object
- * schema's fast path on its first parse, and the template's markers compile their patterns, ~4 ms
- * in the compiled core that a cold chat spent after llama-server was ready, between it and its
- * first request (docs/performance.md, "A cold chat's way to the spawn"). Called while it loads.
- */
-export function warmPropsParse(): void {
-  if (warmed) return;
-  warmed = true;
-  try {
-    parseProps({
-      default_generation_settings: { n_ctx: 512 },
-      total_slots: 1,
-      is_sleeping: false,
-      chat_template_caps: { supports_tools: true, supports_preserve_reasoning: false },
-      chat_template: "{{ bos_token }}<|im_start|>{{ message.content }}<|im_end|>{{ eos_token }}",
-      modalities: { vision: false, audio: false },
-      build_info: "b0",
-      model_path: "m.gguf",
-      bos_token: "<s>",
-      eos_token: "<|im_end|>",
-    });
-  } catch {}
-}

@@ -6,7 +6,6 @@ import { answeringFiles, chooseChatModel, type ModelChoice, shownName } from "..
 import { modelConfig } from "../config/model-entry.ts";
 import { configReadsNoImages } from "../config/reads-images.ts";
 import type { Config } from "../config/schema.ts";
-import { warmPropsParse } from "../llama/props.ts";
 import { modelFiles } from "../models/model-files.ts";
 import { ChatEventFields, type ChatParams, ChatParamsSchema, ChatResultSchema } from "../protocol/chat.ts";
 import type { LlamaProvider, StartTicket } from "../runtime/endpoint.ts";
@@ -38,11 +37,7 @@ async function startSpawned(
 ): Promise<StartTicket | null | undefined> {
   const plain = !params.images?.length && !isRewrite(params);
   const prestarted = plain ? (provider.prestart?.() ?? null) : undefined;
-  if (prestarted) {
-    await spawnedWithin(prestarted, signal);
-    // While it loads: its /props, read once it is ready, is then parsed on a warm schema.
-    warmPropsParse();
-  }
+  if (prestarted) await spawnedWithin(prestarted, signal);
   signal.throwIfAborted();
   return prestarted;
 }
