@@ -2,11 +2,10 @@ import type { Config } from "../config/schema.ts";
 import { METHODS } from "../methods/index.ts";
 
 /**
- * When the turn's modules and the database are read ahead after `initialize`: after a chat sent
- * at once has spawned llama-server (~20 ms after it on the project's VM), well before a person
- * types one.
+ * When the database is opened ahead after `initialize` (its first open: ~15 ms on the one
+ * thread): after a chat sent at once has spawned llama-server, well before a person types one.
  */
-const TURN_READ_AHEAD_MS = 100;
+const STORE_READ_AHEAD_MS = 100;
 
 export interface ReadAheadDeps {
   /** A test's stand-in provider: it plans nothing, so nothing is probed for it. */
@@ -19,30 +18,28 @@ export interface ReadAheadDeps {
 
 /**
  * What a first chat needs, read ahead after `initialize` on idle turns of the event loop: first
- * what its start needs before the spawn (the machine's probe, the model's header, the
- * supervisor's modules), then, a moment later, the turn's modules and the database, which a chat
- * sent at once loads itself after its spawn, while the model loads (docs/performance.md, "A cold
- * chat's way to the spawn").
+ * the machine's probe and the model's header, then the chat's, the supervisor's and the turn's
+ * modules, and a moment later the database, which a chat sent at once opens itself after its
+ * spawn (docs/performance.md, "A cold chat's way to the spawn").
  */
 export function readAheadForChat(deps: ReadAheadDeps): void {
   // After the answer that asked for it, most often before a chat sent at once is read (its plan
   // takes this probe; a chat read first has this start join its probe: ProbeAhead).
+  // The modules a chat evaluates (~25 ms on the one thread) once the probe has begun: evaluated
+  // while `--list-devices` runs in its own process, which a cold chat's plan waits for anyway,
+  // not before it (the probe's steps would wait behind them) nor while llama-server loads (on
+  // two cores, its load and this evaluation share them): docs/performance.md.
   setImmediate(() => {
-    probeAhead(deps);
-    void METHODS.find((m) => m.name === "chat")
-      ?.load()
-      .catch(() => {});
-    if (!deps.standIn) require("../runtime/provider.ts");
+    void probeAhead(deps).then(() => setImmediate(() => loadChatModules(deps)));
   }).unref?.();
   setTimeout(() => {
     if (deps.stopping()) return;
-    void import("../agent/turn/run-turn.ts").catch(() => {});
     // The database (its first open creates the schema, or imports a 0.1 folder once): a
     // failure here is the chat's to report.
     try {
       deps.store();
     } catch {}
-  }, TURN_READ_AHEAD_MS).unref?.();
+  }, STORE_READ_AHEAD_MS).unref?.();
 }
 
 /**
@@ -51,7 +48,7 @@ export function readAheadForChat(deps: ReadAheadDeps): void {
  * `--list-devices` spawn) is an await that waits behind whatever the loop runs, and a cold chat's
  * plan waits for its end (docs/performance.md, "A cold chat's way to the spawn").
  */
-function probeAhead(deps: ReadAheadDeps): void {
+async function probeAhead(deps: ReadAheadDeps): Promise<void> {
   if (deps.standIn) return;
   let config: Config;
   try {
@@ -63,6 +60,17 @@ function probeAhead(deps: ReadAheadDeps): void {
     require("../config/find-binary-asked.ts") as typeof import("../config/find-binary-asked.ts");
   const { modelMemo, probeAhead } =
     require("../models/local-plan-deps.ts") as typeof import("../models/local-plan-deps.ts");
-  void llamaServerAsked(config).then((server) => probeAhead.start(server));
+  const asked = llamaServerAsked(config).then((server) => probeAhead.start(server));
   modelMemo.read(config.model.path).catch(() => {});
+  await asked.catch(() => {});
+}
+
+/** The chat method's, the supervisor's and the turn's modules (their first evaluation). */
+function loadChatModules(deps: ReadAheadDeps): void {
+  if (deps.stopping()) return;
+  void METHODS.find((m) => m.name === "chat")
+    ?.load()
+    .catch(() => {});
+  if (!deps.standIn) require("../runtime/provider.ts");
+  void import("../agent/turn/run-turn.ts").catch(() => {});
 }
