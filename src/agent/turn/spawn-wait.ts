@@ -11,14 +11,25 @@ import { within } from "../../util/within.ts";
 export const SPAWN_WAIT_MS = 250;
 
 /**
- * Waits until the start has spawned llama-server, SPAWN_WAIT_MS at most, or `signal` aborts (a
- * cancel is answered at once, the start going on without the chat). Never rejects.
+ * Each start's one bounded wait: the chat method waits for its start, then the turn for the same
+ * one (run-turn.ts `begunStart`); a start not spawned by then held run_start twice SPAWN_WAIT_MS.
+ */
+const waits = new WeakMap<StartTicket, Promise<unknown>>();
+
+/**
+ * Waits until the start has spawned llama-server, SPAWN_WAIT_MS from the first wait for it at
+ * most, or `signal` aborts (a cancel is answered at once, the start going on without the chat).
+ * Never rejects.
  */
 export async function spawnedWithin(ticket: StartTicket, signal?: AbortSignal): Promise<void> {
-  const spawned = signal ? abortable(ticket.spawned, signal) : ticket.spawned;
-  await within(
-    spawned.catch(() => {}),
-    SPAWN_WAIT_MS,
-    undefined,
-  );
+  let wait = waits.get(ticket);
+  if (!wait) {
+    wait = within(
+      ticket.spawned.catch(() => {}),
+      SPAWN_WAIT_MS,
+      undefined,
+    );
+    waits.set(ticket, wait);
+  }
+  await (signal ? abortable(wait, signal) : wait).catch(() => {});
 }
