@@ -1,5 +1,3 @@
-import { readFileSync } from "node:fs";
-import { readFile } from "node:fs/promises";
 import os from "node:os";
 import { windowsPhysicalMemory, windowsProcessorCores } from "../platform/windows/system.ts";
 import { wholeCharCut } from "../util/text-cut.ts";
@@ -14,6 +12,7 @@ import {
   parseNvidiaSmi,
   parseRocmSmi,
 } from "./hardware.ts";
+import { kernelTextReader, procMountinfo } from "./kernel-text.ts";
 import { type ListedDevice, parseListDevices, reconcileGpus } from "./listed-devices.ts";
 import { type RunResult, runWithTimeout } from "./run-probe.ts";
 
@@ -57,26 +56,12 @@ export interface ProbeEnv {
   };
 }
 
-/**
- * The memory readings' files: the kernel's own, made as they are read, on no drive that can hang.
- * Read at once: each asynchronous read was a file thread's round trip waiting behind whatever the
- * loop ran, one after another (meminfo, the cgroup's levels), and the device list, which follows
- * the memory readings, waited for all of them on a cold chat's way to its spawn (docs/performance.md).
- * Not /proc/cpuinfo: on some kernels it samples every CPU's clock as it is read.
- */
-const KERNEL_MEMORY_TEXT = /^\/(?:proc\/meminfo$|proc\/self\/cgroup$|sys\/fs\/cgroup\/)/;
-
 export const realProbeEnv: ProbeEnv = {
   platform: process.platform,
   arch: process.arch,
   run: runWithTimeout,
-  readText: async (path) => {
-    try {
-      return KERNEL_MEMORY_TEXT.test(path) ? readFileSync(path, "utf8") : await readFile(path, "utf8");
-    } catch {
-      return null;
-    }
-  },
+  // The memory readings' kernel files at once, where the kernel makes them (kernel-text.ts).
+  readText: kernelTextReader(procMountinfo),
   cpus: () => os.cpus(),
   usableCpus: () => os.availableParallelism(),
   totalmem: () => os.totalmem(),
