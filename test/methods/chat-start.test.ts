@@ -11,7 +11,7 @@ import { tmpdir } from "../fixtures/tmpdir.ts";
 // database): docs/performance.md, "A cold chat's way to the spawn". A chat the params alone
 // refuse (an image, a rewrite without its session) starts nothing.
 
-function fixture(dataDir: string, ticket?: StartTicket) {
+function fixture(dataDir: string, ticket?: StartTicket, onTurnDeps?: () => void) {
   const seen: string[] = [];
   const provider: LlamaProvider = {
     prestart: () => {
@@ -28,6 +28,11 @@ function fixture(dataDir: string, ticket?: StartTicket) {
   services.store = () => {
     if (!seen.includes("store")) seen.push("store");
     return store();
+  };
+  const reuse = services.promptReuse.bind(services);
+  services.promptReuse = (name) => {
+    onTurnDeps?.();
+    return reuse(name);
   };
   const ctx = (signal: AbortSignal) =>
     ({
@@ -105,6 +110,19 @@ describe("the chat's wait for the spawn", () => {
     spawned.resolve();
     await ended;
     expect(f.seen).toEqual(["prestart", "store"]);
+    await f.stop();
+  });
+
+  test("a cancel once the start has spawned, before the turn's first step, opens no database", async () => {
+    // The cancel comes while the turn's modules load (a cold chat's ~20 ms): the wait for the
+    // spawn is over, and the turn went on to open the database and ask for the session's lease.
+    using dir = tmpdir();
+    const abort = new AbortController();
+    const f = fixture(dir.path, { spawned: Promise.resolve() }, () =>
+      abort.abort(new CoreError("cancelled", "cancelled by the host")),
+    );
+    expect((await f.run({}, abort.signal)).code).toBe("cancelled");
+    expect(f.seen).toEqual(["prestart"]);
     await f.stop();
   });
 });

@@ -183,9 +183,13 @@ function startOf(deps: TurnDeps): StartTicket | undefined {
   return deps.prestarted === undefined ? deps.provider.prestart?.() : (deps.prestarted ?? undefined);
 }
 
-/** The turn's start (`startOf`), waited for until it has spawned, SPAWN_WAIT_MS at most. */
+/**
+ * The turn's start (`startOf`), waited for until it has spawned, SPAWN_WAIT_MS at most. Cancelled
+ * by then (the wait cut, or the modules loading), the turn ends before it opens the database.
+ */
 async function begunStart(deps: TurnDeps): Promise<StartTicket | undefined> {
   const ticket = startOf(deps);
   if (ticket) await spawnedWithin(ticket, deps.signal);
+  deps.signal.throwIfAborted();
   return ticket;
 }
