@@ -24,6 +24,15 @@ function unescaped(field: string): string {
   return field.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(Number.parseInt(octal, 8)));
 }
 
+/** A mount that can hold a memory file: one of their folders' ancestors, or within the cgroups'. */
+function mayHold(point: string): boolean {
+  if (point.startsWith("/sys/fs/cgroup/")) return true;
+  return ["/proc/meminfo", "/proc/self/cgroup", "/sys/fs/cgroup"].some(
+    (file) => point === "/" || file === point || file.startsWith(`${point}/`),
+  );
+}
+
+/** The mounts that may hold a memory file: a host of thousands (snaps, pods) costs one scan. */
 function mountsOf(mountinfo: string): Mount[] {
   const mounts: Mount[] = [];
   for (const line of mountinfo.split("\n")) {
@@ -32,7 +41,8 @@ function mountsOf(mountinfo: string): Mount[] {
     const point = fields[4];
     const type = fields[dash + 1];
     if (dash < 0 || point === undefined || type === undefined) continue;
-    mounts.push({ point: unescaped(point), type });
+    const at = unescaped(point);
+    if (mayHold(at)) mounts.push({ point: at, type });
   }
   return mounts;
 }
