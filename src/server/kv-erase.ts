@@ -1,11 +1,11 @@
 import { existsSync } from "node:fs";
 import type { KvDisk } from "../agent/kv/kv-disk.ts";
 import type { PromptReuse } from "../agent/kv/reuse.ts";
+import { type FileIdentity, fileIdentity, sameFile } from "../util/file-identity.ts";
 import { logger } from "../util/logger.ts";
 import type { SeveralModels } from "./several-models.ts";
 
-/** Gone folder files whose quoting KV files are tried again, at most: each retry goes over the
- *  records and the folder's sidecars on the main loop, at every erase. */
+/** Stuck KV files (and their sidecars) kept to be tried again, at most: each retry stats each. */
 export const KV_RETRY_KEPT = 1000;
 
 /** Where the erases of saved KV state look: the prompt reuses and the folder. */
@@ -31,8 +31,12 @@ export interface KvEraseDeps {
  */
 export class KvErase {
   private unbudgeted: KvDisk | undefined;
-  /** Memory folders' files gone whose quoting saved states could not all be removed: tried again at each erase. */
-  private readonly stuck = new Set<string>();
+  /**
+   * The files a memory folder file's erase could not remove, by path, as they were then: tried
+   * again at each erase while still those files. Never by the source string again: the folder
+   * file edited is indexed under the same one, and sessions quoting its new text keep their state.
+   */
+  private readonly stuck = new Map<string, FileIdentity>();
 
   constructor(private readonly deps: KvEraseDeps) {}
 
@@ -44,10 +48,18 @@ export class KvErase {
   folderGone(...sources: string[]): string[] {
     const left = this.forgetSource(undefined, ...sources);
     if (left.length === 0) return left;
-    for (const source of sources) if (this.stuck.size < KV_RETRY_KEPT) this.stuck.add(source);
+    let full = false;
+    for (const path of left) {
+      // A state's sidecar stays while the state does (kv-disk.ts `remove`) and holds its notes'
+      // text: kept together, or the retry would take the state and leave its sidecar for good.
+      const both = path.endsWith(".bin") ? [path, `${path.slice(0, -4)}.json`] : [path];
+      const kept = both.flatMap((p) => fileIdentity(p) ?? []);
+      if (this.stuck.size + kept.length > KV_RETRY_KEPT) full = true;
+      else for (const f of kept) this.stuck.set(f.path, f);
+    }
     // Past the bound, not tried again here: the notes of a restored state are checked (reuse.ts).
     logger.warn(
-      `${left.length} saved KV state file(s) quoting a memory folder's removed or changed file could not be removed (${left.join(", ")}): tried again at the next erase${this.stuck.size >= KV_RETRY_KEPT ? ` (at most ${KV_RETRY_KEPT} files' worth)` : ""}`,
+      `${left.length} saved KV state file(s) quoting a memory folder's removed or changed file could not be removed (${left.join(", ")}): tried again at the next erase${full ? ` (at most ${KV_RETRY_KEPT} files)` : ""}`,
     );
     return left;
   }
@@ -129,17 +141,22 @@ export class KvErase {
     return [];
   }
 
-  /** What `folderGone` could not remove, tried again apart: what is left of it is not this erase's to fail on. */
+  /**
+   * What `folderGone` could not remove, tried again apart (what is left of it is not this erase's
+   * to fail on): each file only while it is still the one that erase meant (a session's state
+   * saved since, quoting the folder file's new text, is another).
+   */
   private retryStuck(): void {
     if (this.stuck.size === 0) return;
-    const sources = [...this.stuck];
-    this.stuck.clear(); // the retry's own erase runs through `run` too
-    const left = this.forgetSource(undefined, ...sources);
-    if (left.length === 0)
+    const kept = [...this.stuck.values()];
+    this.stuck.clear();
+    const disk = this.folder();
+    if (disk) disk.unremovedBy(() => disk.removeKept(kept));
+    for (const f of kept) if (sameFile(f, fileIdentity(f.path))) this.stuck.set(f.path, f);
+    if (this.stuck.size === 0)
       logger.info(
-        `the saved KV state quoting ${sources.length} gone memory folder file(s) was removed at last`,
+        `the ${kept.length} saved KV file(s) quoting gone memory folder files were removed at last`,
       );
-    else for (const source of sources) this.stuck.add(source);
   }
 
   /** The budgeted folder, else the folder as it is now (another core may make it any time). */

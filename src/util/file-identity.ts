@@ -1,4 +1,4 @@
-import { type Stats, statSync } from "node:fs";
+import { lstatSync, type Stats, statSync } from "node:fs";
 
 /** A file as the file system knows it: a file replaced in place (a new inode, size or time) is another. */
 export interface FileIdentity {
@@ -31,4 +31,14 @@ export function sameFile(then: FileIdentity, now: FileIdentity | undefined): boo
     now.mtimeMs === then.mtimeMs &&
     now.ino === then.ino
   );
+}
+
+/** The size of the regular file at `path`; 0 for none (gone, a directory, a link). */
+export function fileBytes(path: string): number {
+  try {
+    const st = lstatSync(path);
+    return st.isFile() ? st.size : 0;
+  } catch {
+    return 0;
+  }
 }

@@ -1,7 +1,13 @@
 import { expect, spyOn, test } from "bun:test";
-import type { KvDisk } from "../../src/agent/kv/kv-disk.ts";
+import * as fs from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { KvDisk } from "../../src/agent/kv/kv-disk.ts";
+import { entryOf } from "../../src/agent/kv/kv-entry.ts";
+import { emptyRecord } from "../../src/agent/kv/prompt-record.ts";
 import { KV_RETRY_KEPT, KvErase } from "../../src/server/kv-erase.ts";
 import { logger } from "../../src/util/logger.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
 
 // A memory folder's file gone: the saved KV states quoting it are erased (docs/agent.md#prompt-reuse),
 // but no request waits on that erase to fail it, and the folder's index no longer names the file.
@@ -11,84 +17,125 @@ import { logger } from "../../src/util/logger.ts";
 /** Saving on, no prompt reuse made yet: the erases are the folder's own passes. */
 const savingOnNoReuse = (disk: KvDisk) =>
   new KvErase({
-    dir: () => "/data/kv",
+    dir: () => disk.dir,
     budgeted: () => disk,
     made: () => disk,
     reuse: () => undefined,
     several: () => undefined,
   });
 
-test("a folder file's quoting KV file that could not be removed is named in the log and tried again at the next erase", () => {
-  const removed: string[][] = [];
-  let stuckFile = true;
-  const disk = {
-    removeSource: (_user: string | undefined, ...sources: string[]) => void removed.push(sources),
-    removeSession: () => {},
-    unremovedBy: (erase: () => void) => {
-      erase();
-      return stuckFile ? ["/data/kv/s-0123.bin"] : [];
-    },
-  } as unknown as KvDisk;
-  const erase = savingOnNoReuse(disk);
-  const lines: string[] = [];
-  const warn = spyOn(logger, "warn").mockImplementation((line: string) => void lines.push(line));
+/** User u's `session` saved, quoting `sources` (as llama-server leaves a save, then committed). */
+async function saved(disk: KvDisk, session: string, ...sources: string[]): Promise<string> {
+  const name = disk.nameOf("u", session);
+  const temp = disk.tempName(name);
+  writeFileSync(join(disk.dir, temp), "x".repeat(100));
+  const entry = entryOf(
+    { userId: "u", sessionId: session },
+    "f".repeat(32),
+    { n_saved: 10, n_written: 100 },
+    emptyRecord(),
+    sources,
+    1,
+  );
+  expect(await disk.commit(temp, entry)).toBe(true);
+  return join(disk.dir, `${name}.bin`);
+}
+
+/** What a case gets: the folder, its erases, and user u's session `old` saved quoting `file:a.md`. */
+interface Stuck {
+  disk: KvDisk;
+  erase: KvErase;
+  /** The paths whose unlinks fail (EBUSY: held open on Windows); the old state's at first. */
+  stuck: Set<string>;
+  old: string;
+  warned: string[];
+}
+
+async function withStuck(body: (c: Stuck) => Promise<void>): Promise<void> {
+  using dir = tmpdir();
+  const disk = new KvDisk(dir.path, 1_000_000);
+  const old = await saved(disk, "old", "file:a.md");
+  const stuck = new Set([old]);
+  const real = fs.unlinkSync;
+  const unlink = spyOn(fs, "unlinkSync").mockImplementation((path) => {
+    if (stuck.has(String(path))) throw Object.assign(new Error("EBUSY: resource busy"), { code: "EBUSY" });
+    real(path);
+  });
+  const warned: string[] = [];
+  const warn = spyOn(logger, "warn").mockImplementation((line: string) => void warned.push(line));
   try {
-    expect(erase.folderGone("file:notes/a.md")).toEqual(["/data/kv/s-0123.bin"]);
-    expect(lines.some((l) => l.includes("/data/kv/s-0123.bin"))).toBe(true);
-    // The next erase (a session's delete) tries it again, apart: still stuck, it is not that delete's.
-    stuckFile = false;
-    expect(erase.forget("u", "s")).toEqual([]);
-    expect(removed).toEqual([["file:notes/a.md"], ["file:notes/a.md"]]);
-    // Removed at last: not tried again.
-    erase.forget("u", "t");
-    expect(removed).toHaveLength(2);
+    await body({ disk, erase: savingOnNoReuse(disk), stuck, old, warned });
   } finally {
+    unlink.mockRestore();
     warn.mockRestore();
   }
-});
+}
 
-test("tried again while still stuck: kept for the erase after, and the erase at hand answers for its own files only", () => {
-  const removed: string[][] = [];
-  const disk = {
-    removeSource: (_user: string | undefined, ...sources: string[]) => void removed.push(sources),
-    removeSession: () => {},
-    unremovedBy: (erase: () => void) => {
-      const before = removed.length;
-      erase();
-      return removed.length > before ? ["/data/kv/s-0123.bin"] : [];
-    },
-  } as unknown as KvDisk;
-  const erase = savingOnNoReuse(disk);
-  const warn = spyOn(logger, "warn").mockImplementation(() => {});
-  try {
+const sidecar = (bin: string) => bin.replace(/\.bin$/, ".json");
+
+test("a folder file's quoting KV file that could not be removed is named in the log and tried again at the next erase", () =>
+  withStuck(async ({ disk, erase, stuck, old, warned }) => {
+    expect(erase.folderGone("file:a.md")).toEqual([old]);
+    expect(warned.some((l) => l.includes(old))).toBe(true);
+    // Still stuck at the next erase (a session's delete): it is not that delete's to fail on.
+    expect(erase.forget("u", "s")).toEqual([]);
+    expect(existsSync(old)).toBe(true);
+    // Removable at last: the state goes, and the sidecar holding its notes with it.
+    stuck.clear();
+    expect(erase.forget("u", "t")).toEqual([]);
+    expect(fs.readdirSync(disk.dir)).toEqual([]);
+  }));
+
+test("the folder file edited and quoted anew: the retry takes the stuck old state, never the new session's", () =>
+  withStuck(async ({ disk, erase, stuck, old }) => {
+    expect(erase.folderGone("file:a.md")).toEqual([old]);
+    // Re-indexed under the same source string; a new session's state quotes its new text.
+    const fresh = await saved(disk, "new", "file:a.md");
+    stuck.clear();
+    expect(erase.forget("u", "other")).toEqual([]);
+    // The retry by source string erased the new session's state too (its reuse lost).
+    expect(existsSync(fresh)).toBe(true);
+    expect(existsSync(sidecar(fresh))).toBe(true);
+    expect(existsSync(old)).toBe(false);
+    expect(existsSync(sidecar(old))).toBe(false);
+  }));
+
+test("a stuck session saved again since: its new state is not the file the erase meant, and stays", () =>
+  withStuck(async ({ disk, erase, stuck, old }) => {
     erase.folderGone("file:a.md");
-    expect(erase.forget("u", "s")).toEqual([]);
-    erase.forget("u", "t");
-    expect(removed).toEqual([["file:a.md"], ["file:a.md"], ["file:a.md"]]);
-  } finally {
-    warn.mockRestore();
-  }
-});
+    stuck.clear();
+    await saved(disk, "old", "file:b.md"); // renamed over the stuck one: another file
+    erase.forget("u", "other");
+    expect(existsSync(old)).toBe(true);
+    expect(disk.entry("u", "old")?.note_sources).toEqual(["file:b.md"]);
+  }));
 
-test("a folder of 100k files gone while a KV file is stuck keeps a bounded retry list", () => {
-  const removed: number[] = [];
+test("a folder whose many quoting KV files are stuck keeps a bounded retry list, a state never without its sidecar", () => {
+  using dir = tmpdir();
+  const paths = Array.from({ length: KV_RETRY_KEPT - 1 }, (_, i) => join(dir.path, `f${i}.tmp`));
+  // The last stuck one a state whose sidecar (its notes' text) stays with it: the pair does not fit.
+  paths.push(join(dir.path, "s-0.bin"));
+  for (const p of [...paths, join(dir.path, "s-0.json")]) writeFileSync(p, "x");
+  const tried: string[][] = [];
   const disk = {
-    removeSource: (_user: string | undefined, ...sources: string[]) => void removed.push(sources.length),
+    dir: dir.path,
+    removeSource: () => {},
     removeSession: () => {},
+    removeKept: (kept: { path: string }[]) => void tried.push(kept.map((f) => f.path)),
     unremovedBy: (erase: () => void) => {
       erase();
-      return ["/data/kv/s-0123.bin"]; // data_dir/kv not writable
+      return paths; // data_dir/kv not writable
     },
   } as unknown as KvDisk;
   const erase = savingOnNoReuse(disk);
   const warn = spyOn(logger, "warn").mockImplementation(() => {});
   try {
-    const files = Array.from({ length: 100_000 }, (_, i) => `file:big/${i}.md`);
-    erase.folderGone(...files);
-    // Each later erase (every sessions.delete on the main loop) tried all 100k again, kept for good.
+    erase.folderGone("file:big.md");
     erase.forget("u", "s");
-    expect(removed).toHaveLength(2);
-    expect(removed.at(-1)).toBeLessThanOrEqual(KV_RETRY_KEPT);
+    expect(tried).toHaveLength(1);
+    expect(tried[0]?.length).toBeLessThanOrEqual(KV_RETRY_KEPT);
+    // The state kept without its sidecar: removed at the retry, the sidecar left for good.
+    expect(tried[0]?.filter((p) => p.includes("s-0."))).toEqual([]);
   } finally {
     warn.mockRestore();
   }

@@ -2,6 +2,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { chmodSync, existsSync, lstatSync, readdirSync, renameSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { type StagedWrite, stageFileAtomic, syncFolderAsync } from "../../store/atomic.ts";
+import { type FileIdentity, fileBytes, fileIdentity, sameFile } from "../../util/file-identity.ts";
 import { logger } from "../../util/logger.ts";
 import { ensurePrivateDir, PRIVATE_FILE_MODE } from "../../util/private-fs.ts";
 import { readSmallFile } from "../../util/read-file.ts";
@@ -244,6 +245,17 @@ export class KvDisk {
     return [...failing].filter((path) => existsSync(path));
   }
 
+  /** Drops each of `kept` still the file it was, never one saved since, a sidecar once its state
+   *  is gone (`remove`): the retry of an erase that could not remove them (kv-erase.ts). */
+  removeKept(kept: FileIdentity[]): void {
+    const bins = kept.filter((f) => f.path.endsWith(".bin"));
+    for (const f of [...bins, ...kept.filter((f) => !bins.includes(f))]) {
+      const described = f.path.endsWith(".json") && existsSync(`${f.path.slice(0, -5)}.bin`);
+      if (!described && sameFile(f, fileIdentity(f.path))) this.drop(f.path);
+    }
+    this.use = undefined;
+  }
+
   private drop(path: string): void {
     if (!dropFile(path, this.zeroes)) this.failing?.add(path);
   }
@@ -343,14 +355,7 @@ export class KvDisk {
   }
 
   private sizeOf(name: string): number {
-    let n = 0;
-    for (const p of [this.binOf(name), this.sidecarOf(name)]) {
-      try {
-        const st = lstatSync(p);
-        if (st.isFile()) n += st.size;
-      } catch {}
-    }
-    return n;
+    return fileBytes(this.binOf(name)) + fileBytes(this.sidecarOf(name));
   }
 
   private entries(): { name: string; entry: KvEntry }[] {
