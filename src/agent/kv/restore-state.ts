@@ -5,15 +5,49 @@ import { deathGraceMs, deathReason } from "../../runtime/death-reason.ts";
 import type { LaunchView } from "../../runtime/launch.ts";
 import { abortable } from "../../util/abortable.ts";
 import { logger } from "../../util/logger.ts";
+import type { DiskUse } from "./disk-use.ts";
 import type { KvDisk, KvEntry } from "./kv-disk.ts";
+import type { PromptRecord } from "./prompt-record.ts";
 import { SLOT_FILE_TIMEOUT_MS } from "./save-slot.ts";
+import type { SessionKey } from "./session-key.ts";
 import { emptyBehind } from "./slot-clear.ts";
 
 /**
  * One session's saved state restored into a slot before its turn (docs/agent.md#prompt-reuse).
- * Prompt reuse (reuse.ts) decides when; this is how, and what a failure leaves: it is logged and
- * the turn processes its prompt, which is what it would have done without a file.
+ * Prompt reuse (reuse.ts) decides when; this is which saved state may be, how, and what a failure
+ * leaves: it is logged and the turn processes its prompt, which is what it would have done
+ * without a file.
  */
+
+/** What a hand-over found on disk: a state to restore, none (null), or nothing looked for (undefined). */
+export type Looked = KvEntry | null | undefined;
+
+/**
+ * The session's saved state if it is of this launch's shape (`fp`) and all its notes quote is
+ * still stored (`quotable`, null: the store cannot tell); one that is not is dropped.
+ */
+export function restorableState(
+  folder: DiskUse,
+  key: SessionKey,
+  fp: string | undefined,
+  quotable: (userId: string, prompt: PromptRecord) => boolean | null,
+): Looked {
+  if (fp === undefined || folder.off) return undefined;
+  const disk = folder.usable();
+  if (!disk) return undefined;
+  const entry = disk.entry(key.userId, key.sessionId);
+  if (!entry) return null;
+  const name = disk.nameOf(key.userId, key.sessionId);
+  const fits = entry.fingerprint === fp && disk.hasState(name);
+  // Its notes quote what another core erased (`quotable` dropped it), or saved for another
+  // model, context, cache type or template (or its file is gone).
+  const vouched = fits && quotable(key.userId, entry.prompt);
+  if (vouched) return entry;
+  if (vouched === null) return null; // the store cannot tell: not restored, kept for when it answers
+  if (!fits) logger.info(`session ${key.sessionId}'s saved KV state does not fit this launch: dropped`);
+  disk.remove(name);
+  return null;
+}
 
 export interface SlotRestore {
   launch: LaunchView;

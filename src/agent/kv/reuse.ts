@@ -8,11 +8,10 @@ import { within } from "../../util/within.ts";
 import { DiskUse } from "./disk-use.ts";
 import { EditMarks } from "./edit-marks.ts";
 import { launchFingerprinter } from "./fingerprint.ts";
-import type { KvEntry } from "./kv-disk.ts";
 import { keepAll, type Later } from "./later.ts";
 import { dropSource, emptyRecord, type PromptRecord, quotedPassages, quotingNotes } from "./prompt-record.ts";
 import { QuietTimer } from "./quiet-timer.ts";
-import { restoreSlotState } from "./restore-state.ts";
+import { type Looked, restorableState, restoreSlotState } from "./restore-state.ts";
 import { quietDelay, type ReuseDeps, type ReusedTurn } from "./reuse-deps.ts";
 import { saveSlotState } from "./save-slot.ts";
 import { keyOf, keyText, type SessionKey } from "./session-key.ts";
@@ -46,9 +45,6 @@ export type { ReuseDeps, ReusedTurn };
 /** Shutdown waits this long for the last saves (the host gives the whole stop a few seconds: client/shutdown-timing.ts). */
 export const STOP_SAVE_MS = 2000;
 const RECORDS_KEPT = 512;
-
-/** What a hand-over found on disk: a state to restore, none (null), or nothing looked for (undefined). */
-type Looked = KvEntry | null | undefined;
 
 /** One running server (its Launch: slot table, epoch, awake) and the fingerprint of its shape. */
 interface Server {
@@ -172,7 +168,9 @@ export class PromptReuse {
     const { epoch } = server.launch;
     const inRam = this.inRam.get(k) === epoch;
     this.inRam.delete(k);
-    const entry = inRam ? undefined : this.restorable(key, fp);
+    const entry = inRam
+      ? undefined
+      : restorableState(this.folder, key, fp, (userId, prompt) => this.quotable(userId, prompt));
     const ramCache = (this.deps.cacheRamBytes() ?? 0) > 0;
     const table = server.launch.slots;
     await this.vetted(table, slot, k, signal);
@@ -377,24 +375,5 @@ export class PromptReuse {
       record: () => this.records.get(holder) ?? emptyRecord(),
       failed: (err, what) => this.folder.failed(err, what),
     });
-  }
-
-  /** The session's saved state if it is of this launch's shape; one that is not is dropped. */
-  private restorable(key: SessionKey, fp: string | undefined): Looked {
-    if (fp === undefined || this.folder.off) return undefined;
-    const disk = this.folder.usable();
-    if (!disk) return undefined;
-    const entry = disk.entry(key.userId, key.sessionId);
-    if (!entry) return null;
-    const name = disk.nameOf(key.userId, key.sessionId);
-    const fits = entry.fingerprint === fp && disk.hasState(name);
-    // Its notes quote what another core erased (`quotable` dropped it), or saved for another
-    // model, context, cache type or template (or its file is gone).
-    const vouched = fits && this.quotable(key.userId, entry.prompt);
-    if (vouched) return entry;
-    if (vouched === null) return null; // the store cannot tell: not restored, kept for when it answers
-    if (!fits) logger.info(`session ${key.sessionId}'s saved KV state does not fit this launch: dropped`);
-    disk.remove(name);
-    return null;
   }
 }
