@@ -97,15 +97,21 @@ export class PromptReuse {
     };
     if (!pick) return { ...none, record: this.recordOf(key, fp), abandon };
     let looked: Looked;
+    let handing: Promise<Looked> | undefined;
     try {
       const waited = table.workOn(pick.slot); // its save, or an erase emptying it (clearSlots)
       await abortable(waited ?? Promise.resolve(), signal);
       // Another core's edit during that wait: the slot and record hold the pre-edit tail.
       if (pick.holds && waited && !this.unlessCurrent(key)) pick.holds = false;
-      if (!pick.holds)
-        looked = await this.run(() => this.handOver(server, pick.slot, key, fp, pick.evict, signal));
+      if (!pick.holds) {
+        handing = this.run(() => this.handOver(server, pick.slot, key, fp, pick.evict, signal));
+        // A cancel ends the turn's wait at once (the chain ahead, the holder's save llama-server
+        // may never answer); the hand-over goes on in the chain, the slot the turn's till it ends.
+        looked = await abortable(handing, signal);
+      }
     } catch (err) {
-      abandon();
+      if (handing && signal.aborted) void handing.then(abandon, abandon);
+      else abandon();
       throw err;
     }
     let started = false;
@@ -164,6 +170,7 @@ export class PromptReuse {
     evict: string | undefined,
     signal: AbortSignal,
   ): Promise<Looked> {
+    signal.throwIfAborted(); // its turn gave up while it waited in the chain: nothing to hand over
     const k = keyText(key);
     const { epoch } = server.launch;
     const inRam = this.inRam.get(k) === epoch;
@@ -179,6 +186,8 @@ export class PromptReuse {
       else keepLatest(this.inRam, evict, epoch, RECORDS_KEPT); // a session that never comes back is not kept for good
       if (entry || !ramCache) await this.vetted(table, slot, k, signal); // an erase or edit during the save
     }
+    // A save llama-server answered after the turn gave up on it: the slot is not its to take.
+    signal.throwIfAborted();
     // From now on the slot is this session's, whatever the restore makes of it.
     server.launch.slots.handTo(slot, k);
     const disk = this.deps.disk;
