@@ -4,6 +4,7 @@ import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { INPUT_APART_CHARS } from "../../src/store/checkpoint.ts";
 import { DB_FILE } from "../../src/store/db/open.ts";
+import { readDb } from "../fixtures/read-db.ts";
 import { ChatHarness } from "./harness.ts";
 
 // Issue 20's faults at the chat: a full disk and a database another process holds locked fail
@@ -122,7 +123,7 @@ describe("chat: the data folder removed or replaced while the core runs", () => 
       { role: "user", content: "second" },
       { role: "assistant", content: "anew" },
     ]);
-    const onDisk = new Database(join(h.dataDir, DB_FILE), { readonly: true });
+    const onDisk = readDb(join(h.dataDir, DB_FILE));
     try {
       expect(onDisk.query("SELECT COUNT(*) AS n FROM messages").get()).toEqual({ n: 2 });
     } finally {

@@ -1,4 +1,3 @@
-import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -7,6 +6,7 @@ import { heldImages } from "../../src/images/held.ts";
 import { MAX_HELD_IMAGE_BYTES, MAX_IMAGE_BYTES } from "../../src/images/limits.ts";
 import { filesHolding } from "../fixtures/files-holding.ts";
 import { b64, png, pngChunk, webp } from "../fixtures/images.ts";
+import { readDb } from "../fixtures/read-db.ts";
 import { ChatHarness, type Msg } from "./harness.ts";
 
 // A chat's images (docs/protocol.md#images) through the real chat method against the stand-in
@@ -254,7 +254,7 @@ describe("a chat with images", () => {
       return statSync(path).isFile() && readFileSync(path).includes(marker);
     });
     expect(holding).toEqual([]);
-    const db = new Database(join(h.dataDir, "local-ai.db"), { readonly: true });
+    const db = readDb(join(h.dataDir, "local-ai.db"));
     try {
       expect(db.query("SELECT 1 FROM meta WHERE key = 'rewrite_owed'").get()).toBeNull();
     } finally {
@@ -399,7 +399,7 @@ describe("a chat with images", () => {
     h.send(3, "sessions.attachment", { id });
     expect((await h.terminal(3)).type).toBe("error");
     // Erased as a delete's images are: the pages rewritten after the commit (docs/agent.md "Privacy").
-    const db = new Database(join(h.dataDir, "local-ai.db"), { readonly: true });
+    const db = readDb(join(h.dataDir, "local-ai.db"));
     try {
       expect(db.query("SELECT 1 FROM meta WHERE key = 'rewrite_owed'").get()).toBeNull();
       expect(db.query("PRAGMA freelist_count").get()).toEqual({ freelist_count: 0 });

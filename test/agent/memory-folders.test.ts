@@ -1,7 +1,7 @@
-import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { readDb } from "../fixtures/read-db.ts";
 import { ChatHarness } from "./harness.ts";
 
 // A big memory.folders (docs/agent.md, "Memory") never holds the core: the first chat recalls
@@ -29,7 +29,7 @@ describe("memory.folders while a chat runs", () => {
     );
     bigFolder(h.dir.path);
     const indexed = () => {
-      const db = new Database(h.services.store().path, { readonly: true });
+      const db = readDb(h.services.store().path);
       try {
         return (db.query("SELECT count(*) AS n FROM memory_files").get() as { n: number }).n;
       } finally {

@@ -7,6 +7,7 @@ import { ConfigSchema } from "../../src/config/schema.ts";
 import { storeCheck } from "../../src/doctor/store-check.ts";
 import { DAMAGE_NOTE_BYTES, DB_FILE, markDamaged } from "../../src/store/db/open.ts";
 import { Store } from "../../src/store/store.ts";
+import { readDb } from "../fixtures/read-db.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 const configAt = (dataDir: string) => ConfigSchema.parse({ app: { data_dir: dataDir } });
@@ -100,7 +101,7 @@ describe("doctor: the conversation database", () => {
     expect(c.status).toBe("fail");
     expect(c.message).toMatch(/damaged|cannot be read/);
     // Diagnosing changed nothing: the file is where it was, no reset recorded.
-    const db = new Database(path, { readonly: true });
+    const db = readDb(path);
     db.close();
     expect(existsSync(`${path}.damaged`)).toBe(false);
   });

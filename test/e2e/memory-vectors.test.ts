@@ -1,10 +1,10 @@
-import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
 import { mkdirSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { spawnCore } from "../fixtures/core-process.ts";
 import { bertModel } from "../fixtures/gguf-bert.ts";
 import { writeGguf } from "../fixtures/gguf-writer.ts";
+import { readDb } from "../fixtures/read-db.ts";
 import { writeStack } from "../fixtures/stack.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
@@ -90,7 +90,7 @@ describe.skipIf(process.platform === "win32")("a changed embedding model (compil
       ].join("\n"),
     });
     const fingerprints = () => {
-      const db = new Database(join(stack.dataDir, "local-ai.db"), { readonly: true });
+      const db = readDb(join(stack.dataDir, "local-ai.db"));
       try {
         return (
           db.query("SELECT DISTINCT fingerprint AS f FROM memory_vectors").all() as { f: string }[]
@@ -166,7 +166,7 @@ describe.skipIf(process.platform === "win32")("a document with an embedding mode
     );
     expect(added.result).toMatchObject({ name: "home.md", chunks: 1 });
     // Embedded by documents.add itself (Services.embedChunks), not left to the background job.
-    const db = new Database(join(stack.dataDir, "local-ai.db"), { readonly: true });
+    const db = readDb(join(stack.dataDir, "local-ai.db"));
     const vectors = db
       .query(
         "SELECT count(*) AS n FROM memory_vectors v JOIN memory m ON m.id = v.memory_id WHERE m.document_id = ?",

@@ -1,4 +1,3 @@
-import { Database } from "bun:sqlite";
 import { describe, expect, spyOn, test } from "bun:test";
 import { execFileSync } from "node:child_process";
 import { closeSync, ftruncateSync, mkdirSync, openSync, symlinkSync, writeFileSync } from "node:fs";
@@ -12,6 +11,7 @@ import { threadEnds } from "../documents/thread-ends.ts";
 import { filesHolding } from "../fixtures/files-holding.ts";
 import { threadErases } from "../fixtures/interleave.ts";
 import { minimalPdf } from "../fixtures/pdf-writer.ts";
+import { readDb } from "../fixtures/read-db.ts";
 
 /** A request's terminal message; results are read loosely here (the client types check their shapes). */
 async function call(
@@ -30,7 +30,7 @@ const plain = { agents: [{ name: "plain" }], memory: { enabled: true, top_k: 5 }
 
 /** Chunk rows in the database now, committed or not (read beside the core, as another process would). */
 function chunkRows(h: ChatHarness): number {
-  const db = new Database(join(h.dataDir, "local-ai.db"), { readonly: true });
+  const db = readDb(join(h.dataDir, "local-ai.db"));
   try {
     return (db.query("SELECT COUNT(*) AS n FROM memory WHERE document_id IS NOT NULL").get() as { n: number })
       .n;

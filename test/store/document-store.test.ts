@@ -7,6 +7,7 @@ import type { PendingDocument } from "../../src/store/document-store.ts";
 import { Store } from "../../src/store/store.ts";
 import { filesHolding } from "../fixtures/files-holding.ts";
 import { commitNotedTurn as turn } from "../fixtures/noted-turn.ts";
+import { readDb } from "../fixtures/read-db.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 /** A document committed straight through the store: its chunks, then its row. */
@@ -167,7 +168,7 @@ describe("documents in the store: scope, citations, erase", () => {
     await b.deleteUser("ann");
     expect(() => a.documents.addChunks(lib, [{ index: 2, text: "late" }])).toThrow(/user's data was deleted/);
     expect(() => a.documents.commit(lib, { name: "n", format: "text", chunks: 3, bytes: 1 })).toThrow();
-    const raw = new Database(join(dir.path, "local-ai.db"), { readonly: true });
+    const raw = readDb(join(dir.path, "local-ai.db"));
     expect(raw.query("SELECT COUNT(*) AS n FROM memory WHERE user_id = 'ann'").get()).toEqual({ n: 0 });
     raw.close();
     a.close();

@@ -4,6 +4,7 @@ import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Store } from "../../src/store/store.ts";
 import { filesHolding } from "../fixtures/files-holding.ts";
+import { readDb } from "../fixtures/read-db.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { waitFor } from "../fixtures/wait.ts";
 
@@ -143,7 +144,7 @@ test("a lock held while an unlisted folder is forgotten fails neither the index 
   await store.folderIndex.refresh();
   expect(store.memory.search("u", "okapi", 5).map((h) => h.cite.id)).toEqual([join(kept, "a.md")]);
   // The forgetting tried again once the lock is gone (recall never reads an unlisted folder: its rows are counted).
-  const look = new Database(join(data, "local-ai.db"), { readonly: true });
+  const look = readDb(join(data, "local-ai.db"));
   const rows = () =>
     (look.query("SELECT COUNT(*) AS n FROM memory WHERE root = ?").get(dropped) as { n: number }).n;
   expect(await waitFor(() => rows() === 0, { intervalMs: 20 })).toBe(true);

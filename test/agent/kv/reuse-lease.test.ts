@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { DB_FILE } from "../../../src/store/db/open.ts";
 import { Store } from "../../../src/store/store.ts";
 import { writeFakeModel } from "../../fixtures/llama-stand-in/binary.ts";
+import { readDb } from "../../fixtures/read-db.ts";
 import { waitFor } from "../../fixtures/wait.ts";
 import { ChatHarness } from "../harness.ts";
 
@@ -165,7 +166,7 @@ describe("a slot's save, another core holding its session's lease", () => {
       updated_at: "2026-01-01T00:00:00.000Z",
     });
     await say(h, "w", "something new");
-    using db = new Database(join(h.dataDir, DB_FILE), { readonly: true });
+    using db = readDb(join(h.dataDir, DB_FILE));
     expect(db.query("SELECT COUNT(*) AS n FROM erasures").get()).toEqual({ n: 1 });
   });
 

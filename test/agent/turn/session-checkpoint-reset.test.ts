@@ -7,6 +7,7 @@ import type { Warning } from "../../../src/protocol/chat.ts";
 import { DB_FILE } from "../../../src/store/db/open.ts";
 import { Store } from "../../../src/store/store.ts";
 import { png } from "../../fixtures/images.ts";
+import { readDb } from "../../fixtures/read-db.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
 // A checkpoint that cannot be read (another version wrote it, its input kept apart is gone) is
@@ -46,7 +47,7 @@ test("an unreadable checkpoint's turn is set aside: its photo's pages rewritten,
     expect(fresh.value.state.set_aside).toBe(true);
     fresh.release();
     await store.afterErases();
-    using check = new Database(join(dir.path, DB_FILE), { readonly: true });
+    using check = readDb(join(dir.path, DB_FILE));
     expect(check.query("SELECT COUNT(*) AS n FROM attachments").get()).toEqual({ n: 0 });
     expect(check.query("SELECT 1 FROM meta WHERE key = 'rewrite_owed'").get()).toBeNull();
   } finally {

@@ -1,10 +1,10 @@
-import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { TurnSession } from "../../../src/agent/turn/session.ts";
 import { INPUT_APART_CHARS } from "../../../src/store/checkpoint.ts";
 import { DB_FILE } from "../../../src/store/db/open.ts";
 import { Store } from "../../../src/store/store.ts";
+import { readDb } from "../../fixtures/read-db.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
 // One turn at a time per session across processes is a lease row (store/session-lease.ts). A
@@ -153,7 +153,7 @@ describe("a turn whose session another core took over", () => {
       await expect(turnA.value.firstWrite()).rejects.toMatchObject(takenOverError);
       expect(checkpointB()).toEqual(before);
       expect(b.conversations.attachments.refsBySeq("u", "s").size).toBe(0);
-      using db = new Database(join(dir.path, DB_FILE), { readonly: true });
+      using db = readDb(join(dir.path, DB_FILE));
       expect(db.query("SELECT COUNT(*) AS n FROM attachments").get()).toEqual({ n: 0 });
     } finally {
       turnA.release();
@@ -174,7 +174,7 @@ describe("a turn whose session another core took over", () => {
       await turnB.value.putBack();
       turnB.release();
       await expect(turnA.value.firstWrite()).rejects.toMatchObject(takenOverError);
-      using db = new Database(join(dir.path, DB_FILE), { readonly: true });
+      using db = readDb(join(dir.path, DB_FILE));
       expect(db.query("SELECT title FROM sessions").all()).toEqual([]);
     } finally {
       turnA.release();

@@ -6,6 +6,7 @@ import { Store } from "../../../src/store/store.ts";
 import { filesHolding } from "../../fixtures/files-holding.ts";
 import { commitNotedTurn } from "../../fixtures/noted-turn.ts";
 import { pagesWithMarkerInGaps } from "../../fixtures/page-gaps.ts";
+import { readDb } from "../../fixtures/read-db.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
 // docs/agent.md "Privacy": a rebalance during an erase moves cells of rows erased later in it and
@@ -83,7 +84,7 @@ test("an erase that could not rewrite the pages leaves it owed to the next open"
   } finally {
     store.close();
   }
-  const after = new Database(file, { readonly: true });
+  const after = readDb(file);
   // The store's thread lets go of the file as it ends, just after close() returns.
   after.run("PRAGMA busy_timeout = 5000");
   expect(after.query("SELECT 1 FROM meta WHERE key = 'rewrite_owed'").get()).toBeNull();

@@ -16,6 +16,7 @@ import { SCRUB_RETRY_MS } from "../../../src/store/erase.ts";
 import { ERASURE_KEEP_MS } from "../../../src/store/erasures.ts";
 import { Store } from "../../../src/store/store.ts";
 import { filesHolding } from "../../fixtures/files-holding.ts";
+import { readDb } from "../../fixtures/read-db.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 import { waitFor } from "../../fixtures/wait.ts";
 
@@ -243,7 +244,7 @@ describe("a delete wins over a turn begun before it", () => {
     now += ERASURE_KEEP_MS + 1;
     const recent = store.conversations.erasureMark();
     await store.deleteSession("ann", "y");
-    const db = new Database(join(dir.path, "local-ai.db"), { readonly: true });
+    const db = readDb(join(dir.path, "local-ai.db"));
     expect(db.query("SELECT COUNT(*) AS n FROM erasures").get()).toEqual({ n: 1 });
     db.close();
     expect(thrown(() => store.conversations.commitTurn(turn("ann", "z", ancient)))).toMatchObject({

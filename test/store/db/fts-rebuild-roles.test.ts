@@ -7,6 +7,7 @@ import { DB_FILE } from "../../../src/store/db/open.ts";
 import { eraseFromCopies } from "../../../src/store/erase-copies.ts";
 import { Store } from "../../../src/store/store.ts";
 import { commitNotedTurn } from "../../fixtures/noted-turn.ts";
+import { readDb } from "../../fixtures/read-db.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
 // A database written where SQLite had no FTS5 (or before the indexes) gets its indexes built
@@ -186,7 +187,7 @@ function rebuiltAsEarlier(dir: string, ...sql: string[]): void {
 const UNCHECKED = "DELETE FROM meta WHERE key = 'fts_roles_checked'";
 
 function schemaOf(dir: string): number {
-  const db = new Database(join(dir, DB_FILE), { readonly: true });
+  const db = readDb(join(dir, DB_FILE));
   try {
     return (db.query("PRAGMA user_version").get() as { user_version: number }).user_version;
   } finally {

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { DB_FILE } from "../../../src/store/db/open.ts";
 import { eraseImportedTail } from "../../../src/store/import-v01-erase.ts";
 import { Store } from "../../../src/store/store.ts";
+import { readDb } from "../../fixtures/read-db.ts";
 import { MemoryIndex } from "../../fixtures/store-v01/memory-index.ts";
 import { SessionStore } from "../../fixtures/store-v01/session-store.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
@@ -153,7 +154,7 @@ test("an edit of 0.1 turns imported after the session's 1.0 turns erases them fr
   // The import's record of where the 0.1 turns begin names the session: its delete takes it.
   await store.deleteSession("ann", "trip");
   store.close();
-  const db = new Database(join(dir.path, DB_FILE), { readonly: true });
+  const db = readDb(join(dir.path, DB_FILE));
   expect(db.query("SELECT key FROM meta WHERE key LIKE '%trip%'").all()).toEqual([]);
   db.close();
 });

@@ -1,4 +1,3 @@
-import { Database } from "bun:sqlite";
 import { describe, expect, spyOn, test } from "bun:test";
 import {
   appendFileSync,
@@ -18,6 +17,7 @@ import { eraseSession } from "../../../src/store/erase.ts";
 import { eraseImported } from "../../../src/store/import-v01-erase.ts";
 import { Store } from "../../../src/store/store.ts";
 import { logger } from "../../../src/util/logger.ts";
+import { readDb } from "../../fixtures/read-db.ts";
 import { holdImportBefore } from "../../fixtures/store-v01/hold-import.ts";
 import { MemoryIndex } from "../../fixtures/store-v01/memory-index.ts";
 import { SessionStore } from "../../fixtures/store-v01/session-store.ts";
@@ -69,7 +69,7 @@ async function heldBeforeB() {
 
 /** What the import left in the database: messages per session, memory entries, its records in meta. */
 function imported(dataDir: string) {
-  const db = new Database(join(dataDir, DB_FILE), { readonly: true });
+  const db = readDb(join(dataDir, DB_FILE));
   // A closed store's thread lets its connection go as it ends, not at once.
   db.run("PRAGMA busy_timeout = 5000");
   try {

@@ -15,6 +15,7 @@ import { SCHEMA_VERSION } from "../../../src/store/db/migrations.ts";
 import { DB_FILE, damagedMarker, markDamaged, openStore } from "../../../src/store/db/open.ts";
 import { APPLICATION_ID } from "../../../src/store/db/ownership.ts";
 import { Store } from "../../../src/store/store.ts";
+import { readDb } from "../../fixtures/read-db.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
 const modeOf = (p: string) => statSync(p).mode & 0o777;
@@ -152,7 +153,7 @@ function foreignDatabase(path: string): void {
 }
 
 function tablesOf(path: string): { tables: string[]; journal: string } {
-  const db = new Database(path, { readonly: true });
+  const db = readDb(path);
   const tables = (
     db.query("SELECT name FROM sqlite_schema WHERE type = 'table'").all() as { name: string }[]
   ).map((r) => r.name);
