@@ -10,7 +10,7 @@ import {
   statSync,
   writeSync,
 } from "node:fs";
-import { type PidProbe, pidAlive } from "../platform/pid-alive.ts";
+import { pidAlive } from "../platform/pid-alive.ts";
 import { pidSpace } from "../platform/pid-space.ts";
 import { readSmallFile } from "../util/read-file.ts";
 
@@ -197,7 +197,7 @@ function isStale(path: string, owner: LockOwner | null, options: LockOptions): b
   if (typeof owner.space === "string" && owner.space !== (options.space ?? pidSpace()))
     return untouchedFor(path) > LOCK_ABANDONED_MS;
   if (owner.pid === process.pid) return !held.has(owner.id);
-  if (!processAlive(owner.pid)) return true;
+  if (!pidAlive(owner.pid)) return true;
   const untouched = untouchedFor(path);
   if (untouched > LOCK_ABANDONED_MS) return true;
   // Two beats missed, and the pid's process started after the lock was written: not the owner.
@@ -274,14 +274,8 @@ function statOr(path: string): Stats | undefined {
   }
 }
 
-/**
- * Whether the lock's owner process runs: a zombie (a core killed mid-pull that its host has not
- * collected yet) does not, though kill(pid, 0) answers for it (platform/pid-alive.ts); its lock
- * was otherwise waited on, its beat stopped, for LOCK_QUIET_MS.
- */
-export function processAlive(pid: number, probe?: PidProbe): boolean {
-  return pidAlive(pid, probe);
-}
+/** Whether the lock's owner process runs (a zombie does not): platform/pid-alive.ts. */
+export { pidAlive as processAlive };
 
 /**
  * Moves a stale lock aside atomically (only one contender's rename succeeds), then checks that

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { lstatSync, readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { processAlive } from "../store/session-lease.ts";
+import { pidAlive } from "../platform/pid-alive.ts";
 
 /**
  * A snapshot entry's temp (snapshot-link.ts) is made beside it and renamed into place; where the
@@ -47,7 +47,7 @@ export function sweepDeadTemps(dir: string, now = Date.now()): void {
     try {
       const untouched = now - lstatSync(path).mtimeMs;
       // This pid's own temp not under way is an earlier process's (a container's core is often the same pid).
-      const gone = ours !== null && (Number(ours[1]) === process.pid || !processAlive(Number(ours[1])));
+      const gone = ours !== null && (Number(ours[1]) === process.pid || !pidAlive(Number(ours[1])));
       if ((gone && untouched > GONE_AFTER_MS) || untouched > STALE_AFTER_MS) rmSync(path, { force: true });
     } catch {
       // Gone meanwhile (another pull swept it), or not ours to remove: left.

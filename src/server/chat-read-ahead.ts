@@ -25,12 +25,13 @@ export interface ReadAheadDeps {
 export function readAheadForChat(deps: ReadAheadDeps): void {
   // After the answer that asked for it, most often before a chat sent at once is read (its plan
   // takes this probe; a chat read first has this start join its probe: ProbeAhead).
+  //
   // The modules a chat evaluates (~25 ms on the one thread) once the probe has begun: evaluated
   // while `--list-devices` runs in its own process, which a cold chat's plan waits for anyway,
   // not before it (the probe's steps would wait behind them) nor while llama-server loads (on
   // two cores, its load and this evaluation share them): docs/performance.md.
   setImmediate(() => {
-    void probeAhead(deps).then(() => setImmediate(() => loadChatModules(deps)));
+    void probeMachine(deps).then(() => setImmediate(() => loadChatModules(deps)));
   }).unref?.();
   setTimeout(() => {
     if (deps.stopping()) return;
@@ -48,7 +49,7 @@ export function readAheadForChat(deps: ReadAheadDeps): void {
  * `--list-devices` spawn) is an await that waits behind whatever the loop runs, and a cold chat's
  * plan waits for its end (docs/performance.md, "A cold chat's way to the spawn").
  */
-async function probeAhead(deps: ReadAheadDeps): Promise<void> {
+async function probeMachine(deps: ReadAheadDeps): Promise<void> {
   if (deps.standIn) return;
   let config: Config;
   try {

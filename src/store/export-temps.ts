@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { lstatSync, rmSync } from "node:fs";
 import { basename, join } from "node:path";
+import { pidAlive } from "../platform/pid-alive.ts";
 import { pidSpace } from "../platform/pid-space.ts";
 import { logger } from "../util/logger.ts";
 import { namesIn } from "../util/names-in.ts";
@@ -8,7 +9,6 @@ import { ensurePrivateTree, writePrivateFile } from "../util/private-fs.ts";
 import { readSmallFile } from "../util/read-file.ts";
 import { syncFolder } from "./atomic.ts";
 import { zeroFile } from "./scrub-file.ts";
-import { processAlive } from "./session-lease.ts";
 
 /**
  * An export to a path (`sessions.export`, store/export-file.ts) writes a temp file beside it in
@@ -133,7 +133,7 @@ function writerAlive(
   startedAt: (pid: number) => number | null,
   startOf: (pid: number) => string | null,
 ): boolean {
-  if (pid === process.pid || !processAlive(pid)) return false;
+  if (pid === process.pid || !pidAlive(pid)) return false;
   const recorded = recordedStart(note);
   if (recorded !== undefined && startOf(pid) === recorded) return true;
   const started = startedAt(pid);

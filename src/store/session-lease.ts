@@ -1,6 +1,6 @@
 import type { Database } from "bun:sqlite";
 import { randomBytes } from "node:crypto";
-import { type PidProbe, pidAlive } from "../platform/pid-alive.ts";
+import { pidAlive } from "../platform/pid-alive.ts";
 import { pidSpace } from "../platform/pid-space.ts";
 import { CoreError } from "../protocol/errors.ts";
 import { abortable } from "../util/abortable.ts";
@@ -53,7 +53,7 @@ export interface LeaseOptions {
    * the holder's lease run out, which the holder could not renew meanwhile.
    */
   mono?: () => number;
-  /** Whether a process is alive; `processAlive` by default (a zombie is not). */
+  /** Whether a process is alive; `pidAlive` by default (a zombie is not). */
   alive?: (pid: number) => boolean;
   /** Which processes a pid names here (platform/pid-space.ts `pidSpace`, by default). */
   space?: string;
@@ -69,14 +69,8 @@ function foreignOwner(owner: string, space: string): boolean {
   return at >= 0 && owner.slice(at + 1) !== space;
 }
 
-/**
- * Whether a process with this pid runs (also store/export-temps.ts's dead writers): a zombie, a
- * core dead but not yet collected by its host, does not, though kill(pid, 0) answers for it
- * (platform/pid-alive.ts); its lease was otherwise kept until it ran out, a chat waiting for it.
- */
-export function processAlive(pid: number, probe?: PidProbe): boolean {
-  return pidAlive(pid, probe);
-}
+/** Whether a lease's holder runs (a zombie does not): platform/pid-alive.ts. */
+export { pidAlive as processAlive };
 
 /**
  * What each write of a turn checks in its own transaction: no erase of its session since the turn
@@ -143,7 +137,7 @@ export class SessionLeases {
   ) {
     this.now = options.now ?? Date.now;
     this.mono = options.mono ?? (() => performance.now());
-    this.alive = options.alive ?? ((pid) => processAlive(pid));
+    this.alive = options.alive ?? ((pid) => pidAlive(pid));
     this.space = options.space ?? pidSpace();
     this.owner = `${process.pid}:${randomBytes(6).toString("hex")}@${this.space}`;
   }

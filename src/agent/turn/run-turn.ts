@@ -115,8 +115,8 @@ async function runHeldTurn(
 /**
  * The session's lease, `begin` run in its write (a rewrite's refused while another core holds
  * it: undefined). The history of a session the host named is read first, a page a turn of the
- * loop, into the cache that write reads from: read whole there, 100k messages held ping and cancel (docs/agent.md "The
- * store", History reads). A failure there is met again by that read, which names it; a cancel,
+ * loop, into the cache that write reads from: read whole there, 100k messages held ping and
+ * cancel (docs/agent.md "The store", History reads). A failure there is met again by that read, which names it; a cancel,
  * by the lease's wait.
  */
 async function leaseSession<T>(
