@@ -1,6 +1,6 @@
 import { defineCommand } from "citty";
 import { runDoctor } from "../doctor/doctor.ts";
-import { renderDoctor } from "../doctor/render.ts";
+import { renderDoctor, renderDoctorJson } from "../doctor/render.ts";
 import { CoreServices } from "../server/services.ts";
 import { configArg, jsonArg } from "./args.ts";
 import { colorFor, writeDocument } from "./output.ts";
@@ -11,9 +11,7 @@ export default defineCommand({
   run: async ({ args }) => {
     const services = new CoreServices({ configPath: args.config, cwd: process.cwd() });
     const report = await runDoctor(services);
-    writeDocument(
-      args.json ? JSON.stringify(report, null, 2) + "\n" : renderDoctor(report, colorFor(process.stdout)),
-    );
+    writeDocument(args.json ? renderDoctorJson(report) : renderDoctor(report, colorFor(process.stdout)));
     return report.ok ? 0 : 1;
   },
 });

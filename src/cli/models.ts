@@ -3,7 +3,7 @@ import { listModelsFor } from "../models/list.ts";
 import { formatBytes } from "../plan/render.ts";
 import type { LeftOut, ModelsResult } from "../protocol/models.ts";
 import { CoreServices } from "../server/services.ts";
-import { terminalSafe } from "../util/terminal-text.ts";
+import { terminalJson, terminalSafe } from "../util/terminal-text.ts";
 import { configArg, jsonArg, requireNamedConfig } from "./args.ts";
 import { writeDocument } from "./output.ts";
 
@@ -20,7 +20,7 @@ export default defineCommand({
     const services = new CoreServices({ configPath: args.config, cwd: process.cwd() });
     const result = await listModelsFor(services);
     const color = Boolean(process.stdout.isTTY) && !process.env.NO_COLOR;
-    writeDocument(args.json ? `${JSON.stringify(result, null, 2)}\n` : renderModels(result, color));
+    writeDocument(args.json ? `${terminalJson(result, 2)}\n` : renderModels(result, color));
     return 0;
   },
 });

@@ -3,6 +3,7 @@ import { planReportWithHub } from "../models/plan-with-hub.ts";
 import { renderPlan } from "../plan/render.ts";
 import { CoreError } from "../protocol/errors.ts";
 import { CoreServices } from "../server/services.ts";
+import { terminalJson } from "../util/terminal-text.ts";
 import { configArg, jsonArg } from "./args.ts";
 import { colorFor, writeDocument } from "./output.ts";
 
@@ -30,9 +31,7 @@ export default defineCommand({
       );
     const services = new CoreServices({ configPath: args.config, cwd: process.cwd() });
     const report = await planReportWithHub(services, { model: args.model, base: process.cwd() });
-    writeDocument(
-      args.json ? JSON.stringify(report, null, 2) + "\n" : renderPlan(report, colorFor(process.stdout)),
-    );
+    writeDocument(args.json ? `${terminalJson(report, 2)}\n` : renderPlan(report, colorFor(process.stdout)));
     return 0;
   },
 });

@@ -1,4 +1,4 @@
-import { terminalSafe } from "../util/terminal-text.ts";
+import { terminalJson, terminalSafe } from "../util/terminal-text.ts";
 import type { CheckStatus, DoctorReport } from "./doctor.ts";
 
 /**
@@ -40,4 +40,9 @@ export function renderDoctor(given: DoctorReport, color = false): string {
       : paint("31;1", `${fails} check${fails > 1 ? "s" : ""} failed${notChecked}.`),
   );
   return lines.join("\n") + "\n";
+}
+
+/** `doctor --json`: the report as JSON, what it quotes escaped as the table's (util/terminal-text.ts). */
+export function renderDoctorJson(report: DoctorReport): string {
+  return `${terminalJson(report, 2)}\n`;
 }

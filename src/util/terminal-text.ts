@@ -54,3 +54,18 @@ export function controlsMarked(text: string): string {
 }
 
 const CONTROLS = /[\u0000-\u001f\u007f-\u009f]/g;
+
+/**
+ * `value` as JSON (`indent` spaces) for a terminal or a log viewer: JSON.stringify escapes C0
+ * controls only, and wrote DEL, C1 (U+009B opens a sequence as ESC [ does), the line separators
+ * and the bidi overrides raw. Each is written as a `\uXXXX` escape, so the text read back is
+ * the same; such characters only ever stand inside a JSON string.
+ */
+export function terminalJson(value: unknown, indent?: number): string {
+  return JSON.stringify(value, null, indent).replace(
+    JSON_UNSAFE,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
+}
+
+const JSON_UNSAFE = /[\u007f-\u009f\u200e\u200f\u2028-\u202e\u2066-\u2069]/g;
