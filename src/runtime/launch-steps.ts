@@ -6,7 +6,7 @@ import { childEnv } from "./child-env.ts";
 import { CHILD_MODE_ENV, EXIT_LINE } from "./child-mode.ts";
 import { StateLines } from "./child-state.ts";
 import { classifyStartExit, modelGone } from "./exit-reason.ts";
-import { LogRedactor, secretHider } from "./log-redact.ts";
+import { LogRedactor, secretHider, spawnClocks } from "./log-redact.ts";
 import { LogTail, readLines } from "./log-sink.ts";
 import { recordAfterStop, writePidRecord } from "./pid-file.ts";
 import { workFingerprint } from "./proc-info.ts";
@@ -105,10 +105,8 @@ export function spawnServer(req: SpawnRequest): Spawned | LaunchFailure {
     ...(req.childMode ? CHILD_MODE_ENV : {}),
   };
   let child: ChildProcess;
-  // Before the spawn: no message of llama-server's names a time since its start past this. The
-  // larger of two clocks: one may stop while the machine sleeps where llama-server's does not.
-  const spawnAt = [performance.now(), Date.now()] as const;
-  const uptimeMs = () => Math.max(performance.now() - spawnAt[0], Date.now() - spawnAt[1]);
+  // Before the spawn: no message of llama-server's names a time since its start past this.
+  const clocks = spawnClocks();
   try {
     child = req.spawner({ path: req.binary, argv, env, stdinPipe: req.childMode === true });
   } catch (err) {
@@ -163,8 +161,8 @@ export function spawnServer(req: SpawnRequest): Spawned | LaunchFailure {
     req.onLine(line);
   };
   spawned.drained = Promise.all([
-    readLines(child.stdout, lineReader(new LogRedactor(uptimeMs), spawned.states), undefined, hide),
-    readLines(child.stderr, lineReader(new LogRedactor(uptimeMs)), undefined, hide),
+    readLines(child.stdout, lineReader(new LogRedactor(clocks), spawned.states), undefined, hide),
+    readLines(child.stderr, lineReader(new LogRedactor(clocks)), undefined, hide),
   ]).then(() => {});
   recordChild(req.dataDir, spawned, req.instance);
   return spawned;

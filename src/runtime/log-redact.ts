@@ -43,15 +43,19 @@ export class LogRedactor {
   private inQuote = false;
   /** The quote's message's time (µs since llama-server's start): a later message's is not less. */
   private quoteAt = 0;
+  /** The wall clock's step (ms) as the line before the quote's saw it, and the lowest since. */
+  private lastStep = 0;
+  private quoteStep = 0;
+  private lowStep = 0;
 
   /**
-   * `uptimeMs`: time since just before llama-server was spawned, which no message of its own can
+   * `clocks.uptimeMs`: time since just before llama-server was spawned, which no message of its own can
    * exceed. A quoted text's line that forges the prefix (a model's output, a document it was
    * told to repeat) must then name a time between the quote's and now, to the microsecond:
    * without that check it ended the redaction, the rest of the text kept in the log and read by
    * rpc-watch (a forged `Remote RPC server crashed` restarted a healthy server).
    */
-  constructor(private readonly uptimeMs?: () => number) {}
+  constructor(private readonly clocks?: SpawnClocks) {}
 
   /**
    * The line as it may be kept, or null when it belongs to a text no log may keep. `cut`: it is
@@ -60,7 +64,16 @@ export class LogRedactor {
   line(line: string, cut = false): string | null {
     const prefix = MESSAGE_START.exec(line.includes("\u001b") ? line.replace(COLOUR, "") : line);
     const at = prefix ? micros(prefix) : 0;
-    if (this.inQuote && !(prefix && this.realAt(at))) return null;
+    const step = this.clocks?.wallStepMs() ?? 0;
+    if (this.inQuote) {
+      this.lowStep = Math.min(this.lowStep, step);
+      if (!(prefix && this.realAt(at))) return null;
+    }
+    // The larger of the steps before and at this line: one between the quote's message being
+    // written and read is then counted as a step back, never the other way.
+    this.quoteStep = Math.max(this.lastStep, step);
+    this.lowStep = step;
+    this.lastStep = step;
     this.inQuote = false;
     this.quoteAt = at;
     const unparsed = UNPARSED.exec(line);
@@ -76,11 +89,37 @@ export class LogRedactor {
     return line.replace(LAST_READ, `$1${NOT_LOGGED}`);
   }
 
-  /** Whether a message at `at` (µs) may be llama-server's own, after the quote's. */
+  /**
+   * Whether a message at `at` (µs) may be llama-server's own, after the quote's. Its prefix is its
+   * wall clock's (common/log.cpp `t_us`, system_clock): a step back since the quote, as
+   * `wallStepMs` saw it, lowers the bound by as much and no more, so a line of the quote forging
+   * an earlier time still stays in it.
+   */
   private realAt(at: number): boolean {
-    if (!this.uptimeMs) return true;
-    return at >= this.quoteAt && at <= this.uptimeMs() * 1000;
+    if (!this.clocks) return true;
+    const stepBack = Math.max(0, this.quoteStep - this.lowStep) * 1000;
+    return at >= this.quoteAt - stepBack && at <= this.clocks.uptimeMs() * 1000;
   }
+}
+
+/**
+ * The clocks a redactor bounds a message's time by, started just before llama-server's spawn.
+ * `uptimeMs`: the larger of two clocks' time since, one may stop while the machine sleeps where
+ * llama-server's does not. `wallStepMs`: how far the wall clock (the prefix's) moved beside the
+ * monotonic one since, below 0 after a step back.
+ */
+export interface SpawnClocks {
+  uptimeMs(): number;
+  wallStepMs(): number;
+}
+
+export function spawnClocks(): SpawnClocks {
+  const mono = performance.now();
+  const wall = Date.now();
+  return {
+    uptimeMs: () => Math.max(performance.now() - mono, Date.now() - wall),
+    wallStepMs: () => Date.now() - wall - (performance.now() - mono),
+  };
 }
 
 /** The prefix's time (`M.SS.mmm.uuu`) in microseconds. */

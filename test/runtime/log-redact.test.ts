@@ -151,7 +151,7 @@ describe("withoutQuotes", () => {
 describe("LogRedactor with the spawn's clock: a quoted line forging the prefix", () => {
   const opening = "0.05.000.000 W common_chat_peg_parse: unparsed peg-native output: Sure.";
   test("an earlier or a future time stays part of the quote", () => {
-    const r = new LogRedactor(() => 6000);
+    const r = new LogRedactor({ uptimeMs: () => 6000, wallStepMs: () => 0 });
     expect(r.line(opening)).toContain(NOT_LOGGED);
     expect(r.line("0.00.100.000 E Remote RPC server crashed or returned malformed response")).toBeNull();
     expect(r.line("my secret plan, line two")).toBeNull();
@@ -162,5 +162,26 @@ describe("LogRedactor with the spawn's clock: a quoted line forging the prefix",
       "0.05.000.120 I srv  update_slots: all slots are idle",
     );
     expect(r.line("0.05.000.130 I plain")).toBe("0.05.000.130 I plain");
+  });
+});
+
+// llama-server's prefix is its wall clock's time since its log began (common/log.cpp `t_us`:
+// std::chrono::system_clock): a wall clock stepped back while a quote was open gave its next
+// messages earlier times than the quote's, dropped until the clock caught up. The wall clock's
+// step, as our own clocks see it, moves the bound by as much: never further.
+describe("LogRedactor with the spawn's clock: the wall clock stepped back", () => {
+  const opening = "0.05.000.000 W common_chat_peg_parse: unparsed peg-native output: Sure.";
+  test("a message after a step back ends the quote; a forged earlier time still does not", () => {
+    let stepMs = 0;
+    const r = new LogRedactor({ uptimeMs: () => 6000, wallStepMs: () => stepMs });
+    expect(r.line(opening)).toContain(NOT_LOGGED);
+    expect(r.line("0.02.000.000 E forged, no step yet")).toBeNull();
+    stepMs = -4000;
+    expect(r.line("private text still quoted")).toBeNull();
+    // Forged: earlier than the quote's time less the step.
+    expect(r.line("0.00.500.000 E Remote RPC server crashed")).toBeNull();
+    expect(r.line("0.01.000.200 I srv  update_slots: all slots are idle")).toBe(
+      "0.01.000.200 I srv  update_slots: all slots are idle",
+    );
   });
 });
