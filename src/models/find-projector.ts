@@ -77,7 +77,7 @@ async function configured(
   // Its stat off the loop first, as the model's: one on a dead network mount (the model's drive
   // answering) was read synchronously, and the whole core froze with it.
   await answered(path, path, model, key, options);
-  const read = await readProjector(path);
+  const read = await readProjector(path, options.drives ?? answersFor(options));
   if ("problem" in read) throw projectorError(path, target, read.problem, read.detail);
   const wrong = widthProblem(read, model.n_embd);
   if (wrong) throw projectorError(path, target, "width_mismatch", wrong, read.width);
@@ -87,9 +87,9 @@ async function configured(
 type Read = ProjectorInfo | { problem: ProjectorProblem; detail: string };
 
 /** A projector's header; every way the file can be wrong as a problem, never a throw. */
-async function readProjector(path: string): Promise<Read> {
+async function readProjector(path: string, answers: DriveAnswers): Promise<Read> {
   try {
-    return projectorInfo(await readGgufHeader(path));
+    return projectorInfo(await readGgufHeader(path, answers));
   } catch (err) {
     if (!isCoreError(err)) throw err;
     const problem = err.data?.problem;
@@ -165,7 +165,8 @@ async function auto(model: ModelInfo, options: ProjectorOptions): Promise<Projec
     return passedOver(
       `mmproj: auto found ${files.length} projectors beside the model (${namesText(files.map((f) => basename(f)))}); name one with mmproj`,
     );
-  const read = await Promise.all(files.map(readProjector));
+  const answers = options.drives ?? answersFor(options);
+  const read = await Promise.all(files.map((f) => readProjector(f, answers)));
   const fitting: ProjectorInfo[] = [];
   const skipped: string[] = [];
   read.forEach((r, i) => {

@@ -54,10 +54,11 @@ export interface ListDeps {
 }
 
 export async function listModels(input: ListInput, deps: Partial<ListDeps> = {}): Promise<ModelsResult> {
-  const readHeader = deps.readHeader ?? readGgufHeader;
   // Every path is asked for a stat off the loop before the synchronous walk touches it: on a dead
   // network mount (a folder, a linked file, model.path) one hung for minutes, the core with it.
+  // The header reads (a model's, its projector's) ask the same drives as the walk.
   const ask = deps.drives ?? drives;
+  const readHeader = deps.readHeader ?? ((path: string) => readGgufHeader(path, ask));
   const answering = async (paths: string[]) => {
     const answers = await Promise.all(paths.map((p) => ask.answers(p)));
     return paths.filter((_, i) => answers[i]);
@@ -110,7 +111,8 @@ export async function listModels(input: ListInput, deps: Partial<ListDeps> = {})
     const as = named.find((m) => m.path !== null && sameFile(m.path, path));
     const probed = () => (deps.stop ? abortable(hardware!, deps.stop) : hardware!);
     const asked = { ...c, answered: c.parts.filter((p) => answered.has(p)) };
-    const entry = await judge(asked, readHeader, probed, input.config, configured, as?.mmproj ?? "auto");
+    const projector = (model: ModelInfo) => projectorOf(as?.mmproj ?? "auto", model, ask);
+    const entry = await judge(asked, readHeader, probed, input.config, configured, projector);
     if (entry === null) continue;
     entries.push({ ...entry, name: as?.name ?? null, loaded: loaded.some((p) => sameFile(p, path)) });
   }
@@ -160,8 +162,8 @@ async function judge(
   hardware: () => Promise<HardwareSnapshot>,
   config: Config,
   configured: string | null,
-  /** Its `mmproj` setting (a file's own is `auto`): whether it reads images. */
-  mmproj: string,
+  /** Its projector, as its `mmproj` setting finds it (a file's own is `auto`): whether it reads images. */
+  projectorFor: (model: ModelInfo) => Promise<ProjectorChoice>,
 ): Promise<Omit<ModelEntry, "name" | "loaded"> | null> {
   const base = {
     path: c.parts[0]!,
@@ -207,7 +209,7 @@ async function judge(
   const model = modelInfo(header);
   // A projector named otherwise than mmproj-* is one all the same: not a model (plan/model.ts).
   if (notAModel(model)) return null;
-  const projector = await projectorOf(mmproj, model);
+  const projector = await projectorFor(model);
   const fit = fitVerdict(model, await hardware(), config, projector);
   return {
     ...base,
@@ -232,9 +234,9 @@ function mmprojOf(config: Config, name: string): string {
  * The projector its setting finds (docs/models.md "The projector"): it reads images, and the
  * verdict counts its memory. One that cannot serve it is none here (the plan names it).
  */
-async function projectorOf(mmproj: string, model: ModelInfo): Promise<ProjectorChoice> {
+async function projectorOf(mmproj: string, model: ModelInfo, drives: DriveAnswers): Promise<ProjectorChoice> {
   try {
-    return await findProjector(mmproj, model);
+    return await findProjector(mmproj, model, undefined, { drives });
   } catch (err) {
     if (isCoreError(err)) return { kind: "none", reason: err.message };
     throw err;

@@ -66,7 +66,9 @@ export class ModelMemo {
       this.known.set(path, known);
       return known.info;
     }
-    const info = modelInfo(await readGgufHeader(path).catch((err) => Promise.reject(keyed(err, key))));
+    const info = modelInfo(
+      await readGgufHeader(path, this.drives).catch((err) => Promise.reject(keyed(err, key))),
+    );
     this.parses++;
     if (identity === null) return info;
     this.known.delete(path);
