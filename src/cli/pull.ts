@@ -12,6 +12,7 @@ import { HF_PREFIX, parseModelRef, RevisionSchema } from "../protocol/model-ref.
 import { machinePullDeps } from "../server/pull-deps.ts";
 import { CoreServices } from "../server/services.ts";
 import { logger } from "../util/logger.ts";
+import { terminalJson } from "../util/terminal-text.ts";
 import { configArg, jsonArg, requireNamedConfig } from "./args.ts";
 import { reportFailure } from "./failure.ts";
 import { closableOutput, SIGNAL_EXIT } from "./output.ts";
@@ -59,7 +60,7 @@ export default defineCommand({
         signal: ac.signal,
         progress: (p) => {
           at = { part: p.part, phase: p.phase, whole: p.bytes_done >= p.total };
-          if (args.json) out(`${JSON.stringify({ type: "event", event: "download_progress", ...p })}\n`);
+          if (args.json) out(`${terminalJson({ type: "event", event: "download_progress", ...p })}\n`);
           else printer.show(p);
         },
         note: (message) => {
@@ -75,7 +76,7 @@ export default defineCommand({
       const what = ref.file ?? ref.quant;
       // hf: references name main's snapshot, so only a pull of main prints one.
       const hfRef = what && ref.revision === "main" ? `${HF_PREFIX}${ref.repo}:${what}` : undefined;
-      out(args.json ? `${JSON.stringify({ type: "result", result })}\n` : renderPulled(result, hfRef));
+      out(args.json ? `${terminalJson({ type: "result", result })}\n` : renderPulled(result, hfRef));
       // A file that took the progress but not the result (its disk filled): the script read no result.
       if (!stdout.closed) return 0;
       logger.warn(`${outputLost(stdout.failure)}, so the result was not printed; the model is in the cache`);
@@ -91,7 +92,7 @@ export default defineCommand({
           logger.warn(`${outputLost(stdout.failure)}, so the pull stopped${kept}`);
           return 1;
         }
-        if (args.json) out(`${JSON.stringify({ type: "error", ...reportFailure(err, "pull") })}\n`);
+        if (args.json) out(`${terminalJson({ type: "error", ...reportFailure(err, "pull") })}\n`);
         logger.warn(
           downloaded
             ? "pull cancelled before its fit check was done; the downloaded file is in the cache"
@@ -101,7 +102,7 @@ export default defineCommand({
       }
       if (!args.json) throw err;
       // NDJSON to the end: the error is one more line, printed here once (not run.ts's document).
-      out(`${JSON.stringify({ type: "error", ...reportFailure(err, "pull") })}\n`);
+      out(`${terminalJson({ type: "error", ...reportFailure(err, "pull") })}\n`);
       return 1;
     } finally {
       process.off("SIGINT", stop);

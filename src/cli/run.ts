@@ -1,6 +1,7 @@
 import { type ArgsDef, type CommandDef, parseArgs, runCommand } from "citty";
 import { killRunningProbes } from "../plan/run-probe.ts";
 import { envLevelProblem, logger } from "../util/logger.ts";
+import { terminalJson } from "../util/terminal-text.ts";
 import { VERSION } from "../version.ts";
 import { argsProblem } from "./check-args.ts";
 import { reportFailure } from "./failure.ts";
@@ -113,7 +114,7 @@ function failed(err: unknown, command: string, json: boolean): number {
   const error = reportFailure(err, command);
   if (!json || isUnwritten(err)) return 1;
   try {
-    writeDocument(`${JSON.stringify({ error }, null, 2)}\n`);
+    writeDocument(`${terminalJson({ error }, 2)}\n`);
   } catch (unwritten) {
     reportFailure(unwritten, command); // the script read nothing: stderr says so beside the error
   }
