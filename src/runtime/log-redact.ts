@@ -19,8 +19,12 @@ import { literalReplacer } from "../util/escape-regexp.ts";
  * warning (`plan/decide/log-privacy.ts`).
  */
 
-/** The prefix every message of llama-server's own log begins with: time since start, level. */
-const MESSAGE_START = /^(\d+)\.(\d{2})\.(\d{3})\.(\d{3}) [IWED] /;
+/**
+ * The prefix every message of llama-server's own log begins with: time since start, level. A
+ * wall clock stepped back past its start makes the time negative, each part printed by `%d` with
+ * its sign (`0.-5.-300.-200`, `%03d` of -3 is `-03`): still a message's start.
+ */
+const MESSAGE_START = /^(-?\d+)\.(\d{2}|-\d{1,2})\.(\d{3}|-\d{2,3})\.(\d{3}|-\d{2,3}) [IWED] /;
 /** `--log-colors on` wraps the prefix's parts in colour codes. */
 const COLOUR = /\u001b\[[0-9;]*m/g;
 /** A reply that did not parse, written out whole. */
@@ -122,7 +126,7 @@ export function spawnClocks(): SpawnClocks {
   };
 }
 
-/** The prefix's time (`M.SS.mmm.uuu`) in microseconds. */
+/** The prefix's time (`M.SS.mmm.uuu`) in microseconds; a negative one's parts share its sign. */
 function micros(prefix: RegExpExecArray): number {
   const [m, s, ms, us] = prefix.slice(1, 5).map(Number) as [number, number, number, number];
   return ((m * 60 + s) * 1000 + ms) * 1000 + us;

@@ -185,3 +185,23 @@ describe("LogRedactor with the spawn's clock: the wall clock stepped back", () =
     );
   });
 });
+
+// A step back further than llama-server has run makes its time since start negative, which its
+// prefix prints part by part as C's `%d` does (common/log.cpp: `0.-5.-300.-200` is -5.3002 s):
+// no message began at all, and the open quote dropped every line until the clock caught up.
+describe("LogRedactor with the spawn's clock: a step back past llama-server's start", () => {
+  test("a negative time ends the quote after such a step, never without one", () => {
+    let stepMs = 0;
+    const r = new LogRedactor({ uptimeMs: () => 6000, wallStepMs: () => stepMs });
+    expect(r.line("0.05.000.000 W common_chat_peg_parse: unparsed peg-native output: Sure.")).toContain(
+      NOT_LOGGED,
+    );
+    expect(r.line("0.-5.-300.-200 E forged before any step")).toBeNull();
+    stepMs = -3_600_000;
+    expect(r.line("0.-5.-300.-200 I srv  update_slots: all slots are idle")).toBe(
+      "0.-5.-300.-200 I srv  update_slots: all slots are idle",
+    );
+    // -62.003004 s: `%03d` of -3 is `-03`.
+    expect(r.line("-1.-2.-03.-04 I plain")).toBe("-1.-2.-03.-04 I plain");
+  });
+});
