@@ -1,3 +1,5 @@
+import { SECRET_NAME } from "./arg-secrets.ts";
+
 /**
  * What a child the core starts may see of its environment: enough to run, find its libraries and
  * its GPUs, and nothing else. The host's secrets (cloud keys, tokens) would otherwise sit in
@@ -82,10 +84,14 @@ const PREFIXES = [
   "GGML_",
 ];
 
-/** Whether llama-server gets the parent's variable `name`. Windows names are case-insensitive. */
+/**
+ * Whether llama-server gets the parent's variable `name`. Windows names are case-insensitive. A
+ * prefix is never a secret's pass: `VK_` is the VK API's too (`VK_ACCESS_TOKEN`), and anyone may
+ * name a variable `GGML_…`; no runtime's own variable is named like a credential.
+ */
 export function passesToChild(name: string, platform: NodeJS.Platform = process.platform): boolean {
   const key = platform === "win32" ? name.toUpperCase() : name;
-  return NAMES.has(key) || PREFIXES.some((p) => key.startsWith(p));
+  return NAMES.has(key) || (PREFIXES.some((p) => key.startsWith(p)) && !SECRET_NAME.test(key));
 }
 
 /** The parent's variables the allowlist passes, and no others. */

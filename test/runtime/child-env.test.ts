@@ -194,3 +194,26 @@ describe("every process the core starts gets a chosen environment", () => {
     expect(missing).toEqual([]);
   });
 });
+
+// A prefix the GPU runtimes use is a name others use too: VK_ is also the VK (VKontakte) API's,
+// whose bots keep VK_ACCESS_TOKEN / VK_API_KEY in the environment; GGML_ and MTL_ names are free
+// for anyone's. Passed by prefix alone, such a token sat in llama-server's environment.
+describe("allowed prefixes, secret-named variables", () => {
+  test("a secret-named variable under an allowed prefix stays behind; the runtimes' own pass", () => {
+    const secrets = {
+      VK_ACCESS_TOKEN: "vk1.a",
+      VK_API_KEY: "k",
+      GGML_HUB_TOKEN: "t",
+      MTL_PASSWORD: "p",
+      CUDA_AUTH: "a",
+    };
+    const own = { VK_ICD_FILENAMES: "/icd.json", GGML_VK_VISIBLE_DEVICES: "0", ZE_AFFINITY_MASK: "0" };
+    expect(Object.keys(childEnv({ ...secrets, ...own }, "ours")).sort()).toEqual([
+      "GGML_NO_BACKTRACE",
+      "GGML_VK_VISIBLE_DEVICES",
+      "LLAMA_API_KEY",
+      "VK_ICD_FILENAMES",
+      "ZE_AFFINITY_MASK",
+    ]);
+  });
+});
