@@ -6,6 +6,7 @@ import { CoreError } from "../protocol/errors.ts";
 import { abortable } from "../util/abortable.ts";
 import { logger } from "../util/logger.ts";
 import { editedSince, refuseIfErased } from "./erasures.ts";
+import { LeaseSightings } from "./lease-sightings.ts";
 
 /**
  * One turn at a time per session across processes (two app windows, an app and a CLI on one
@@ -35,8 +36,6 @@ export const LEASE_BUSY_WAIT_MS = 5000;
  */
 const JUMP_CHECK_MS = 250;
 const JUMP_MS = 1000;
-/** How far another machine's clock may be ahead of ours: its row past that is run out (a frozen holder's). */
-const FOREIGN_SKEW_MS = 10 * 60_000;
 
 /** A session's lease, and what the work run in the same transaction as its taking made. */
 export interface Leased<T> {
@@ -61,8 +60,9 @@ export interface LeaseOptions {
 
 /**
  * Whether a lease's owner (`<pid>:<hex>@<pid space>`) was taken where pids are not ours to judge:
- * its process cannot be seen from here, so it is waited out to its lease's end and the grace, as
- * a frozen holder is. An owner without a space (an earlier version's) is judged by its pid.
+ * its process cannot be seen from here, nor its row's end read on our clock, so it is waited out as
+ * a frozen holder is: its row unchanged for a TTL on our monotonic clock (store/lease-sightings.ts),
+ * then the grace. An owner without a space (an earlier version's) is judged by its pid.
  */
 function foreignOwner(owner: string, space: string): boolean {
   const at = owner.lastIndexOf("@");
@@ -130,6 +130,7 @@ export class SessionLeases {
   private readonly now: () => number;
   private readonly mono: () => number;
   private readonly alive: (pid: number) => boolean;
+  private readonly sightings = new LeaseSightings();
 
   constructor(
     private readonly db: Database,
@@ -202,7 +203,7 @@ export class SessionLeases {
       const mono = this.mono();
       const gap = staleAt === undefined ? 0 : mono - staleAt;
       const seen = staleFor + (gap > TAKEOVER_GRACE_MS ? POLL_MS : gap);
-      const r = this.attempt(userId, sessionId, within, now, seen);
+      const r = this.attempt(userId, sessionId, within, now, mono, seen);
       if (r instanceof Error) {
         busySince ??= mono;
         if (mono - busySince >= busyWaitMs) throw r;
@@ -303,7 +304,7 @@ export class SessionLeases {
 
   /** Takes the session when it is free, or its holder is gone; false when a live one has it (run out or not). */
   tryTake(userId: string, sessionId: string): boolean {
-    return typeof this.attempt(userId, sessionId, () => undefined, this.now()) === "object";
+    return typeof this.attempt(userId, sessionId, () => undefined, this.now(), this.mono()) === "object";
   }
 
   /**
@@ -315,10 +316,11 @@ export class SessionLeases {
     sessionId: string,
     within: () => T,
     now: number,
+    mono: number,
     staleFor = 0,
   ): { value: T } | "held" | "stale" | Error {
     try {
-      return this.takeNow(userId, sessionId, within, now, staleFor);
+      return this.takeNow(userId, sessionId, within, now, mono, staleFor);
     } catch (err) {
       // Another process is writing: the next poll asks again.
       if (/^SQLITE_BUSY/.test((err as { code?: string }).code ?? "")) return err as Error;
@@ -331,8 +333,10 @@ export class SessionLeases {
     sessionId: string,
     within: () => T,
     now: number,
+    mono: number,
     staleFor: number,
   ): { value: T } | "held" | "stale" {
+    const key = `${userId}\0${sessionId}`;
     return this.db
       .transaction((): { value: T } | "held" | "stale" => {
         const held = this.db
@@ -342,11 +346,18 @@ export class SessionLeases {
         if (held && held.owner !== this.owner && (foreign || this.alive(held.pid))) {
           // A row further ahead than a TTL was written before the wall clock stepped back (NTP):
           // run out, not live for the step too (a frozen holder's, for hours); a live one renews.
-          // Another pid space's up to FOREIGN_SKEW_MS more: another machine's clock ahead wrote it.
+          // Another pid space's row was written by another machine's clock: timed on ours instead
+          // (store/lease-sightings.ts), live until its value stood still for a TTL here.
           const ahead = held.expires_at - now;
-          if (ahead > 0 && ahead <= LEASE_TTL_MS + (foreign ? FOREIGN_SKEW_MS : JUMP_MS)) return "held";
+          if (
+            foreign
+              ? this.sightings.unchangedFor(key, held, mono) < LEASE_TTL_MS
+              : ahead > 0 && ahead <= LEASE_TTL_MS + JUMP_MS
+          )
+            return "held";
           if (staleFor < TAKEOVER_GRACE_MS) return "stale";
         }
+        this.sightings.forget(key);
         this.db
           .query(
             `INSERT OR REPLACE INTO session_leases (user_id, session_id, owner, pid, expires_at)

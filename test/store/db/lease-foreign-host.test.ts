@@ -14,7 +14,7 @@ import { tmpdir } from "../../fixtures/tmpdir.ts";
 
 const never = new AbortController().signal;
 
-test("a lease held in another pid space is not taken at once, only once it ran out", async () => {
+test("a lease held in another pid space is not taken at once, only once it stood still for a TTL", async () => {
   using dir = tmpdir();
   let at = 1_000_000;
   let steady = 0;
@@ -31,8 +31,10 @@ test("a lease held in another pid space is not taken at once, only once it ran o
       at + LEASE_TTL_MS,
     ]);
     expect(await b.tryLease("u", "s", never, () => "taken")).toBeUndefined();
-    // Run out: taken once seen so for the grace, each poll a good part of it later.
+    // Run out, unchanged for a TTL on our clock (store/lease-sightings.ts): taken once seen so
+    // for the grace, each poll a good part of it later.
     at += LEASE_TTL_MS + 1;
+    steady += LEASE_TTL_MS;
     let polls = 0;
     mono = () => {
       polls++;
@@ -68,14 +70,18 @@ test("a lease of this pid space whose process is gone is taken at once, as befor
   }
 });
 
-/** What a rewrite gets against a row of the pid space "there" ending `ahead` ms past our clock. */
-async function rewriteAgainst(ahead: number): Promise<string | undefined> {
+const AT = 1_000_000;
+
+/**
+ * What a rewrite gets at each step, each after our monotonic clock moved `wait` ms and the pid
+ * space "there" wrote its row ending at `row` (our wall clock stays at AT).
+ */
+async function rewrites(steps: { wait: number; row?: number }[]): Promise<(string | undefined)[]> {
   using dir = tmpdir();
-  const at = 1_000_000;
   let steady = 0;
   const b = Store.open(dir.path, {
     leases: {
-      now: () => at,
+      now: () => AT,
       mono: () => (steady += TAKEOVER_GRACE_MS / 3),
       alive: () => false,
       space: "here",
@@ -83,25 +89,52 @@ async function rewriteAgainst(ahead: number): Promise<string | undefined> {
   });
   const other = new Database(join(dir.path, DB_FILE));
   try {
-    other.run("INSERT INTO session_leases VALUES ('u', 's', '1:abcdef@there', 1, ?)", [at + ahead]);
-    const lease = await b.tryLease("u", "s", never, () => "taken");
-    lease?.release();
-    return lease?.value;
+    const got: (string | undefined)[] = [];
+    for (const { wait, row } of steps) {
+      steady += wait;
+      if (row !== undefined)
+        other.run("INSERT OR REPLACE INTO session_leases VALUES ('u', 's', '1:abcdef@there', 1, ?)", [row]);
+      const lease = await b.tryLease("u", "s", never, () => "taken");
+      lease?.release();
+      got.push(lease?.value);
+    }
+    return got;
   } finally {
     other.close();
     b.close();
   }
 }
 
+/** A row ending `ahead` ms past our clock, at once and after it stood unchanged for a TTL here. */
+const rewriteAgainst = (ahead: number) => rewrites([{ wait: 0, row: AT + ahead }, { wait: LEASE_TTL_MS }]);
+
 // Two machines on a network folder: the holder's clock a few seconds ahead of this one wrote its
 // row more than a TTL ahead of this core's clock, which a row of this pid space is only after
 // this core's clock stepped back (docs/agent.md): read as run out, the live holder's lease was
-// taken a grace later, two cores writing one session's turn.
-test("a live lease of another pid space whose clock is ahead of ours is not taken", async () => {
-  expect(await rewriteAgainst(5_000 + LEASE_TTL_MS)).toBeUndefined();
+// taken a grace later, two cores writing one session's turn. A frozen holder's row, however far
+// ahead its clock, is waited out a TTL and a grace on ours (once 10 minutes past its end).
+test("a lease of another pid space whose clock is ahead is held until it stood still here", async () => {
+  expect(await rewriteAgainst(5_000 + LEASE_TTL_MS)).toEqual([undefined, "taken"]);
 });
 
-test("a lease of another pid space ahead of our clock by more than its skew allowance runs out", async () => {
-  // A frozen holder's row written by a clock hours ahead: waited out a grace, not for hours.
-  expect(await rewriteAgainst(3 * 3_600_000)).toBe("taken");
+// Two machines on a network folder, the holder's clock 5 minutes behind ours: each row it writes
+// (and renews every 10 s) ends before our wall clock's now, so this core read its live lease as
+// run out and took it a grace later, two cores writing one session's turn. Another pid space's
+// row is timed on this core's own monotonic clock (store/lease-sightings.ts): live while its
+// value changes, taken once it stood unchanged for a TTL and the grace.
+test("a live lease of another pid space whose clock is behind ours is not taken", async () => {
+  const theirs = AT - 5 * 60_000 + LEASE_TTL_MS;
+  // Its holder renews (its own clock 10 s on) while ours moves most of a TTL: still live; then
+  // it stops, and its row stands unchanged for a TTL on our clock.
+  const renewals = [1, 2, 3].map((i) => ({
+    wait: LEASE_TTL_MS - TAKEOVER_GRACE_MS,
+    row: theirs + i * 10_000,
+  }));
+  expect(await rewrites([{ wait: 0, row: theirs }, ...renewals, { wait: LEASE_TTL_MS }])).toEqual([
+    undefined,
+    undefined,
+    undefined,
+    undefined,
+    "taken",
+  ]);
 });

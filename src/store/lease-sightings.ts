@@ -1,0 +1,30 @@
+/**
+ * How long this core has seen another pid space's lease row unchanged, on its own monotonic clock
+ * (store/session-lease.ts). That row's `expires_at` was written by another machine's wall clock:
+ * one behind ours by more than a TTL writes rows that read as run out at once, one ahead rows
+ * that read as live long after its holder froze. Its holder renews every 10 s, each renewal a new
+ * value: a row whose value stood still for a TTL here is a frozen or gone holder's, whatever either
+ * clock reads (docs/agent.md, "Two cores on one data folder").
+ */
+export class LeaseSightings {
+  private readonly seen = new Map<string, { value: string; at: number }>();
+
+  /** At most this many sessions' rows remembered; one forgotten is only seen afresh (waited longer). */
+  static readonly MAX = 256;
+
+  /** How long (ms, on `mono`) the row `row` of `key` has stood as it is now: 0 when first seen so. */
+  unchangedFor(key: string, row: { owner: string; expires_at: number }, mono: number): number {
+    const value = `${row.owner}\0${row.expires_at}`;
+    const was = this.seen.get(key);
+    if (was?.value === value) return mono - was.at;
+    this.seen.delete(key);
+    if (this.seen.size >= LeaseSightings.MAX) this.seen.delete(this.seen.keys().next().value as string);
+    this.seen.set(key, { value, at: mono });
+    return 0;
+  }
+
+  /** The session's row is taken, gone or this core's: nothing of another holder to time. */
+  forget(key: string): void {
+    this.seen.delete(key);
+  }
+}
