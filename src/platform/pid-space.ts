@@ -8,8 +8,9 @@ import { hostname } from "node:os";
  * by `kill(pid, 0)`: "no such process" here says nothing of a holder there. The host's name and,
  * on Linux, its boot (/proc/sys/kernel/random/boot_id: a pid namespace's number is reused after a
  * reboot) and this process's pid namespace (/proc/self/ns/pid). Recorded with a session lease
- * (store/session-lease.ts) and a download lock (models/download-lock.ts), whose holder of
- * another pid space is waited out to its lease's end or its lock's silence, never taken at once
+ * (store/session-lease.ts), a download lock (models/download-lock.ts) and a KV state's temporary
+ * name (agent/kv/kv-temps.ts), whose holder or writer of another pid space is waited out (its
+ * lease's row unchanged for a TTL, its lock's silence, its temp's age), never taken at once
  * (docs/agent.md, "Two cores on one data folder").
  */
 let space: string | undefined;

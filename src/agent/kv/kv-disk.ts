@@ -1,13 +1,15 @@
-import { createHash, randomBytes } from "node:crypto";
+import { createHash } from "node:crypto";
 import { chmodSync, existsSync, lstatSync, readdirSync, renameSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { pidSpace } from "../../platform/pid-space.ts";
 import { type StagedWrite, stageFileAtomic, syncFolderAsync } from "../../store/atomic.ts";
 import { type FileIdentity, fileBytes, fileIdentity, sameFile } from "../../util/file-identity.ts";
 import { logger } from "../../util/logger.ts";
 import { ensurePrivateDir, PRIVATE_FILE_MODE } from "../../util/private-fs.ts";
 import { readSmallFile } from "../../util/read-file.ts";
-import { alive, dropFile, replaceZeroed, Zeroes } from "./drop-file.ts";
+import { dropFile, replaceZeroed, Zeroes } from "./drop-file.ts";
 import { type KvEntry, SidecarSchema, sameSave } from "./kv-entry.ts";
+import { leftoverTemp, OWN_TEMP, tempName } from "./kv-temps.ts";
 
 export type { KvEntry };
 
@@ -30,22 +32,10 @@ export type { KvEntry };
  * removed (a directory in their place is left, and the session's state is not kept).
  */
 
-/**
- * A temporary file older than this has no save left waiting for it. One whose writer (the pid in
- * its name) is no longer a process goes at once: nothing will ever commit it, and it holds a
- * session's tokens (or its prompt record) that a sessions.delete must not leave behind. A pid
- * reused since, or a core of another machine sharing the folder, falls back to the age.
- */
-const STALE_TEMP_MS = 10 * 60_000;
-
 /** Our names (`nameOf`, `tempName`): anything else in the folder is not ours to count or remove. */
 const OWN_FILE = /^(s-[0-9a-f]{32})\.(bin|json)$/;
 /** A sidecar is a few KiB (its prompt record's notes); one past this is not one of ours. */
 const SIDECAR_MAX_BYTES = 16 * 1024 * 1024;
-/** A state (`tempName`) or a sidecar (`.json.tmp`) before it is whole: its session's name, its writer's pid. */
-const OWN_TEMP = /^(s-[0-9a-f]{32})\.(\d+)-[0-9a-f]{8}(?:\.json)?\.tmp$/;
-/** A sidecar temp as cores before named ones left it (store/atomic.ts's random name): never a live one now. */
-const UNNAMED_TEMP = /^\.[0-9a-f]{12}\.tmp$/;
 
 export interface KvUse {
   bytes: number;
@@ -63,6 +53,8 @@ export class KvDisk {
     readonly dir: string,
     readonly budgetBytes: number,
     private readonly now: () => number = Date.now,
+    /** Which processes a pid names here (platform/pid-space.ts), put in our temporary names. */
+    private readonly space: string = pidSpace(),
   ) {}
 
   /** The session's file name, without extension: a bare name, as llama-server takes it. */
@@ -72,7 +64,7 @@ export class KvDisk {
 
   /** A name for llama-server to save under before the file is whole. */
   tempName(name: string): string {
-    return `${name}.${process.pid}-${randomBytes(4).toString("hex")}.tmp`;
+    return tempName(name, this.space);
   }
 
   /** The session's saved state, if it has one of the current shape (a file of another is dropped). */
@@ -306,22 +298,19 @@ export class KvDisk {
     this.dropLeftovers();
   }
 
-  /** Temporary files whose writer is gone or that are stale, and unnamed sidecar temps. */
+  /** Temporary files no save waits for (kv-temps.ts `leftoverTemp`). */
   private dropLeftovers(): void {
     for (const f of this.listing()) {
-      const m = OWN_TEMP.exec(f);
-      if (!m && !UNNAMED_TEMP.test(f)) continue;
       const path = join(this.dir, f);
       try {
-        if (!m || !alive(Number(m[2])) || this.now() - statSync(path).mtimeMs > STALE_TEMP_MS)
-          dropFile(path, this.zeroes);
+        if (leftoverTemp(f, path, this.space, this.now())) dropFile(path, this.zeroes);
       } catch {}
     }
   }
 
   /** A sidecar under a temporary name of ours (a crash's leftover known as ours), zeroed if not kept. */
   private stageSidecar(name: string, entry: KvEntry): StagedWrite {
-    const temp = `${name}.${process.pid}-${randomBytes(4).toString("hex")}.json.tmp`;
+    const temp = tempName(name, this.space, ".json");
     return stageFileAtomic(this.sidecarOf(name), `${JSON.stringify(entry)}\n`, temp, (t) => this.drop(t));
   }
 

@@ -42,6 +42,17 @@ function save(
 
 const files = (dir: string) => readdirSync(dir).sort();
 
+/** What `make` names as the process `pid` would (another core's temporary name). */
+function asPid<T>(pid: number, make: () => T): T {
+  const real = process.pid;
+  Object.defineProperty(process, "pid", { value: pid, configurable: true, writable: true });
+  try {
+    return make();
+  } finally {
+    Object.defineProperty(process, "pid", { value: real, configurable: true, writable: true });
+  }
+}
+
 /** A save of user u's `session`, 100 bytes, as llama-server leaves it under a temporary name, and its sidecar's entry. */
 function pending(disk: KvDisk, session: string) {
   const temp = disk.tempName(disk.nameOf("u", session));
@@ -326,6 +337,25 @@ describe("KvDisk", () => {
     expect(files(dir.path)).toEqual([mine, "notes.tmp"].sort());
   });
 
+  // Two containers (or machines) sharing the data folder: the other core's pid names no process
+  // here, so its save was dropped at once mid-write (its state lost). A temporary name carries its
+  // writer's pid space (platform/pid-space.ts); another space's waits out the age.
+  test("the sweep: another pid space's save under way is left to its writer until stale", () => {
+    using dir = tmpdir();
+    let at = Date.now();
+    const here = new KvDisk(dir.path, 1_000_000, () => at, "aaaaaaaaaaaa");
+    const there = new KvDisk(dir.path, 1_000_000, () => at, "bbbbbbbbbbbb");
+    // Each core's own pid, which names no process in the other's space (Linux's largest is 4194304).
+    const theirs = asPid(99_999_999, () => there.tempName(there.nameOf("u", "a")));
+    const ours = asPid(99_999_999, () => here.tempName(here.nameOf("u", "b")));
+    for (const f of [theirs, ours]) writeFileSync(join(dir.path, f), "half");
+    here.sweep();
+    expect(files(dir.path)).toEqual([theirs]);
+    at += 10 * 60_000 + 1_000;
+    here.sweep();
+    expect(files(dir.path)).toEqual([]);
+  });
+
   test("a sidecar is written under a temporary name of ours, so a crash's leftover is known", async () => {
     using dir = tmpdir();
     const disk = new KvDisk(dir.path, 1_000_000);
@@ -349,7 +379,7 @@ describe("KvDisk", () => {
       }),
     ).toBe(true);
     expect(during?.filter((f) => f !== temp)).toEqual([
-      expect.stringMatching(new RegExp(`^${name}\\.${process.pid}-[0-9a-f]{8}\\.json\\.tmp$`)),
+      expect.stringMatching(new RegExp(`^${name}\\.${process.pid}-[0-9a-f]{8}-[0-9a-f]{12}\\.json\\.tmp$`)),
     ]);
   });
 

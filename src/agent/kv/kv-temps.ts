@@ -1,0 +1,42 @@
+import { randomBytes } from "node:crypto";
+import { statSync } from "node:fs";
+import { alive } from "./drop-file.ts";
+
+// The KV state folder's temporary names (kv-disk.ts): a save before it is whole, and when one is
+// a leftover no save waits for (docs/agent.md, "Prompt reuse").
+
+/**
+ * A temporary file older than this has no save left waiting for it. One whose writer (the pid in
+ * its name) is no longer a process goes at once: nothing will ever commit it, and it holds a
+ * session's tokens (or its prompt record) that a sessions.delete must not leave behind. A pid
+ * reused since, or a writer of another pid space, falls back to the age.
+ */
+export const STALE_TEMP_MS = 10 * 60_000;
+
+/**
+ * A state (`tempName`) or a sidecar (`.json.tmp`) before it is whole: its session's name, its
+ * writer's pid and its writer's pid space (platform/pid-space.ts), which names of cores before
+ * 2026-12-07 do not carry.
+ */
+export const OWN_TEMP = /^(s-[0-9a-f]{32})\.(\d+)-[0-9a-f]{8}(?:-([0-9a-f]{12}))?(?:\.json)?\.tmp$/;
+/** A sidecar temp as cores before named ones left it (store/atomic.ts's random name): never a live one now. */
+const UNNAMED_TEMP = /^\.[0-9a-f]{12}\.tmp$/;
+
+/** A temporary name of this process for the session file `name` (`ext`: ".json" for a sidecar). */
+export function tempName(name: string, space: string, ext = ""): string {
+  return `${name}.${process.pid}-${randomBytes(4).toString("hex")}-${space}${ext}.tmp`;
+}
+
+/**
+ * Whether the folder's file `f` (at `path`) is a temporary one no save waits for. Its pid is
+ * judged only where it names a process here: a writer of another pid space (another container's
+ * or machine's core sharing the folder, often pid 1 there) was dropped mid-write for a pid that
+ * names no process here. A name without a space (an earlier core's) is judged by its pid as
+ * before. Throws when `path` cannot be read (the caller leaves it).
+ */
+export function leftoverTemp(f: string, path: string, space: string, now: number): boolean {
+  const m = OWN_TEMP.exec(f);
+  if (!m) return UNNAMED_TEMP.test(f);
+  if ((m[3] === undefined || m[3] === space) && !alive(Number(m[2]))) return true;
+  return now - statSync(path).mtimeMs > STALE_TEMP_MS;
+}
