@@ -13,27 +13,39 @@ import { hostname } from "node:os";
  * lease's row unchanged for a TTL, its lock's silence, its temp's age), never taken at once
  * (docs/agent.md, "Two cores on one data folder").
  */
-let space: string | undefined;
+export const pidSpace = cachedSpace([
+  () => readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim(),
+  () => readlinkSync("/proc/self/ns/pid"),
+]);
 
-export function pidSpace(): string {
-  space ??= createHash("sha256")
-    .update(
-      [
-        hostname(),
-        read(() => readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim()),
-        read(() => readlinkSync("/proc/self/ns/pid")),
-      ].join("\0"),
-    )
-    .digest("hex")
-    .slice(0, 12);
-  return space;
-}
+/** A file the OS does not have (not Linux, no /proc): its part is empty for good. */
+const ABSENT = new Set(["ENOENT", "ENOTDIR"]);
 
-/** Empty where the OS has no such file (not Linux) or refuses it. */
-function read(get: () => string): string {
-  try {
-    return get();
-  } catch {
-    return "";
-  }
+/**
+ * The pid space of `parts` (read on each try, throwing when they cannot be), kept once each was
+ * read or is absent. A passing failure (EMFILE, ENFILE, EINTR, EIO…) gives this call's answer
+ * without it but is asked again next time: kept, the space was wrong for the core's life, its
+ * own pid space's cores judged foreign (their frozen leases waited out, never taken at once) or,
+ * on one host, another space's judged as its own.
+ */
+export function cachedSpace(parts: (() => string)[], host: () => string = hostname): () => string {
+  let space: string | undefined;
+  return () => {
+    if (space !== undefined) return space;
+    let whole = true;
+    const read = parts.map((get) => {
+      try {
+        return get();
+      } catch (err) {
+        if (!ABSENT.has((err as { code?: string }).code ?? "")) whole = false;
+        return "";
+      }
+    });
+    const id = createHash("sha256")
+      .update([host(), ...read].join("\0"))
+      .digest("hex")
+      .slice(0, 12);
+    if (whole) space = id;
+    return id;
+  };
 }

@@ -126,7 +126,8 @@ export class SessionLeases {
    * space (`foreignOwner`) tells another core whether the pid is one it can judge.
    */
   readonly owner: string;
-  private readonly space: string;
+  /** The pid space given (tests); else pidSpace()'s, asked each time (kept once read whole). */
+  private readonly space: string | undefined;
   private readonly now: () => number;
   private readonly mono: () => number;
   private readonly alive: (pid: number) => boolean;
@@ -139,8 +140,8 @@ export class SessionLeases {
     this.now = options.now ?? Date.now;
     this.mono = options.mono ?? (() => performance.now());
     this.alive = options.alive ?? ((pid) => pidAlive(pid));
-    this.space = options.space ?? pidSpace();
-    this.owner = `${process.pid}:${randomBytes(6).toString("hex")}@${this.space}`;
+    this.space = options.space;
+    this.owner = `${process.pid}:${randomBytes(6).toString("hex")}@${this.space ?? pidSpace()}`;
   }
 
   /**
@@ -342,7 +343,7 @@ export class SessionLeases {
         const held = this.db
           .query("SELECT owner, pid, expires_at FROM session_leases WHERE user_id = ? AND session_id = ?")
           .get(userId, sessionId) as { owner: string; pid: number; expires_at: number } | null;
-        const foreign = held !== null && foreignOwner(held.owner, this.space);
+        const foreign = held !== null && foreignOwner(held.owner, this.space ?? pidSpace());
         if (held && held.owner !== this.owner && (foreign || this.alive(held.pid))) {
           // A row further ahead than a TTL was written before the wall clock stepped back (NTP):
           // run out, not live for the step too (a frozen holder's, for hours); a live one renews.
