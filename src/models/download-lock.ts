@@ -26,7 +26,8 @@ import { readSmallFile } from "../util/read-file.ts";
  * its lock fresh (its file touched every HEARTBEAT_MS), so a waiter gives up on a lock that
  * shows no sign of life for LOCK_QUIET_MS (LockWatch), and takes at once one whose file has
  * not been touched for LOCK_ABANDONED_MS, or missed two beats while its pid names a process
- * that started after the lock was written (a lock without `proc_start`, a pid reused).
+ * that started after the lock was written (a lock without `proc_start`, a pid reused). A lock
+ * of another pid space is never taken at once: only a waiter's LockWatch gives up on it.
  */
 
 export interface LockOwner {
@@ -74,8 +75,8 @@ export const LOCK_QUIET_MS = 60_000;
 /**
  * A lock file untouched this long, by this machine's clock, has had no beat for a hundred and
  * twenty in a row: its owner is gone whatever its pid now names, and a pull takes it at once
- * instead of watching it for LOCK_QUIET_MS. Ten times the quiet bound, so a holder on another
- * machine sharing the cache is not judged by a clock a few minutes off.
+ * instead of watching it for LOCK_QUIET_MS. Only for a lock of this pid space (this machine's
+ * clock beats it); another's is watched (its holder's clock may be off by any amount).
  */
 export const LOCK_ABANDONED_MS = 10 * LOCK_QUIET_MS;
 
@@ -193,9 +194,10 @@ function isStale(path: string, owner: LockOwner | null, options: LockOptions): b
     }
   }
   // A holder whose pid names no process we can see (another container or machine on this
-  // folder, docs/agent.md "Two cores on one data folder"): its beat alone tells.
-  if (typeof owner.space === "string" && owner.space !== (options.space ?? pidSpace()))
-    return untouchedFor(path) > LOCK_ABANDONED_MS;
+  // folder, docs/agent.md "Two cores on one data folder"): its beat alone tells, and only on
+  // our clock (LockWatch). The file's time is its holder's clock's (futimes): one behind ours by
+  // more than LOCK_ABANDONED_MS had its live lock read as abandoned and taken at once.
+  if (typeof owner.space === "string" && owner.space !== (options.space ?? pidSpace())) return false;
   if (owner.pid === process.pid) return !held.has(owner.id);
   if (!pidAlive(owner.pid)) return true;
   const untouched = untouchedFor(path);
