@@ -234,11 +234,13 @@ function reusedPid(owner: LockOwner, options: LockOptions): boolean {
  * A waiter's view of a busy lock: its sign of life is the lock file's time (the holder's beat)
  * and the partial's size (bytes landing, for a holder that does not beat). `quiet()` is true
  * once neither has moved for `quietMs` of the waiter's own clock (so another machine's clock,
- * on a shared cache, does not count).
+ * on a shared cache, does not count): its monotonic one. By the wall clock, a step forward (NTP)
+ * or a suspend (the holder, asleep too, beat nothing meanwhile) read as a minute of silence at
+ * the next poll, and a live holder's lock was taken over.
  */
 export class LockWatch {
   private sign: string | undefined;
-  private since = Date.now();
+  private since = performance.now();
 
   constructor(
     private readonly path: string,
@@ -246,7 +248,7 @@ export class LockWatch {
     readonly quietMs: number = LOCK_QUIET_MS,
   ) {}
 
-  quiet(now = Date.now()): boolean {
+  quiet(now = performance.now()): boolean {
     const sign = `${statOr(this.path)?.mtimeMs}:${statOr(this.partial)?.size}`;
     if (sign !== this.sign) {
       this.sign = sign;

@@ -1,4 +1,4 @@
-import { describe, expect, test } from "bun:test";
+import { describe, expect, spyOn, test } from "bun:test";
 import { existsSync, readFileSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type HeldLock, LockWatch, processAlive, tryLock } from "../../src/models/download-lock.ts";
@@ -179,6 +179,24 @@ describe("a lock whose owner is not the process its pid names now (issue 19 item
     await Bun.sleep(120);
     expect(Date.now() - statSync(path).mtimeMs).toBeLessThan(5_000);
     lock.release();
+  });
+
+  // A waiter timed the lock's silence by the wall clock: stepped forward (NTP) or across a suspend
+  // (its holder, on this machine, beat nothing meanwhile), it read an hour of silence at its next
+  // poll and took a live holder's lock over. Its own monotonic clock counts neither.
+  test("a waiter's silence is not the wall clock's step", () => {
+    using dir = tmpdir();
+    const path = join(dir.path, "blob.lock");
+    writeFileSync(path, JSON.stringify({ pid: 1, id: "live", started: 0 }));
+    const watch = new LockWatch(path, join(dir.path, "blob.incomplete"));
+    expect(watch.quiet()).toBe(false);
+    const wall = Date.now() + 3_600_000;
+    const step = spyOn(Date, "now").mockImplementation(() => wall);
+    try {
+      expect(watch.quiet()).toBe(false);
+    } finally {
+      step.mockRestore();
+    }
   });
 
   test("a waiter gives up on a lock that shows no sign of life (no beat, no byte) for the bound", async () => {
