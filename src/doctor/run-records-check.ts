@@ -1,6 +1,7 @@
 import { lstatSync } from "node:fs";
 import { join } from "node:path";
 import type { Config } from "../config/schema.ts";
+import { pidSpace } from "../platform/pid-space.ts";
 import { mcpDir, ownerAlive, type PidRecord, readRecord, runDir } from "../runtime/pid-file.ts";
 import { isAlive, type ProcIdentity, procIdentity } from "../runtime/proc-info.ts";
 import { namesIn } from "../util/names-in.ts";
@@ -138,6 +139,9 @@ function judge(
   }
   // Unreadable: removed by the next start, naming nothing to stop.
   if (!r) return null;
+  // Another pid space's (another container's or machine's core): its pids name nothing here, and
+  // the reaper leaves it (pid-file.ts `otherSpace`).
+  if (typeof r.owner.space === "string" && r.owner.space !== pidSpace()) return null;
   if (ownerAlive(r, deps) || !deps.alive(r.pid)) return null;
   // Another process at the pid since (a reuse): the next start removes the record.
   const now = deps.identity(r.pid);

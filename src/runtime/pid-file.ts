@@ -1,21 +1,18 @@
 import { renameSync, rmSync, unlinkSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { defaultGroupProc, type GroupProcReader } from "../platform/group-live.ts";
+import { pidSpace } from "../platform/pid-space.ts";
 import { drives } from "../util/drive-answers.ts";
 import { logger } from "../util/logger.ts";
 import { namesIn } from "../util/names-in.ts";
 import { ensurePrivateTree, writePrivateFile } from "../util/private-fs.ts";
-import { NotOwnFile, readSmallFile } from "../util/read-file.ts";
-import {
-  type GroupMember,
-  groupMembers,
-  judgeAsked,
-  leaderGone,
-  MAX_MEMBERS,
-  procGroupOf,
-  stopLeftover,
-} from "./leftover-stop.ts";
+import { NotOwnFile } from "../util/read-file.ts";
+import { groupMembers, judgeAsked, leaderGone, procGroupOf, stopLeftover } from "./leftover-stop.ts";
+import { type ChildKind, type PidRecord, readRecord, readRecordText } from "./pid-record-read.ts";
 import { isAlive, type ProcIdentity, procIdentity } from "./proc-info.ts";
+
+export { readRecord };
+
 import { GROUP_EXIT_WAIT_MS, groupEnds } from "./spawn.ts";
 
 /**
@@ -25,35 +22,7 @@ import { GROUP_EXIT_WAIT_MS, groupEnds } from "./spawn.ts";
  * one launched (leftover-verdict.ts). Under the data directory's run/: llama-server-<core
  * pid>.json, one per core; mcp/<core pid>-<server pid>.json, one per MCP server process.
  */
-export type ChildKind = "llama-server" | "mcp";
-
-export interface PidRecord {
-  /** Absent in records from before MCP servers were recorded: a llama-server. */
-  kind?: ChildKind;
-  /** The MCP server's name in the config. */
-  name?: string;
-  pid: number;
-  start_time: string;
-  /** As read when written; a wrapper that `exec`s shows another one later. */
-  cmdline: string;
-  /** What was given to spawn: the program and its arguments (absent in older records). */
-  binary?: string;
-  argv?: string[];
-  port?: number;
-  /**
-   * Started leading a process group of its own (spawn.ts): the reaper signals the group, so a
-   * wrapper's llama-server goes with it. A group leader keeps its group for life, so once the
-   * start time shows the very process, the group is its.
-   */
-  group?: boolean;
-  /**
-   * The group's other members when written (Linux; leftover-stop.ts `groupMembers`): a wrapper's
-   * llama-server left in the group after its shell died is reaped by its own start time.
-   */
-  members?: GroupMember[];
-  owner: { pid: number; start_time: string | null };
-  written_at: string;
-}
+export type { ChildKind, PidRecord };
 
 /** A child as spawned: its pid, and the program and arguments given to spawn. */
 export interface Launched {
@@ -186,7 +155,7 @@ function writeRecord(
     ...(members ? { members } : {}),
     start_time: id.start_time,
     cmdline: id.cmdline,
-    owner: { pid: process.pid, start_time: procIdentity(process.pid)?.start_time ?? null },
+    owner: { pid: process.pid, start_time: procIdentity(process.pid)?.start_time ?? null, space: pidSpace() },
     written_at: new Date().toISOString(),
   };
   // Each folder under data_dir made here, none followed if it is a link (util/private-fs.ts).
@@ -218,6 +187,8 @@ export type ReapOutcome = {
   | { action: "unreadable" }
   /** Written by another user (`uid`), its process alive: never acted on, nor removed. */
   | { action: "foreign"; uid: number }
+  /** Written in another pid space (`PidRecord.owner.space`): its pids name nothing of ours; left. */
+  | { action: "other_space"; pid: number }
 );
 
 export interface ReapOptions {
@@ -246,6 +217,8 @@ export interface ReapOptions {
    * sudo) could name any process of this user's running a configured program.
    */
   uid?: number;
+  /** This core's pid space (tests; platform/pid-space.ts `pidSpace`). */
+  space?: string;
 }
 
 type Deps = Required<Omit<ReapOptions, "configured" | "uid">> & { uid: number | undefined };
@@ -268,6 +241,7 @@ export async function reapLeftover(dataDir: string, options: ReapOptions): Promi
     driveAnswers: options.driveAnswers ?? ((path) => drives.answers(path)),
     // No owners on Windows (a file's uid reads 0): whatever a runtime's getuid says there, no check.
     uid: options.uid ?? (process.platform === "win32" ? undefined : process.getuid?.()),
+    space: options.space ?? pidSpace(),
   };
   const files: { file: string; kind: ChildKind }[] = [];
   if (options.configured["llama-server"])
@@ -307,6 +281,7 @@ async function reapFile(
   if (r instanceof NotOwnFile) return foreign(file, kind, r.uid, deps);
   if (!r) return { file, kind, action: "unreadable" };
   const pid = r.pid;
+  if (otherSpace(r, deps)) return { file, kind, action: "other_space", pid };
   if (ownerAlive(r, deps))
     return r.owner.pid === process.pid ? null : { file, kind, action: "owner_alive", pid };
   if (!deps.alive(pid)) return await leaderGone(file, r, configured, "gone", memberDeps(deps));
@@ -334,7 +309,7 @@ const memberDeps = (deps: Deps) => ({
  */
 function foreign(file: string, kind: ChildKind, uid: number, deps: Deps): ReapOutcome | null {
   const r = readRecord(file, undefined);
-  if (r && !(r instanceof NotOwnFile)) {
+  if (r && !(r instanceof NotOwnFile) && !otherSpace(r, deps)) {
     // This core's own, on such a file system (a second model's start reaps again): no warning,
     // and never removed, its child gone or not, as on any other: a restart rewrites that file.
     if (r.owner.pid === process.pid && ownerAlive(r, deps)) return null;
@@ -343,49 +318,9 @@ function foreign(file: string, kind: ChildKind, uid: number, deps: Deps): ReapOu
   return { file, kind, action: "foreign", uid };
 }
 
-/**
- * A record's text: a small regular file only, non-blocking, never through a link (a FIFO at its
- * name, in a run folder another user made first, blocked the core's start for good).
- */
-const readRecordText = (file: string) => readSmallFile(file, RECORD_BYTES, { follow: false });
-/** The most of a record read: past any command line the OS takes (2 MiB on Linux), twice (cmdline, argv). */
-const RECORD_BYTES = 8 * 2 ** 20;
-
-export function readRecord(
-  file: string,
-  owner: number | undefined,
-  maxBytes = RECORD_BYTES,
-): PidRecord | NotOwnFile | null {
-  try {
-    const r = JSON.parse(readSmallFile(file, maxBytes, { follow: false, owner })) as PidRecord;
-    if (!isPid(r.pid) || typeof r.start_time !== "string" || typeof r.cmdline !== "string") return null;
-    if (!r.owner || !isPid(r.owner.pid)) return null;
-    if (r.binary !== undefined && typeof r.binary !== "string") return null;
-    if (r.group !== undefined && typeof r.group !== "boolean") return null;
-    if (r.members !== undefined && !validMembers(r.members)) return null;
-    if (r.argv !== undefined && !(Array.isArray(r.argv) && r.argv.every((a) => typeof a === "string")))
-      return null;
-    return r;
-  } catch (err) {
-    return err instanceof NotOwnFile ? err : null;
-  }
-}
-
-function validMembers(m: unknown): boolean {
-  return (
-    Array.isArray(m) &&
-    m.length <= MAX_MEMBERS &&
-    m.every((e) => isPid((e as GroupMember)?.pid) && typeof (e as GroupMember).start_time === "string")
-  );
-}
-
-/**
- * A process's own pid: 0 and negative numbers name process groups to kill(2) (-1: every process
- * the user may signal), 1 is init; none of them is a child a core launched.
- */
-function isPid(n: unknown): n is number {
-  return Number.isSafeInteger(n) && (n as number) > 1;
-}
+/** Whether `r` was written where pids are not ours to judge (platform/pid-space.ts). */
+const otherSpace = (r: PidRecord, deps: Pick<Deps, "space">) =>
+  typeof r.owner.space === "string" && r.owner.space !== deps.space;
 
 export function ownerAlive(r: PidRecord, deps: Pick<Deps, "alive" | "identity">): boolean {
   if (!deps.alive(r.owner.pid)) return false;

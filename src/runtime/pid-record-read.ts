@@ -1,0 +1,83 @@
+import { NotOwnFile, readSmallFile } from "../util/read-file.ts";
+import { type GroupMember, MAX_MEMBERS } from "./leftover-stop.ts";
+
+// A process record (pid-file.ts): its shape, and reading it back, checked field by field.
+
+export type ChildKind = "llama-server" | "mcp";
+
+export interface PidRecord {
+  /** Absent in records from before MCP servers were recorded: a llama-server. */
+  kind?: ChildKind;
+  /** The MCP server's name in the config. */
+  name?: string;
+  pid: number;
+  start_time: string;
+  /** As read when written; a wrapper that `exec`s shows another one later. */
+  cmdline: string;
+  /** What was given to spawn: the program and its arguments (absent in older records). */
+  binary?: string;
+  argv?: string[];
+  port?: number;
+  /**
+   * Started leading a process group of its own (spawn.ts): the reaper signals the group, so a
+   * wrapper's llama-server goes with it. A group leader keeps its group for life, so once the
+   * start time shows the very process, the group is its.
+   */
+  group?: boolean;
+  /**
+   * The group's other members when written (Linux; leftover-stop.ts `groupMembers`): a wrapper's
+   * llama-server left in the group after its shell died is reaped by its own start time.
+   */
+  members?: GroupMember[];
+  /**
+   * `space`: its pid space (platform/pid-space.ts), absent in earlier records. Another space's
+   * record (another container's or machine's core on this data folder) names pids that are not
+   * ours: its owner looked dead here and its record went, its child unreaped once that core died.
+   */
+  owner: { pid: number; start_time: string | null; space?: string };
+  written_at: string;
+}
+
+/**
+ * A record's text: a small regular file only, non-blocking, never through a link (a FIFO at its
+ * name, in a run folder another user made first, blocked the core's start for good).
+ */
+export const readRecordText = (file: string) => readSmallFile(file, RECORD_BYTES, { follow: false });
+/** The most of a record read: past any command line the OS takes (2 MiB on Linux), twice (cmdline, argv). */
+const RECORD_BYTES = 8 * 2 ** 20;
+
+export function readRecord(
+  file: string,
+  owner: number | undefined,
+  maxBytes = RECORD_BYTES,
+): PidRecord | NotOwnFile | null {
+  try {
+    const r = JSON.parse(readSmallFile(file, maxBytes, { follow: false, owner })) as PidRecord;
+    if (!isPid(r.pid) || typeof r.start_time !== "string" || typeof r.cmdline !== "string") return null;
+    if (!r.owner || !isPid(r.owner.pid)) return null;
+    if (r.binary !== undefined && typeof r.binary !== "string") return null;
+    if (r.group !== undefined && typeof r.group !== "boolean") return null;
+    if (r.members !== undefined && !validMembers(r.members)) return null;
+    if (r.argv !== undefined && !(Array.isArray(r.argv) && r.argv.every((a) => typeof a === "string")))
+      return null;
+    return r;
+  } catch (err) {
+    return err instanceof NotOwnFile ? err : null;
+  }
+}
+
+function validMembers(m: unknown): boolean {
+  return (
+    Array.isArray(m) &&
+    m.length <= MAX_MEMBERS &&
+    m.every((e) => isPid((e as GroupMember)?.pid) && typeof (e as GroupMember).start_time === "string")
+  );
+}
+
+/**
+ * A process's own pid: 0 and negative numbers name process groups to kill(2) (-1: every process
+ * the user may signal), 1 is init; none of them is a child a core launched.
+ */
+function isPid(n: unknown): n is number {
+  return Number.isSafeInteger(n) && (n as number) > 1;
+}

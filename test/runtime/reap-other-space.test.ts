@@ -1,0 +1,46 @@
+import { expect, test } from "bun:test";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { type PidRecord, pidFilePath, reapLeftover, runDir } from "../../src/runtime/pid-file.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+// Two containers (or machines) sharing a data folder: a record another container's core wrote
+// names its pids, which name nothing here (or another process). Its owner looked dead to this
+// core and its record went: once that core died, its llama-server was never reaped, holding its
+// memory. A record of another pid space (platform/pid-space.ts) is left alone.
+
+function record(space?: string): PidRecord {
+  return {
+    kind: "llama-server",
+    pid: 4242,
+    start_time: "100",
+    cmdline: "llama-server",
+    owner: { pid: 4241, start_time: "99", ...(space ? { space } : {}) },
+    written_at: new Date(0).toISOString(),
+  };
+}
+
+async function reap(r: PidRecord): Promise<{ actions: string[]; kept: boolean }> {
+  using dir = tmpdir();
+  mkdirSync(runDir(dir.path), { recursive: true, mode: 0o700 });
+  const file = pidFilePath(dir.path, r.owner.pid);
+  writeFileSync(file, JSON.stringify(r), { mode: 0o600 });
+  const outcomes = await reapLeftover(dir.path, {
+    configured: { "llama-server": ["llama-server"] },
+    alive: () => false,
+    identity: () => null,
+    kill: () => {
+      throw new Error("never signalled");
+    },
+    space: "here",
+  });
+  return { actions: outcomes.map((o) => o.action), kept: existsSync(file) };
+}
+
+test("a record of another pid space is left, its pids not judged here", async () => {
+  expect(await reap(record("there"))).toEqual({ actions: ["other_space"], kept: true });
+});
+
+test("a record of this pid space, or an earlier version's, whose processes are gone goes", async () => {
+  for (const r of [record("here"), record()])
+    expect(await reap(r)).toEqual({ actions: ["gone"], kept: false });
+});
