@@ -22,7 +22,11 @@ export type ThreadWork =
   | { kind: "erase"; work: EraseWork }
   | { kind: "search"; fts: boolean; userId: string; query: string; limit: number; stop: Int32Array }
   | { kind: "v01"; work: V01Work }
-  | { kind: "file" };
+  | { kind: "file" }
+  | { kind: "open"; dataDir: string; withoutFts: boolean };
+
+/** What the thread's open (db/migrate-ahead.ts) answers: the reset it made, if it made one. */
+export type OpenedAhead = { aside: string; problem: string } | undefined;
 
 export interface ChunkAsk {
   id: number;
@@ -31,7 +35,7 @@ export interface ChunkAsk {
   work: ThreadWork;
 }
 
-type Answered = EraseResult | SearchHit[] | V01Result | FileVerdict;
+type Answered = EraseResult | SearchHit[] | V01Result | FileVerdict | OpenedAhead;
 
 export type ChunkAnswer =
   | { id: number; ok: true; value?: Answered }
@@ -99,6 +103,11 @@ export class ChunkThread {
   /** `doctor`'s read-only check of the file (store/db/file-check.ts); the thread opens no connection of its own for it. */
   async checkFile(): Promise<FileVerdict> {
     return (await this.ask({ kind: "file" })) as FileVerdict;
+  }
+
+  /** The store's open, its pending migrations run here (db/migrate-ahead.ts); its connection closed after. */
+  async openAhead(dataDir: string, withoutFts: boolean): Promise<OpenedAhead> {
+    return (await this.ask({ kind: "open", dataDir, withoutFts })) as OpenedAhead;
   }
 
   /** Whether a worker runs now (tests: the idle stop). */

@@ -1,7 +1,7 @@
 import type { Database } from "bun:sqlite";
 import type { ChunkAnswer, ChunkAsk, ThreadWork } from "./chunk-thread.ts";
 import { checkFile } from "./db/file-check.ts";
-import { BUSY_TIMEOUT_MS } from "./db/open.ts";
+import { BUSY_TIMEOUT_MS, openStore } from "./db/open.ts";
 import { StatementDatabase } from "./db/statements.ts";
 import { useMemoryForTemp } from "./db/temp-dir.ts";
 import { DocumentStore, type PendingDocument } from "./document-store.ts";
@@ -39,6 +39,10 @@ self.onmessage = (event: MessageEvent<ChunkAsk>) => {
       self.postMessage({ id: ask.id, ok: true, value: checkFile(ask.path) });
       return;
     }
+    if (ask.work.kind === "open") {
+      self.postMessage({ id: ask.id, ok: true, value: openAhead(ask.work.dataDir, ask.work.withoutFts) });
+      return;
+    }
     if (!db || !docs) {
       db = new StatementDatabase(ask.path, { readwrite: true, create: false, strict: true });
       db.run(`PRAGMA busy_timeout = ${ask.busyWaitMs}`);
@@ -73,8 +77,21 @@ self.onmessage = (event: MessageEvent<ChunkAsk>) => {
   }
 };
 
+/** The store's open with its migrations (db/migrate-ahead.ts), on a connection closed once done. */
+function openAhead(dataDir: string, withoutFts: boolean) {
+  const opened = openStore(dataDir, { withoutFts });
+  opened.db.close(false);
+  return opened.resetFrom === undefined
+    ? undefined
+    : { aside: opened.resetFrom, problem: opened.resetProblem ?? "" };
+}
+
 /** A search's hits, an erase's or an import step's result. */
-function answer(db: Database, work: Exclude<ThreadWork, { kind: "chunks" | "file" }>, busyWaitMs: number) {
+function answer(
+  db: Database,
+  work: Exclude<ThreadWork, { kind: "chunks" | "file" | "open" }>,
+  busyWaitMs: number,
+) {
   if (work.kind === "search") {
     const { stop } = work;
     return searchSessions(

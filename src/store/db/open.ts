@@ -41,6 +41,8 @@ export interface OpenOptions {
   now?: () => Date;
   /** Tests: behave as a SQLite without FTS5 would. */
   withoutFts?: boolean;
+  /** The reset the open on a thread made (db/migrate-ahead.ts): the host hears of it as of one made here. */
+  resetAhead?: { aside: string; problem: string };
 }
 
 /**
@@ -58,7 +60,10 @@ export function openStore(dataDir: string, options: OpenOptions = {}): OpenedSto
   const deadline = Date.now() + OPEN_BUSY_WAIT_MS;
   for (let wait = 10; ; wait = Math.min(wait * 2, 100)) {
     try {
-      return openOnce(dataDir, options);
+      const opened = openOnce(dataDir, options);
+      const ahead = options.resetAhead;
+      if (!ahead || opened.resetFrom !== undefined) return opened;
+      return { ...opened, resetFrom: ahead.aside, resetProblem: ahead.problem };
     } catch (err) {
       const busy = err instanceof CoreError && String(err.data?.problem ?? "").startsWith("SQLITE_BUSY");
       if (!busy || Date.now() >= deadline) throw err;
