@@ -10,6 +10,7 @@ import { modelFiles } from "../models/model-files.ts";
 import { ChatEventFields, type ChatParams, ChatParamsSchema, ChatResultSchema } from "../protocol/chat.ts";
 import type { LlamaProvider, StartTicket } from "../runtime/endpoint.ts";
 import type { Place } from "../store/keyed-mutex.ts";
+import { abortable } from "../util/abortable.ts";
 import { logger } from "../util/logger.ts";
 import { defineMethod } from "./definition.ts";
 import { modelsApi } from "./models-api.ts";
@@ -99,6 +100,9 @@ export const chat = defineMethod({
       if (params.session_id !== undefined)
         place = takePlace(params, services.sessionLocks(), signal, params.session_id);
       const prestarted = await startSpawned(params, provider, signal);
+      // A database from before this version is brought up to date on its thread first (the
+      // turn opens the store at once): begun here if the read-ahead has not, a cancel heard.
+      await abortable(services.storeReady(), signal);
       const { runTurn } = await import("../agent/turn/run-turn.ts");
       const result = await runTurn(params, {
         config,

@@ -1,5 +1,6 @@
 import type { EventName } from "../protocol/capabilities.ts";
 import type { MethodEntry, MethodHandler, MethodTable } from "../protocol/method-table.ts";
+import { abortable } from "../util/abortable.ts";
 import type { AnyMethod } from "./definition.ts";
 import type { Services } from "./services.ts";
 
@@ -86,8 +87,32 @@ function entry(method: LazyMethod, services: Services): MethodEntry {
   };
 }
 
+/**
+ * The methods that open the store as they begin. A chat is not held here (its spawn goes first):
+ * it waits for a migration once llama-server is starting (methods/chat.ts).
+ */
+const usesStore = (name: string) =>
+  name.startsWith("sessions.") ||
+  name.startsWith("documents.") ||
+  name === "users.delete" ||
+  name === "warmup";
+
+/**
+ * The one place every method passes: a method that uses the store waits, a cancel ending the
+ * wait, while the store's migrations run on their thread (docs/agent.md, The store, "Migrations
+ * off the loop"); ping, cancel and status never wait. With nothing to migrate it costs nothing.
+ */
 function bind(def: AnyMethod, services: Services): MethodHandler {
-  return { name: def.name, params: def.params, run: (params, ctx) => def.run(params, ctx, services) };
+  const run: MethodHandler["run"] = (params, ctx) => def.run(params, ctx, services);
+  if (!usesStore(def.name)) return { name: def.name, params: def.params, run };
+  return {
+    name: def.name,
+    params: def.params,
+    run: (params, ctx) => {
+      const migrating = services.storeWait();
+      return migrating ? abortable(migrating, ctx.signal).then(() => run(params, ctx)) : run(params, ctx);
+    },
+  };
 }
 
 // The zod-free list initialize sends must name exactly the events the definitions declare.

@@ -43,8 +43,15 @@ export interface Services {
   mcp(): McpPool;
   /** One lock per user/session, so two chats never write the same session at once. */
   sessionLocks(): KeyedMutex;
-  /** The conversation database, opened on first need. */
+  /** The conversation database, opened on first need; refused while its migrations run on their thread. */
   store(): Store;
+  /** Resolves once `store()` opens with no migration on this loop (runs a pending one on a thread). */
+  storeReady(): Promise<void>;
+  /**
+   * The migration a method that uses the store waits for (begun now if one is pending: a 100-byte
+   * read until the store is open), or undefined: nothing to wait for.
+   */
+  storeWait(): Promise<void> | undefined;
   /** This process's turns, stopped when their session is erased; watched before the database opens. */
   readonly erasing: ErasureWatch;
   /**

@@ -1,6 +1,7 @@
 import { DEFAULT_MODEL_NAME } from "../config/model-schema.ts";
 import { WarmupEventFields, WarmupParamsSchema, WarmupResultSchema } from "../protocol/warmup.ts";
 import { dataDirError } from "../store/data-dir-problem.ts";
+import { abortable } from "../util/abortable.ts";
 import { defineMethod } from "./definition.ts";
 
 /**
@@ -44,6 +45,7 @@ export const warmup = defineMethod({
       ended?.();
     }
     // The database opens now (and imports a 0.1 folder once), not on the first chat's path.
+    await abortable(services.storeReady(), ctx.signal);
     services.store();
     return { status: "ready" as const, elapsed_ms: Date.now() - t0, slots: provider.slots() };
   },

@@ -10,6 +10,7 @@ import type { PullDeps } from "../models/pull.ts";
 import type { LlamaProvider } from "../runtime/endpoint.ts";
 import { earlierLogsSettled } from "../runtime/log-scrub.ts";
 import type { ModelsApi } from "../runtime/models-api.ts";
+import { migratingError } from "../store/db/migrating-error.ts";
 import { ChatsRunning } from "../store/embed-room.ts";
 import { ErasureWatch } from "../store/erasures.ts";
 import { KeyedMutex } from "../store/keyed-mutex.ts";
@@ -18,6 +19,7 @@ import type { Store, StoreOptions } from "../store/store.ts";
 import { logger, logUnexpected, setLogLevel } from "../util/logger.ts";
 import { readAheadForChat } from "./chat-read-ahead.ts";
 import { KvErase } from "./kv-erase.ts";
+import { MigrateFirst } from "./migrate-first.ts";
 import { reuseStore } from "./reuse-store.ts";
 import type { SeveralModels } from "./several-models.ts";
 import { ShutdownOrder } from "./shutdown-order.ts";
@@ -66,6 +68,12 @@ export class CoreServices implements Services {
   private readonly shutdown = new ShutdownOrder();
   readonly erasing = new ErasureWatch();
   private prepared = false;
+  /** A pending migration run on a thread before the store opens (migrate-first.ts). */
+  private readonly migration = new MigrateFirst({
+    dataDir: () => this.config().app.data_dir,
+    needless: () => this.database !== undefined || this.shutdown.begun,
+    shutdown: this.shutdown,
+  });
   private readonly refusal = new RefusalMemo();
 
   constructor(private readonly options: ServicesOptions) {
@@ -150,7 +158,11 @@ export class CoreServices implements Services {
     readAheadForChat({
       standIn: this.options.llama !== undefined,
       config: () => this.config(),
-      store: () => this.store(),
+      // A pending migration first, on its thread; a failure is the chat's to report.
+      store: () =>
+        this.storeReady()
+          .then(() => this.shutdown.begun || this.store())
+          .catch(() => {}),
       stopping: () => this.shutdown.begun,
     });
   }
@@ -178,7 +190,18 @@ export class CoreServices implements Services {
     return this.locks;
   }
 
+  /** Resolves once the store opens with no migration on this loop (migrate-first.ts). */
+  storeReady(): Promise<void> {
+    return this.migration.ready();
+  }
+
+  storeWait(): Promise<void> | undefined {
+    return this.migration.wait();
+  }
+
   store(): Store {
+    // A second connection now would wait on the thread's write lock, blocking this loop.
+    if (this.migration.running) throw migratingError(this.config().app.data_dir);
     const stale = this.database?.stale();
     if (stale) this.dropStore(this.database as Store, stale);
     if (!this.database) {
@@ -186,6 +209,7 @@ export class CoreServices implements Services {
       const { Store } = require("../store/store.ts") as typeof import("../store/store.ts");
       const store = Store.open(app.data_dir, {
         ...this.options.store,
+        resetAhead: this.migration.takeReset(),
         folders: memory.folders,
         erasing: this.erasing,
         // A folder's passages are every user's: a file gone or changed leaves no saved state quoting it.

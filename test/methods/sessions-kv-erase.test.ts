@@ -69,6 +69,7 @@ describe("a delete whose saved KV state cannot be removed", () => {
     const forgotten: string[] = [];
     const failing = new CoreError("internal_error", "the database is locked", { key: "app.data_dir" });
     const services = {
+      storeReady: async () => {},
       store: () => ({
         whenImported: async () => {},
         mustFind: () => {

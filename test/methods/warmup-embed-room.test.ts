@@ -45,6 +45,7 @@ describe("warmup and memory's background job", () => {
         slots: () => 1,
       }),
       config: () => ({ app: { data_dir: "/nowhere" } }),
+      storeReady: async () => {},
       store: () => ({}),
       memoryIndex,
     } as unknown as Services;

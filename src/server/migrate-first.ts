@@ -1,0 +1,71 @@
+import type { ShutdownOrder } from "./shutdown-order.ts";
+
+type Reset = { aside: string; problem: string };
+
+export interface MigrateFirstDeps {
+  /** app.data_dir; throws when there is no config (the store's open reports it). */
+  dataDir(): string;
+  /** The store is open already, or the core is stopping: nothing to run. */
+  needless(): boolean;
+  shutdown: ShutdownOrder;
+}
+
+/**
+ * A database from before this version's schema has its migrations run on a thread of their own
+ * (store/db/migrate-ahead.ts) before the store opens on this loop, so ping, cancel and status
+ * answer meanwhile (docs/agent.md, The store, "Migrations off the loop"). A current one costs a
+ * 100-byte read of its header and starts no thread.
+ */
+export class MigrateFirst {
+  /** Set while the thread runs; the methods that may use the store wait on it. */
+  running: Promise<void> | undefined;
+  private reset: Reset | undefined;
+
+  constructor(private readonly deps: MigrateFirstDeps) {}
+
+  /** Resolves once the store can open with no migration on this loop; rejects with the thread's open's error. */
+  ready(): Promise<void> {
+    return this.wait() ?? Promise.resolve();
+  }
+
+  /**
+   * The migration to wait for, begun now if one is pending; undefined when there is none (the
+   * store open, a current database, no config: the store's open reports that).
+   */
+  wait(): Promise<void> | undefined {
+    if (this.running) return this.running;
+    if (this.deps.needless()) return undefined;
+    let dataDir: string;
+    try {
+      dataDir = this.deps.dataDir();
+    } catch {
+      return undefined;
+    }
+    const { migrationPending, migrateAhead } =
+      require("../store/db/migrate-ahead.ts") as typeof import("../store/db/migrate-ahead.ts");
+    if (!migrationPending(dataDir)) return undefined;
+    const ahead = migrateAhead(dataDir);
+    // Shutdown ends the thread rather than wait seconds: SQLite rolls back what it had not committed.
+    this.deps.shutdown.add("store migration", ahead, async () => ahead.stop(), { beside: true });
+    const done = ahead.done.then(
+      (reset) => {
+        this.reset = reset;
+        this.running = undefined;
+      },
+      (err: unknown) => {
+        // The next method that needs the store tries again, as a failed open on this loop is.
+        this.running = undefined;
+        throw err;
+      },
+    );
+    this.running = done;
+    return done;
+  }
+
+  /** The reset the thread made (a damaged file set aside), handed to the store opened after it, once. */
+  takeReset(): Reset | undefined {
+    const r = this.reset;
+    this.reset = undefined;
+    return r;
+  }
+}

@@ -1,0 +1,98 @@
+import { describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { methodTable } from "../../src/methods/index.ts";
+import type { MethodEntry, RequestContext } from "../../src/protocol/method-table.ts";
+import { CoreServices } from "../../src/server/services.ts";
+import { SCHEMA_VERSION } from "../../src/store/db/migrations.ts";
+import { DB_FILE, markDamaged } from "../../src/store/db/open.ts";
+import { coreErrorOf } from "../fixtures/core-error.ts";
+import { olderDatabase, schemaVersion } from "../fixtures/older-database.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+function servicesAt(dir: string): CoreServices {
+  writeFileSync(join(dir, "config.yaml"), `app:\n  data_dir: ${JSON.stringify(join(dir, "data"))}\n`);
+  return new CoreServices({
+    configPath: "config.yaml",
+    cwd: dir,
+    llama: () => ({
+      acquire: () => Promise.reject(new Error("not here")),
+      slots: () => 1,
+      stop: async () => {},
+    }),
+    store: {},
+  });
+}
+
+const context = (signal = new AbortController().signal) =>
+  ({ id: 1, signal, stopping: new AbortController().signal }) as unknown as RequestContext;
+
+// The first open after an upgrade ran the migrations inside the synchronous Store.open, ping and
+// cancel unanswered meanwhile (~8 s at 400k messages): docs/agent.md, The store, "Migrations off the loop".
+describe("the store's migrations before it opens", () => {
+  test("a current database opens as before: no thread, nothing to wait for", async () => {
+    using dir = tmpdir();
+    const services = servicesAt(dir.path);
+    services.store();
+    await services.stop();
+    const again = servicesAt(dir.path);
+    expect(again.storeWait()).toBeUndefined();
+    expect(again.store().path).toBe(join(dir.path, "data", "local-ai.db"));
+    await again.stop();
+  });
+
+  test("a pending one runs on its thread: ping answers, store methods wait, a sync open is refused", async () => {
+    using dir = tmpdir();
+    olderDatabase(join(dir.path, "data"), 300);
+    const services = servicesAt(dir.path);
+    const table = methodTable(services, { testMethods: false });
+    const handler = (name: string) => (table.get(name) as NonNullable<ReturnType<typeof table.get>>).load();
+    const [ping, list] = await Promise.all([handler("ping"), handler("sessions.list")]);
+    // The list begins the migration and waits for it.
+    const listed = list.run(list.params.parse({ user_id: "u" }), context());
+    expect(listed).toBeInstanceOf(Promise);
+    const ready = services.storeWait();
+    expect(ready).toBeInstanceOf(Promise);
+    // A plain value, answered before the next line is read, while the thread migrates.
+    expect(ping.run({}, context())).not.toBeInstanceOf(Promise);
+    expect(coreErrorOf(() => services.store()).data?.problem).toBe("migrating");
+    await ready;
+    expect(((await listed) as { sessions: unknown[] }).sessions).toHaveLength(10);
+    expect(schemaVersion(join(dir.path, "data"))).toBe(SCHEMA_VERSION);
+    await services.stop();
+  });
+
+  test("a method waiting for it is cancelled at once; shutdown ends the thread, nothing half-written", async () => {
+    using dir = tmpdir();
+    olderDatabase(join(dir.path, "data"), 300);
+    const services = servicesAt(dir.path);
+    const list = await (table(services).get("sessions.list")?.load() as ReturnType<MethodEntry["load"]>);
+    const ready = services.storeReady().catch((err: Error) => err);
+    const cancel = new AbortController();
+    const listed = (
+      list.run(list.params.parse({ user_id: "u" }), context(cancel.signal)) as Promise<unknown>
+    ).catch((e) => e);
+    cancel.abort(new Error("cancelled here"));
+    expect(((await listed) as Error).message).toBe("cancelled here");
+    await services.stop();
+    // Ended by the stop, or done before it: the file holds one schema or the other, whole.
+    const outcome = await ready;
+    expect([6, SCHEMA_VERSION]).toContain(schemaVersion(join(dir.path, "data")));
+    if (outcome instanceof Error) expect(schemaVersion(join(dir.path, "data"))).toBe(6);
+  });
+
+  test("a damaged one set aside on the thread is told to the host as a reset made here is", async () => {
+    using dir = tmpdir();
+    olderDatabase(join(dir.path, "data"), 10);
+    markDamaged(join(dir.path, "data", DB_FILE), "a page met damage");
+    const services = servicesAt(dir.path);
+    await services.storeReady();
+    const reset = services.store().takeReset();
+    expect(reset?.aside).toContain(".corrupt-");
+    expect(reset?.problem).toContain("a page met damage");
+    expect(schemaVersion(join(dir.path, "data"))).toBe(SCHEMA_VERSION);
+    await services.stop();
+  });
+});
+
+const table = (services: CoreServices) => methodTable(services, { testMethods: false });
