@@ -88,14 +88,12 @@ function entry(method: LazyMethod, services: Services): MethodEntry {
 }
 
 /**
- * The methods that open the store as they begin. A chat is not held here (its spawn goes first):
- * it waits for a migration once llama-server is starting (methods/chat.ts).
+ * The methods that open the store as they begin. A chat and a warm-up are not held here (the
+ * model's start goes first): each waits for a migration once it needs the store (methods/chat.ts,
+ * methods/warmup.ts).
  */
 const usesStore = (name: string) =>
-  name.startsWith("sessions.") ||
-  name.startsWith("documents.") ||
-  name === "users.delete" ||
-  name === "warmup";
+  name.startsWith("sessions.") || name.startsWith("documents.") || name === "users.delete";
 
 /**
  * The one place every method passes: a method that uses the store waits, a cancel ending the

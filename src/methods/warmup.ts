@@ -45,6 +45,7 @@ export const warmup = defineMethod({
       ended?.();
     }
     // The database opens now (and imports a 0.1 folder once), not on the first chat's path.
+    // An older database's migrations, run on their thread (begun here if not yet), waited for first.
     await abortable(services.storeReady(), ctx.signal);
     services.store();
     return { status: "ready" as const, elapsed_ms: Date.now() - t0, slots: provider.slots() };

@@ -3,6 +3,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { methodTable } from "../../src/methods/index.ts";
 import type { MethodEntry, RequestContext } from "../../src/protocol/method-table.ts";
+import type { LlamaProvider } from "../../src/runtime/endpoint.ts";
 import { CoreServices } from "../../src/server/services.ts";
 import { SCHEMA_VERSION } from "../../src/store/db/migrations.ts";
 import { DB_FILE, markDamaged } from "../../src/store/db/open.ts";
@@ -10,16 +11,20 @@ import { coreErrorOf } from "../fixtures/core-error.ts";
 import { olderDatabase, schemaVersion } from "../fixtures/older-database.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
-function servicesAt(dir: string): CoreServices {
+function servicesAt(dir: string, acquired: string[] = []): CoreServices {
   writeFileSync(join(dir, "config.yaml"), `app:\n  data_dir: ${JSON.stringify(join(dir, "data"))}\n`);
   return new CoreServices({
     configPath: "config.yaml",
     cwd: dir,
-    llama: () => ({
-      acquire: () => Promise.reject(new Error("not here")),
-      slots: () => 1,
-      stop: async () => {},
-    }),
+    llama: () =>
+      ({
+        acquire: async () => {
+          acquired.push("model");
+          return { release: () => {} };
+        },
+        slots: () => 1,
+        stop: async () => {},
+      }) as unknown as LlamaProvider,
     store: {},
   });
 }
@@ -79,6 +84,24 @@ describe("the store's migrations before it opens", () => {
     const outcome = await ready;
     expect([6, SCHEMA_VERSION]).toContain(schemaVersion(join(dir.path, "data")));
     if (outcome instanceof Error) expect(schemaVersion(join(dir.path, "data"))).toBe(6);
+  });
+
+  test("a warm-up starts its model at once, and opens the store once the migration is done", async () => {
+    using dir = tmpdir();
+    olderDatabase(join(dir.path, "data"), 300);
+    const acquired: string[] = [];
+    const services = servicesAt(dir.path, acquired);
+    const warmup = await (table(services).get("warmup")?.load() as ReturnType<MethodEntry["load"]>);
+    const ready = services.storeReady();
+    const ctx = { ...context(), emit: () => true } as unknown as RequestContext;
+    const warmed = warmup.run(warmup.params.parse({}), ctx) as Promise<{ status: string }>;
+    // Asked before the migration ends, not after it (the load is the long part of a warm-up).
+    expect(acquired).toEqual(["model"]);
+    expect(services.storeWait()).toBe(ready);
+    expect((await warmed).status).toBe("ready");
+    expect(services.storeWait()).toBeUndefined();
+    expect(schemaVersion(join(dir.path, "data"))).toBe(SCHEMA_VERSION);
+    await services.stop();
   });
 
   test("a damaged one set aside on the thread is told to the host as a reset made here is", async () => {
