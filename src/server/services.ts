@@ -71,7 +71,8 @@ export class CoreServices implements Services {
   /** A pending migration run on a thread before the store opens (migrate-first.ts). */
   private readonly migration = new MigrateFirst({
     dataDir: () => this.config().app.data_dir,
-    needless: () => this.database !== undefined || this.shutdown.begun,
+    // An open store whose file was replaced (an older backup copied back) is opened again: its migrations too.
+    needless: () => (this.database !== undefined && !this.database.stale()) || this.shutdown.begun,
     shutdown: this.shutdown,
   });
   private readonly refusal = new RefusalMemo();

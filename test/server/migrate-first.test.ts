@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
+import { renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { methodTable } from "../../src/methods/index.ts";
 import type { MethodEntry, RequestContext } from "../../src/protocol/method-table.ts";
@@ -100,6 +100,21 @@ describe("the store's migrations before it opens", () => {
     expect(services.storeWait()).toBe(ready);
     expect((await warmed).status).toBe("ready");
     expect(services.storeWait()).toBeUndefined();
+    expect(schemaVersion(join(dir.path, "data"))).toBe(SCHEMA_VERSION);
+    await services.stop();
+  });
+
+  test("an older backup copied over the open database is migrated on the thread too", async () => {
+    using dir = tmpdir();
+    const services = servicesAt(dir.path);
+    const first = services.store();
+    olderDatabase(join(dir.path, "backup"), 10);
+    renameSync(join(dir.path, "backup", DB_FILE), join(dir.path, "data", DB_FILE));
+    const migrating = services.storeWait();
+    expect(migrating).toBeInstanceOf(Promise);
+    await migrating;
+    const second = services.store();
+    expect(second).not.toBe(first);
     expect(schemaVersion(join(dir.path, "data"))).toBe(SCHEMA_VERSION);
     await services.stop();
   });
