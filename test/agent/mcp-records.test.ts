@@ -82,9 +82,10 @@ describe.skipIf(process.platform === "win32")("a guarded server's record as the 
       env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
     });
     try {
-      // Judged once the guard's shell has exec'd it, as the next core judges it.
+      // Judged once the guard's shell has exec'd it, as the next core judges it. Mid-exec, the
+      // kernel shows an empty command line for a moment: not yet the server either.
       const shown = () => procIdentity(child.pid)?.argv?.[0];
-      expect(await waitFor(() => shown() !== undefined && shown() !== "/bin/sh")).toBe(true);
+      expect(await waitFor(() => !!shown() && shown() !== "/bin/sh")).toBe(true);
       const now = procIdentity(child.pid);
       const record = { start_time: (now as ProcIdentity).start_time, binary: "cat", argv: [] };
       expect(judgeLeftover(record, now as ProcIdentity, ["cat"], sameFile)).toEqual({ verdict: "ours" });
