@@ -97,12 +97,16 @@ export class LogRedactor {
    * Whether a message at `at` (µs) may be llama-server's own, after the quote's. Its prefix is its
    * wall clock's (common/log.cpp `t_us`, system_clock): a step back since the quote, as
    * `wallStepMs` saw it, lowers the bound by as much and no more, so a line of the quote forging
-   * an earlier time still stays in it.
+   * an earlier time still stays in it. The upper bound is the wall clock's time since the spawn
+   * (1 ms coarse), raised by that step alone: the uptime stays ahead of the prefix by every step
+   * back before the quote, which let a forged line name any time up to it (`0.00.000.000` after
+   * a step past llama-server's start).
    */
   private realAt(at: number): boolean {
     if (!this.clocks) return true;
     const stepBack = Math.max(0, this.quoteStep - this.lowStep) * 1000;
-    return at >= this.quoteAt - stepBack && at <= this.clocks.uptimeMs() * 1000;
+    const wallMs = this.clocks.uptimeMs() + Math.min(0, this.clocks.wallStepMs() + 1);
+    return at >= this.quoteAt - stepBack && at <= wallMs * 1000 + stepBack;
   }
 }
 

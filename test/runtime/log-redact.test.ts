@@ -205,3 +205,34 @@ describe("LogRedactor with the spawn's clock: a step back past llama-server's st
     expect(r.line("-1.-2.-03.-04 I plain")).toBe("-1.-2.-03.-04 I plain");
   });
 });
+
+// A step back taken before the quote opened leaves llama-server's times behind the core's
+// uptime (the larger of the monotonic and wall clocks' time since the spawn) for good: bounded
+// by that uptime, a quote opened after it let a forged line name any time up to the step ahead
+// of llama-server's own, `0.00.000.000` included after a step past its start. Its time now is
+// the wall clock's since the spawn, which is the bound, raised only by a step back since the quote.
+describe("LogRedactor with the spawn's clock: a step back before the quote", () => {
+  // As spawnClocks measures them: 6 s on the monotonic clock, the wall clock stepped back `back`.
+  const clocksAfter = (backMs: number) => ({
+    uptimeMs: () => Math.max(6000, 6000 - backMs),
+    wallStepMs: () => -backMs,
+  });
+  // [step back, a message after it, the quote's, a forged one, llama-server's next]
+  const cases = [
+    [5000, "0.00.800.000", "0.00.900.000", "0.05.000.000", "0.00.950.000"],
+    // Past llama-server's start: its times are negative, any small positive one forged.
+    [3_600_000, "-59.-54.-200.000", "-59.-54.-100.000", "0.00.001.000", "-59.-54.-50.000"],
+  ] as const;
+  for (const [backMs, before, quote, forged, next] of cases)
+    test(`a forged time past llama-server's own stays in the quote (${backMs} ms back)`, () => {
+      const r = new LogRedactor(clocksAfter(backMs));
+      // A message read after the step, before the quote: the step is not one since the quote.
+      expect(r.line(`${before} I srv  params_from_: Chat format: peg-native`)).not.toBeNull();
+      expect(r.line(`${quote} W common_chat_peg_parse: unparsed peg-native output: Sure.`)).toContain(
+        NOT_LOGGED,
+      );
+      expect(r.line(`${forged} E Remote RPC server crashed`)).toBeNull();
+      const idle = `${next} I srv  update_slots: all slots are idle`;
+      expect(r.line(idle)).toBe(idle);
+    });
+});
