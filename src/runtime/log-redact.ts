@@ -79,7 +79,8 @@ export class LogRedactor {
     this.lowStep = step;
     this.lastStep = step;
     this.inQuote = false;
-    this.quoteAt = at;
+    // A line with no prefix (a cut line's later part) goes on its message: its time is that one's.
+    if (prefix) this.quoteAt = at;
     const unparsed = UNPARSED.exec(line);
     if (unparsed) {
       this.inQuote = true;

@@ -236,3 +236,14 @@ describe("LogRedactor with the spawn's clock: a step back before the quote", () 
       expect(r.line(idle)).toBe(idle);
     });
 });
+
+// A quote that opens in a part of a long line (readLines cuts at 64 KiB) begins on no prefix:
+// its time was taken as 0, and any forged time since llama-server's start then ended it. The
+// quote's time is its message's, the last prefix read.
+test("LogRedactor: a quote opened in a cut part keeps its message's time as the bound", () => {
+  const r = new LogRedactor({ uptimeMs: () => 6000, wallStepMs: () => 0 });
+  expect(r.line(`0.05.000.000 E srv    operator(): got exception: ${"x".repeat(40)}`, true)).not.toBeNull();
+  expect(r.line(`${"y".repeat(40)}; last read: '"the private draft`, true)).toContain(NOT_LOGGED);
+  expect(r.line("0.00.000.001 E Remote RPC server crashed", true)).toBeNull();
+  expect(r.line("0.05.000.100 I slot      release: id  0")).toBe("0.05.000.100 I slot      release: id  0");
+});
