@@ -5,9 +5,10 @@ import { cutText, wholeCharCut } from "./text-cut.ts";
  * person's terminal is shown it: a file from anywhere on the hub must not set the window title,
  * clear the screen, write a link or forge a line of the report. Every control character, the line
  * breaks and C1 controls (U+009B opens a sequence as ESC [ does) included, and the bidirectional
- * overrides that reorder what a reader sees, are written as `\u{…}` escapes; a tab stays.
+ * controls that reorder what a reader sees (Unicode's Bidi_Control, U+061C included), are written
+ * as `\u{…}` escapes; a tab stays.
  */
-const UNSAFE = /[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u200e\u200f\u2028-\u202e\u2066-\u2069]/g;
+const UNSAFE = /[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/g;
 
 export function terminalText(text: string): string {
   return text.replace(UNSAFE, (c) => `\\u{${(c.codePointAt(0) ?? 0).toString(16)}}`);
@@ -68,4 +69,4 @@ export function terminalJson(value: unknown, indent?: number): string {
   );
 }
 
-const JSON_UNSAFE = /[\u007f-\u009f\u200e\u200f\u2028-\u202e\u2066-\u2069]/g;
+const JSON_UNSAFE = /[\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/g;
