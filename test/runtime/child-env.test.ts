@@ -216,4 +216,51 @@ describe("allowed prefixes, secret-named variables", () => {
       "ZE_AFFINITY_MASK",
     ]);
   });
+
+  // As the runtimes' own documentation names them (CUDA, ROCm/HIP, Vulkan loader and Mesa,
+  // oneAPI/Level Zero, Metal, OpenMP, ggml's backends): a secret's name that caught one of these
+  // would silently take a GPU or a switch from llama-server.
+  test("the runtimes' documented variables still pass", () => {
+    const documented = [
+      "CUDA_VISIBLE_DEVICES",
+      "CUDA_DEVICE_ORDER",
+      "CUDA_MPS_PIPE_DIRECTORY",
+      "CUDA_CACHE_MAXSIZE",
+      "CUDA_MODULE_LOADING",
+      "CUDA_LAUNCH_BLOCKING",
+      "NVIDIA_VISIBLE_DEVICES",
+      "NVIDIA_DRIVER_CAPABILITIES",
+      "HIP_VISIBLE_DEVICES",
+      "ROCR_VISIBLE_DEVICES",
+      "HSA_OVERRIDE_GFX_VERSION",
+      "HSA_ENABLE_SDMA",
+      "VK_ICD_FILENAMES",
+      "VK_DRIVER_FILES",
+      "VK_ADD_DRIVER_FILES",
+      "VK_LAYER_PATH",
+      "VK_LOADER_DEBUG",
+      "VK_LOADER_DRIVERS_SELECT",
+      "VK_LOADER_LAYERS_ENABLE",
+      "MESA_VK_DEVICE_SELECT",
+      "MESA_SHADER_CACHE_DIR",
+      "ONEAPI_DEVICE_SELECTOR",
+      "SYCL_CACHE_PERSISTENT",
+      "ZE_AFFINITY_MASK",
+      "ZE_FLAT_DEVICE_HIERARCHY",
+      "MTL_DEBUG_LAYER",
+      "METAL_DEVICE_WRAPPER_TYPE",
+      "OMP_NUM_THREADS",
+      "KMP_AFFINITY",
+      "MKL_NUM_THREADS",
+      "OPENBLAS_NUM_THREADS",
+      "GGML_VK_DISABLE_COOPMAT",
+      "GGML_VK_PREFER_HOST_MEMORY",
+      "GGML_CUDA_ENABLE_UNIFIED_MEMORY",
+      "GGML_SCHED_MAX_COPIES",
+      "GGML_SYCL_DISABLE_GRAPH",
+      "GGML_KLEIDIAI_SME",
+    ];
+    const kept = childEnv(Object.fromEntries(documented.map((n) => [n, "1"])), "ours");
+    expect(documented.filter((n) => !(n in kept))).toEqual([]);
+  });
 });
