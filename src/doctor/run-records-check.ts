@@ -140,7 +140,7 @@ function judge(
   // Unreadable: removed by the next start, naming nothing to stop.
   if (!r) return null;
   // Another pid space's (another container's or machine's core): its pids name nothing here, and
-  // the reaper leaves it (pid-file.ts `otherSpace`).
+  // the reaper leaves it; this host's previous boot's: gone, the reaper removes it (pid-file.ts).
   if (typeof r.owner.space === "string" && r.owner.space !== pidSpace()) return null;
   if (ownerAlive(r, deps) || !deps.alive(r.pid)) return null;
   // Another process at the pid since (a reuse): the next start removes the record.

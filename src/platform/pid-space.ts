@@ -5,11 +5,13 @@ import { hostname } from "node:os";
 /**
  * Which processes a pid names, as a short id: two cores that share it see each other's pids,
  * two that do not (two containers, two machines on one network folder) cannot judge each other's
- * by `kill(pid, 0)`: "no such process" here says nothing of a holder there. The host's name and,
- * on Linux, its boot (/proc/sys/kernel/random/boot_id: a pid namespace's number is reused after a
- * reboot) and this process's pid namespace (/proc/self/ns/pid). Recorded with a session lease
- * (store/session-lease.ts), a download lock (models/download-lock.ts) and a KV state's temporary
- * name (agent/kv/kv-temps.ts), whose holder or writer of another pid space is waited out (its
+ * by `kill(pid, 0)`: "no such process" here says nothing of a holder there. Three short hashes,
+ * each of one part (`spaceOf`): the host's name and, on Linux, its boot
+ * (/proc/sys/kernel/random/boot_id: a pid namespace's number is reused after a reboot) and this
+ * process's pid namespace (/proc/self/ns/pid), so that a previous boot of this host reads as one
+ * (`spaceRelation`). Recorded with a session lease (store/session-lease.ts), a download lock
+ * (models/download-lock.ts), a KV state's temporary name (agent/kv/kv-temps.ts) and a child's
+ * record (runtime/pid-file.ts), whose holder or writer of another pid space is waited out (its
  * lease's row unchanged for a TTL, its lock's silence, its temp's age), never taken at once
  * (docs/agent.md, "Two cores on one data folder").
  */
@@ -21,30 +23,60 @@ export const pidSpace = cachedSpace([
 /** A file the OS does not have (not Linux, no /proc): its part is empty for good. */
 const ABSENT = new Set(["ENOENT", "ENOTDIR"]);
 
+/** Hex digits of each part's hash: the host, the boot, the pid namespace. */
+const PART = 6;
+const hashed = (part: string) => createHash("sha256").update(part).digest("hex").slice(0, PART);
+/** The boot's part where the OS has no boot id (macOS, Windows): never judged a previous boot. */
+const NO_BOOT = hashed("");
+
+/** The pid space of a host, a boot and a pid namespace (`pidSpace`'s, tests). */
+export function spaceOf(host: string, boot: string, ns: string): string {
+  return hashed(host) + hashed(boot) + hashed(ns);
+}
+
 /**
- * The pid space of `parts` (read on each try, throwing when they cannot be), kept once each was
- * read or is absent. A passing failure (EMFILE, ENFILE, EINTR, EIO…) gives this call's answer
- * without it but is asked again next time: kept, the space was wrong for the core's life, its
- * own pid space's cores judged foreign (their frozen leases waited out, never taken at once) or,
- * on one host, another space's judged as its own.
+ * How the pid space `theirs` (a holder's, a writer's) stands to ours: "own" (its pids are ours to
+ * judge), "previous_boot" (this host's name, another boot: every process of it is gone) or
+ * "other" (another machine or container, or a space as cores before 2026-12-07 wrote it, one
+ * hash of all: judged as another's, as then). A host's name is not proof (two VMs both named
+ * "ubuntu" on one network folder): such a machine's live holder judged a previous boot's loses
+ * only what another space's waiting adds, as before pid spaces (docs/agent.md, "Two cores on one
+ * data folder"). Both boots must be known: a host without boot ids never reads as rebooted.
  */
-export function cachedSpace(parts: (() => string)[], host: () => string = hostname): () => string {
+export function spaceRelation(theirs: string, ours: string): "own" | "previous_boot" | "other" {
+  if (theirs === ours) return "own";
+  const whole = /^[0-9a-f]{18}$/;
+  if (!whole.test(theirs) || !whole.test(ours)) return "other";
+  const boot = (s: string) => s.slice(PART, 2 * PART);
+  const sameHost = theirs.slice(0, PART) === ours.slice(0, PART);
+  const known = boot(theirs) !== NO_BOOT && boot(ours) !== NO_BOOT;
+  return sameHost && known && boot(theirs) !== boot(ours) ? "previous_boot" : "other";
+}
+
+/**
+ * The pid space of `parts` (the boot, the pid namespace: read on each try, throwing when they
+ * cannot be), kept once each was read or is absent. A passing failure (EMFILE, ENFILE, EINTR,
+ * EIO…) gives this call's answer without it but is asked again next time: kept, the space was
+ * wrong for the core's life, its own pid space's cores judged foreign (their frozen leases waited
+ * out, never taken at once) or, on one host, another space's judged as its own.
+ */
+export function cachedSpace(
+  parts: [() => string, () => string],
+  host: () => string = hostname,
+): () => string {
   let space: string | undefined;
   return () => {
     if (space !== undefined) return space;
     let whole = true;
-    const read = parts.map((get) => {
+    const [boot, ns] = parts.map((get) => {
       try {
         return get();
       } catch (err) {
         if (!ABSENT.has((err as { code?: string }).code ?? "")) whole = false;
         return "";
       }
-    });
-    const id = createHash("sha256")
-      .update([host(), ...read].join("\0"))
-      .digest("hex")
-      .slice(0, 12);
+    }) as [string, string];
+    const id = spaceOf(host(), boot, ns);
     if (whole) space = id;
     return id;
   };

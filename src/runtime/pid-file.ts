@@ -1,7 +1,7 @@
 import { renameSync, rmSync, unlinkSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { defaultGroupProc, type GroupProcReader } from "../platform/group-live.ts";
-import { pidSpace } from "../platform/pid-space.ts";
+import { pidSpace, spaceRelation } from "../platform/pid-space.ts";
 import { drives } from "../util/drive-answers.ts";
 import { logger } from "../util/logger.ts";
 import { namesIn } from "../util/names-in.ts";
@@ -281,7 +281,10 @@ async function reapFile(
   if (r instanceof NotOwnFile) return foreign(file, kind, r.uid, deps);
   if (!r) return { file, kind, action: "unreadable" };
   const pid = r.pid;
-  if (otherSpace(r, deps)) return { file, kind, action: "other_space", pid };
+  const where = spaceOfRecord(r, deps);
+  // This host's previous boot (a crash, a reboot): all its processes are gone, its pids others' now.
+  if (where === "previous_boot") return { file, kind, action: "gone", pid };
+  if (where === "other") return { file, kind, action: "other_space", pid };
   if (ownerAlive(r, deps))
     return r.owner.pid === process.pid ? null : { file, kind, action: "owner_alive", pid };
   if (!deps.alive(pid)) return await leaderGone(file, r, configured, "gone", memberDeps(deps));
@@ -309,7 +312,9 @@ const memberDeps = (deps: Deps) => ({
  */
 function foreign(file: string, kind: ChildKind, uid: number, deps: Deps): ReapOutcome | null {
   const r = readRecord(file, undefined);
-  if (r && !(r instanceof NotOwnFile) && !otherSpace(r, deps)) {
+  if (r && !(r instanceof NotOwnFile) && spaceOfRecord(r, deps) === "previous_boot")
+    return { file, kind, action: "gone", pid: r.pid };
+  if (r && !(r instanceof NotOwnFile) && spaceOfRecord(r, deps) === "own") {
     // This core's own, on such a file system (a second model's start reaps again): no warning,
     // and never removed, its child gone or not, as on any other: a restart rewrites that file.
     if (r.owner.pid === process.pid && ownerAlive(r, deps)) return null;
@@ -318,9 +323,9 @@ function foreign(file: string, kind: ChildKind, uid: number, deps: Deps): ReapOu
   return { file, kind, action: "foreign", uid };
 }
 
-/** Whether `r` was written where pids are not ours to judge (platform/pid-space.ts). */
-const otherSpace = (r: PidRecord, deps: Pick<Deps, "space">) =>
-  typeof r.owner.space === "string" && r.owner.space !== deps.space;
+/** Where `r` was written (platform/pid-space.ts `spaceRelation`): an earlier version's record, here. */
+const spaceOfRecord = (r: PidRecord, deps: Pick<Deps, "space">) =>
+  typeof r.owner.space === "string" ? spaceRelation(r.owner.space, deps.space) : "own";
 
 export function ownerAlive(r: PidRecord, deps: Pick<Deps, "alive" | "identity">): boolean {
   if (!deps.alive(r.owner.pid)) return false;

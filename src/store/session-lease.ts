@@ -1,7 +1,7 @@
 import type { Database } from "bun:sqlite";
 import { randomBytes } from "node:crypto";
 import { pidAlive } from "../platform/pid-alive.ts";
-import { pidSpace } from "../platform/pid-space.ts";
+import { pidSpace, spaceRelation } from "../platform/pid-space.ts";
 import { CoreError } from "../protocol/errors.ts";
 import { abortable } from "../util/abortable.ts";
 import { logger } from "../util/logger.ts";
@@ -59,14 +59,16 @@ export interface LeaseOptions {
 }
 
 /**
- * Whether a lease's owner (`<pid>:<hex>@<pid space>`) was taken where pids are not ours to judge:
- * its process cannot be seen from here, nor its row's end read on our clock, so it is waited out as
- * a frozen holder is: its row unchanged for a TTL on our monotonic clock (store/lease-sightings.ts),
- * then the grace. An owner without a space (an earlier version's) is judged by its pid.
+ * Where a lease's owner (`<pid>:<hex>@<pid space>`) was taken. "other": pids not ours to judge,
+ * its process unseen from here, nor its row's end read on our clock: waited out as a frozen
+ * holder is, its row unchanged for a TTL on our monotonic clock (store/lease-sightings.ts), then
+ * the grace. "previous_boot": this host before a reboot, gone, its pid another process now: its
+ * row's end read on our clock as a live pid's is. An owner without a space (an earlier version's)
+ * is judged by its pid.
  */
-function foreignOwner(owner: string, space: string): boolean {
+function ownerSpace(owner: string, space: string): ReturnType<typeof spaceRelation> {
   const at = owner.lastIndexOf("@");
-  return at >= 0 && owner.slice(at + 1) !== space;
+  return at < 0 ? "own" : spaceRelation(owner.slice(at + 1), space);
 }
 
 /** Whether a lease's holder runs (a zombie does not): platform/pid-alive.ts. */
@@ -123,7 +125,7 @@ export function sessionTakenOver(sessionId: string): CoreError {
 export class SessionLeases {
   /**
    * This holder's name: the pid alone would not tell two stores of one process apart; its pid
-   * space (`foreignOwner`) tells another core whether the pid is one it can judge.
+   * space (`ownerSpace`) tells another core whether the pid is one it can judge.
    */
   readonly owner: string;
   /** The pid space given (tests); else pidSpace()'s, asked each time (kept once read whole). */
@@ -343,8 +345,9 @@ export class SessionLeases {
         const held = this.db
           .query("SELECT owner, pid, expires_at FROM session_leases WHERE user_id = ? AND session_id = ?")
           .get(userId, sessionId) as { owner: string; pid: number; expires_at: number } | null;
-        const foreign = held !== null && foreignOwner(held.owner, this.space ?? pidSpace());
-        if (held && held.owner !== this.owner && (foreign || this.alive(held.pid))) {
+        const where = held === null ? "own" : ownerSpace(held.owner, this.space ?? pidSpace());
+        const foreign = where === "other";
+        if (held && held.owner !== this.owner && (where !== "own" || this.alive(held.pid))) {
           // A row further ahead than a TTL was written before the wall clock stepped back (NTP):
           // run out, not live for the step too (a frozen holder's, for hours); a live one renews.
           // Another pid space's row was written by another machine's clock: timed on ours instead

@@ -2,6 +2,7 @@ import { expect, test } from "bun:test";
 import { utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { LOCK_ABANDONED_MS, tryLock } from "../../src/models/download-lock.ts";
+import { spaceOf } from "../../src/platform/pid-space.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 // Two containers (or two machines) pulling into one models folder: the lock's holder is a core of
@@ -48,4 +49,20 @@ test("a lock of this pid space, or of an earlier version, whose pid is gone is t
     expect("busy" in lock).toBe(false);
     if (!("busy" in lock)) lock.release();
   }
+});
+
+// A crash or power cut mid-pull, then a reboot: the lock names this host's previous boot, read as
+// another pid space, and the next pull of that model waited a minute of its silence first. A
+// previous boot's holder is gone, whatever its pid names now (here: this very core's).
+test("a lock of this host's previous boot is taken at once; another machine's is not", () => {
+  using dir = tmpdir();
+  const path = join(dir.path, "blob.lock");
+  const ns = "pid:[4026531836]";
+  const here = spaceOf("box", "boot-2", ns);
+  lockOf(path, { pid: process.pid, space: spaceOf("box", "boot-1", ns) });
+  const lock = tryLock(path, { space: here });
+  expect("busy" in lock).toBe(false);
+  if (!("busy" in lock)) lock.release();
+  lockOf(path, { pid: NO_SUCH_PID, space: spaceOf("other", "boot-1", ns) });
+  expect(tryLock(path, { space: here })).toEqual({ busy: expect.objectContaining({ id: "theirs" }) });
 });

@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { cachedSpace, pidSpace } from "../../src/platform/pid-space.ts";
+import { cachedSpace, pidSpace, spaceOf, spaceRelation } from "../../src/platform/pid-space.ts";
 
 // A passing failure to read the boot id or the pid namespace (too many open files at that
 // moment) was kept for the core's life: its pid space wrong until it restarted, its own space's
@@ -37,9 +37,29 @@ test("a file the OS does not have is read once, its part empty for good", () => 
         reads++;
         throw fail("ENOENT");
       },
+      () => "pid:[4026531836]",
     ],
     () => "host",
   );
   expect([space(), space(), reads]).toEqual([space(), space(), 1]);
-  expect(pidSpace()).toMatch(/^[0-9a-f]{12}$/);
+  expect(pidSpace()).toMatch(/^[0-9a-f]{18}$/);
+});
+
+// After a crash or power cut and a reboot, this host's previous core read as another pid space
+// (its boot id changed): its session lease waited out 31 s before the app's crash recovery could
+// resume that very session, its llama-server records kept for good, its download lock waited 60 s,
+// its KV temps 10 min. A previous boot's processes are all gone.
+test("this host's previous boot reads as one; another host, container or unknown boot does not", () => {
+  const ours = spaceOf("box", "boot-2", "pid:[4026531836]");
+  expect(spaceRelation(ours, ours)).toBe("own");
+  // A container's namespace number differs after a reboot too: the boot alone tells.
+  for (const ns of ["pid:[4026531836]", "pid:[4026532999]"])
+    expect(spaceRelation(spaceOf("box", "boot-1", ns), ours)).toBe("previous_boot");
+  // Another machine; a restarted container (same boot, another namespace); a core before
+  // 2026-12-07 (one hash of all); a host with no boot ids (macOS, Windows) on either side.
+  expect(spaceRelation(spaceOf("other", "boot-1", "pid:[4026531836]"), ours)).toBe("other");
+  expect(spaceRelation(spaceOf("box", "boot-2", "pid:[4026532999]"), ours)).toBe("other");
+  expect(spaceRelation("0123456789ab", ours)).toBe("other");
+  expect(spaceRelation(spaceOf("box", "", "pid:[4026531836]"), ours)).toBe("other");
+  expect(spaceRelation(ours, spaceOf("box", "", ""))).toBe("other");
 });

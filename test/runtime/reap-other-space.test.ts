@@ -1,5 +1,6 @@
 import { expect, test } from "bun:test";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { spaceOf } from "../../src/platform/pid-space.ts";
 import { type PidRecord, pidFilePath, reapLeftover, runDir } from "../../src/runtime/pid-file.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
@@ -19,19 +20,23 @@ function record(space?: string): PidRecord {
   };
 }
 
-async function reap(r: PidRecord): Promise<{ actions: string[]; kept: boolean }> {
+async function reap(
+  r: PidRecord,
+  here = "here",
+  alive = false,
+): Promise<{ actions: string[]; kept: boolean }> {
   using dir = tmpdir();
   mkdirSync(runDir(dir.path), { recursive: true, mode: 0o700 });
   const file = pidFilePath(dir.path, r.owner.pid);
   writeFileSync(file, JSON.stringify(r), { mode: 0o600 });
   const outcomes = await reapLeftover(dir.path, {
     configured: { "llama-server": ["llama-server"] },
-    alive: () => false,
+    alive: () => alive,
     identity: () => null,
     kill: () => {
       throw new Error("never signalled");
     },
-    space: "here",
+    space: here,
   });
   return { actions: outcomes.map((o) => o.action), kept: existsSync(file) };
 }
@@ -43,4 +48,21 @@ test("a record of another pid space is left, its pids not judged here", async ()
 test("a record of this pid space, or an earlier version's, whose processes are gone goes", async () => {
   for (const r of [record("here"), record()])
     expect(await reap(r)).toEqual({ actions: ["gone"], kept: false });
+});
+
+// A crash or power cut, then a reboot: the records the previous core left name this host's
+// previous boot, read as another pid space, and were kept for good, piling up under run/. A
+// previous boot's processes are all gone: its records go, its pids (another process's now, here
+// all alive) never signalled. Another machine's are still left.
+test("a record of this host's previous boot goes, its pids never signalled", async () => {
+  const ns = "pid:[4026531836]";
+  const here = spaceOf("box", "boot-2", ns);
+  expect(await reap(record(spaceOf("box", "boot-1", ns)), here, true)).toEqual({
+    actions: ["gone"],
+    kept: false,
+  });
+  expect(await reap(record(spaceOf("other", "boot-1", ns)), here, true)).toEqual({
+    actions: ["other_space"],
+    kept: true,
+  });
 });

@@ -2,6 +2,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { spaceOf } from "../../src/platform/pid-space.ts";
 import { exportToFile } from "../../src/store/export-file.ts";
 import { sweepExportTemps } from "../../src/store/export-temps.ts";
 import { fillDisk, smallDisk } from "../fixtures/full-disk.ts";
@@ -151,13 +152,13 @@ describe.skipIf(process.platform === "win32")("the sweep of a note that is not a
 // removed the temp file under it (the export failed at its rename). A note of another pid space
 // is left to its writer until it is older than any export takes.
 /** An export's temp and its note by a core of the pid space "there", its pid `pid`. */
-function foreignNote(dir: string, pid: number): { tmp: string; note: string } {
+function foreignNote(dir: string, pid: number, space = "there"): { tmp: string; note: string } {
   const notes = join(dir, "data", "run", "exports");
   mkdirSync(notes, { recursive: true });
   const tmp = join(dir, ".export.md.0123456789ab.tmp");
   writeFileSync(tmp, "half an export");
   const note = join(notes, `${pid}-aaaaaaaaaaaa.json`);
-  writeFileSync(note, JSON.stringify({ tmp, space: "there" }));
+  writeFileSync(note, JSON.stringify({ tmp, space }));
   return { tmp, note };
 }
 
@@ -187,4 +188,26 @@ test("an old note of another pid space is swept even if its pid names a live pro
     "here",
   );
   expect([existsSync(tmp), existsSync(note)]).toEqual([false, false]);
+});
+
+// A crash or power cut mid-export, then a reboot: the note names this host's previous boot, read
+// as another pid space, and the half-written export (a conversation's words in the host's folder)
+// stayed a day. A previous boot's writer is gone, whatever its pid (here a live one) names now.
+test("a note of this host's previous boot is swept at once; another machine's is kept", async () => {
+  using dir = tmpdir();
+  const ns = "pid:[4026531836]";
+  const here = spaceOf("box", "boot-2", ns);
+  const sweep = () =>
+    sweepExportTemps(
+      join(dir.path, "data"),
+      () => 0,
+      () => null,
+      here,
+    );
+  const theirs = foreignNote(dir.path, process.ppid, spaceOf("other", "boot-1", ns));
+  await sweep();
+  expect([existsSync(theirs.tmp), existsSync(theirs.note)]).toEqual([true, true]);
+  const old = foreignNote(dir.path, process.ppid, spaceOf("box", "boot-1", ns));
+  await sweep();
+  expect([existsSync(old.tmp), existsSync(old.note)]).toEqual([false, false]);
 });

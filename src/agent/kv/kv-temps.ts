@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { statSync } from "node:fs";
+import { spaceRelation } from "../../platform/pid-space.ts";
 import { alive } from "./drop-file.ts";
 
 // The KV state folder's temporary names (kv-disk.ts): a save before it is whole, and when one is
@@ -15,10 +16,12 @@ export const STALE_TEMP_MS = 10 * 60_000;
 
 /**
  * A state (`tempName`) or a sidecar (`.json.tmp`) before it is whole: its session's name, its
- * writer's pid and its writer's pid space (platform/pid-space.ts), which names of cores before
- * 2026-12-07 do not carry.
+ * writer's pid and its writer's pid space (platform/pid-space.ts: 18 hex digits, 12 from the first
+ * cores to write one), which names of cores before 2026-12-07 do not carry. Hex digits, '-' and
+ * '.' only: llama-server's slot file name check (`fs_validate_filename`) refuses much else.
  */
-export const OWN_TEMP = /^(s-[0-9a-f]{32})\.(\d+)-[0-9a-f]{8}(?:-([0-9a-f]{12}))?(?:\.json)?\.tmp$/;
+export const OWN_TEMP =
+  /^(s-[0-9a-f]{32})\.(\d+)-[0-9a-f]{8}(?:-([0-9a-f]{18}|[0-9a-f]{12}))?(?:\.json)?\.tmp$/;
 /** A sidecar temp as cores before named ones left it (store/atomic.ts's random name): never a live one now. */
 const UNNAMED_TEMP = /^\.[0-9a-f]{12}\.tmp$/;
 
@@ -32,11 +35,13 @@ export function tempName(name: string, space: string, ext = ""): string {
  * judged only where it names a process here: a writer of another pid space (another container's
  * or machine's core sharing the folder, often pid 1 there) was dropped mid-write for a pid that
  * names no process here. A name without a space (an earlier core's) is judged by its pid as
- * before. Throws when `path` cannot be read (the caller leaves it).
+ * before; one of this host's previous boot goes at once. Throws when `path` cannot be read (the caller leaves it).
  */
 export function leftoverTemp(f: string, path: string, space: string, now: number): boolean {
   const m = OWN_TEMP.exec(f);
   if (!m) return UNNAMED_TEMP.test(f);
-  if ((m[3] === undefined || m[3] === space) && !alive(Number(m[2]))) return true;
+  const where = m[3] === undefined ? "own" : spaceRelation(m[3], space);
+  // A previous boot's writer is gone, whatever its pid names now.
+  if (where === "previous_boot" || (where === "own" && !alive(Number(m[2])))) return true;
   return now - statSync(path).mtimeMs > STALE_TEMP_MS;
 }

@@ -8,6 +8,7 @@ const realRename = fs.renameSync;
 import { KvDisk } from "../../../src/agent/kv/kv-disk.ts";
 import { entryOf } from "../../../src/agent/kv/kv-entry.ts";
 import { emptyRecord, type PromptRecord } from "../../../src/agent/kv/prompt-record.ts";
+import { spaceOf } from "../../../src/platform/pid-space.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
 // The KV state folder (docs/agent.md#prompt-reuse): whole files only, owner-only, a disk budget
@@ -356,6 +357,23 @@ describe("KvDisk", () => {
     expect(files(dir.path)).toEqual([]);
   });
 
+  // A crash or power cut mid-save, then a reboot: the temp names this host's previous boot, read
+  // as another pid space, and its session's tokens stayed 10 minutes (a sessions.delete meanwhile
+  // left them behind). A previous boot's writer is gone; another machine's still waits out the age.
+  test("the sweep: a previous boot's temp goes at once, another machine's stays", () => {
+    using dir = tmpdir();
+    const ns = "pid:[4026531836]";
+    const here = new KvDisk(dir.path, 1_000_000, Date.now, spaceOf("box", "boot-2", ns));
+    const before = new KvDisk(dir.path, 1_000_000, Date.now, spaceOf("box", "boot-1", ns));
+    const there = new KvDisk(dir.path, 1_000_000, Date.now, spaceOf("other", "boot-1", ns));
+    // Our own pid: alive here, as any pid may be after a reboot.
+    const old = before.tempName(before.nameOf("u", "a"));
+    const theirs = there.tempName(there.nameOf("u", "b"));
+    for (const f of [old, theirs]) writeFileSync(join(dir.path, f), "half");
+    here.sweep();
+    expect(files(dir.path)).toEqual([theirs]);
+  });
+
   test("a sidecar is written under a temporary name of ours, so a crash's leftover is known", async () => {
     using dir = tmpdir();
     const disk = new KvDisk(dir.path, 1_000_000);
@@ -379,7 +397,7 @@ describe("KvDisk", () => {
       }),
     ).toBe(true);
     expect(during?.filter((f) => f !== temp)).toEqual([
-      expect.stringMatching(new RegExp(`^${name}\\.${process.pid}-[0-9a-f]{8}-[0-9a-f]{12}\\.json\\.tmp$`)),
+      expect.stringMatching(new RegExp(`^${name}\\.${process.pid}-[0-9a-f]{8}-[0-9a-f]{18}\\.json\\.tmp$`)),
     ]);
   });
 
