@@ -1,7 +1,7 @@
 import { lstatSync } from "node:fs";
 import { join } from "node:path";
 import type { Config } from "../config/schema.ts";
-import { pidSpace } from "../platform/pid-space.ts";
+import { pidSpace, spaceRelation } from "../platform/pid-space.ts";
 import { mcpDir, ownerAlive, type PidRecord, readRecord, runDir } from "../runtime/pid-file.ts";
 import { isAlive, type ProcIdentity, procIdentity } from "../runtime/proc-info.ts";
 import { namesIn } from "../util/names-in.ts";
@@ -141,7 +141,7 @@ function judge(
   if (!r) return null;
   // Another pid space's (another container's or machine's core): its pids name nothing here, and
   // the reaper leaves it; this host's previous boot's: gone, the reaper removes it (pid-file.ts).
-  if (typeof r.owner.space === "string" && r.owner.space !== pidSpace()) return null;
+  if (typeof r.owner.space === "string" && spaceRelation(r.owner.space, pidSpace()) !== "own") return null;
   if (ownerAlive(r, deps) || !deps.alive(r.pid)) return null;
   // Another process at the pid since (a reuse): the next start removes the record.
   const now = deps.identity(r.pid);

@@ -15,10 +15,17 @@ import { hostname } from "node:os";
  * lease's row unchanged for a TTL, its lock's silence, its temp's age), never taken at once
  * (docs/agent.md, "Two cores on one data folder").
  */
-export const pidSpace = cachedSpace([
-  () => readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim(),
-  () => readlinkSync("/proc/self/ns/pid"),
-]);
+export const pidSpace = cachedSpace(linuxParts());
+
+/** This core's space as the first cores to record one wrote it (`legacySpaceOf`): read as ours. */
+export const legacySpace = cachedSpace(linuxParts(), hostname, legacySpaceOf);
+
+function linuxParts(): [() => string, () => string] {
+  return [
+    () => readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim(),
+    () => readlinkSync("/proc/self/ns/pid"),
+  ];
+}
 
 /** A file the OS does not have (not Linux, no /proc): its part is empty for good. */
 const ABSENT = new Set(["ENOENT", "ENOTDIR"]);
@@ -34,17 +41,24 @@ export function spaceOf(host: string, boot: string, ns: string): string {
   return hashed(host) + hashed(boot) + hashed(ns);
 }
 
+/** The pid space as cores of 2026-12-07 before `spaceOf` wrote it: one hash of all, 12 hex digits. */
+export function legacySpaceOf(host: string, boot: string, ns: string): string {
+  return createHash("sha256").update([host, boot, ns].join("\0")).digest("hex").slice(0, 12);
+}
+
 /**
  * How the pid space `theirs` (a holder's, a writer's) stands to ours: "own" (its pids are ours to
  * judge), "previous_boot" (this host's name, another boot: every process of it is gone) or
- * "other" (another machine or container, or a space as cores before 2026-12-07 wrote it, one
- * hash of all: judged as another's, as then). A host's name is not proof (two VMs both named
+ * "other" (another machine or container; a space as cores of 2026-12-07 wrote it, one hash of
+ * all, is judged as then: its own space's as ours, any other as another's). A host's name is not proof (two VMs both named
  * "ubuntu" on one network folder): such a machine's live holder judged a previous boot's loses
  * only what another space's waiting adds, as before pid spaces (docs/agent.md, "Two cores on one
  * data folder"). Both boots must be known: a host without boot ids never reads as rebooted.
  */
 export function spaceRelation(theirs: string, ours: string): "own" | "previous_boot" | "other" {
   if (theirs === ours) return "own";
+  // A core updated in place (no reboot): its predecessor's own space, written the old way.
+  if (ours === pidSpace() && theirs === legacySpace()) return "own";
   const whole = /^[0-9a-f]{18}$/;
   if (!whole.test(theirs) || !whole.test(ours)) return "other";
   const boot = (s: string) => s.slice(PART, 2 * PART);
@@ -63,6 +77,7 @@ export function spaceRelation(theirs: string, ours: string): "own" | "previous_b
 export function cachedSpace(
   parts: [() => string, () => string],
   host: () => string = hostname,
+  of: (host: string, boot: string, ns: string) => string = spaceOf,
 ): () => string {
   let space: string | undefined;
   return () => {
@@ -76,7 +91,7 @@ export function cachedSpace(
         return "";
       }
     }) as [string, string];
-    const id = spaceOf(host(), boot, ns);
+    const id = of(host(), boot, ns);
     if (whole) space = id;
     return id;
   };

@@ -1,5 +1,12 @@
 import { expect, test } from "bun:test";
-import { cachedSpace, pidSpace, spaceOf, spaceRelation } from "../../src/platform/pid-space.ts";
+import {
+  cachedSpace,
+  legacySpace,
+  legacySpaceOf,
+  pidSpace,
+  spaceOf,
+  spaceRelation,
+} from "../../src/platform/pid-space.ts";
 
 // A passing failure to read the boot id or the pid namespace (too many open files at that
 // moment) was kept for the core's life: its pid space wrong until it restarted, its own space's
@@ -62,4 +69,13 @@ test("this host's previous boot reads as one; another host, container or unknown
   expect(spaceRelation("0123456789ab", ours)).toBe("other");
   expect(spaceRelation(spaceOf("box", "", "pid:[4026531836]"), ours)).toBe("other");
   expect(spaceRelation(ours, spaceOf("box", "", ""))).toBe("other");
+});
+
+// A core updated and restarted without a reboot: its predecessor (a core of 2026-12-07 before
+// the space was three hashes) wrote one hash of all, 12 hex digits, which this core could never
+// match: that core's own space's lease was waited out 31 s, its records kept for good.
+test("this core's own space as the first cores wrote it (one hash of all) reads as its own", () => {
+  expect(spaceRelation(legacySpace(), pidSpace())).toBe("own");
+  expect(legacySpaceOf("box", "boot", "pid:[1]")).toMatch(/^[0-9a-f]{12}$/);
+  expect(spaceRelation(legacySpaceOf("box", "boot", "pid:[1]"), pidSpace())).toBe("other");
 });
