@@ -240,11 +240,14 @@ function reusedPid(owner: LockOwner, options: LockOptions): boolean {
  * once neither has moved for `quietMs` of the waiter's own clock (so another machine's clock,
  * on a shared cache, does not count): its monotonic one. By the wall clock, a step forward (NTP)
  * or a suspend (the holder, asleep too, beat nothing meanwhile) read as a minute of silence at
- * the next poll, and a live holder's lock was taken over.
+ * the next poll, and a live holder's lock was taken over. Windows' monotonic clock goes on
+ * through a suspend too: a gap between two polls (every 500 ms) longer than `quietMs` is time
+ * the waiter did not see, not counted.
  */
 export class LockWatch {
   private sign: string | undefined;
   private since = performance.now();
+  private last: number | undefined;
 
   constructor(
     private readonly path: string,
@@ -253,6 +256,9 @@ export class LockWatch {
   ) {}
 
   quiet(now = performance.now()): boolean {
+    const gap = this.last === undefined ? 0 : now - this.last;
+    this.last = now;
+    if (gap > this.quietMs) this.since += gap;
     const sign = `${statOr(this.path)?.mtimeMs}:${statOr(this.partial)?.size}`;
     if (sign !== this.sign) {
       this.sign = sign;

@@ -199,6 +199,22 @@ describe("a lock whose owner is not the process its pid names now (issue 19 item
     }
   });
 
+  // Windows' monotonic clock (QueryPerformanceCounter) goes on through a suspend: a waiter whose
+  // machine slept an hour, its holder (on this machine) asleep too and beating nothing, read that
+  // hour as silence at its first poll on waking and took the live holder's lock over before its
+  // overdue beat landed, two writers on one partial. A gap between two polls longer than the
+  // bound is time the waiter did not see (a suspend, or the waiter itself not run): not counted.
+  test("a gap between a waiter's polls longer than the bound is not silence it saw", () => {
+    using dir = tmpdir();
+    const path = join(dir.path, "blob.lock");
+    writeFileSync(path, JSON.stringify({ pid: 1, id: "live", started: 0 }));
+    const watch = new LockWatch(path, join(dir.path, "blob.incomplete"), 100);
+    expect(watch.quiet(1_000)).toBe(false);
+    expect(watch.quiet(1_000 + 3_600_000)).toBe(false);
+    expect(watch.quiet(3_601_099)).toBe(false);
+    expect(watch.quiet(3_601_100)).toBe(true);
+  });
+
   test("a waiter gives up on a lock that shows no sign of life (no beat, no byte) for the bound", async () => {
     using dir = tmpdir();
     const path = join(dir.path, "blob.lock");
