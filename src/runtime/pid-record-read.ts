@@ -54,7 +54,8 @@ export function readRecord(
   try {
     const r = JSON.parse(readSmallFile(file, maxBytes, { follow: false, owner })) as PidRecord;
     if (!isPid(r.pid) || typeof r.start_time !== "string" || typeof r.cmdline !== "string") return null;
-    if (!r.owner || !isPid(r.owner.pid)) return null;
+    // The owner, a core, is only looked at, never signalled: pid 1 is a container's core's.
+    if (!r.owner || !(Number.isSafeInteger(r.owner.pid) && r.owner.pid >= 1)) return null;
     if (r.binary !== undefined && typeof r.binary !== "string") return null;
     if (r.group !== undefined && typeof r.group !== "boolean") return null;
     if (r.members !== undefined && !validMembers(r.members)) return null;

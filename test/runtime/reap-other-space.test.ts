@@ -9,13 +9,13 @@ import { tmpdir } from "../fixtures/tmpdir.ts";
 // core and its record went: once that core died, its llama-server was never reaped, holding its
 // memory. A record of another pid space (platform/pid-space.ts) is left alone.
 
-function record(space?: string): PidRecord {
+function record(space?: string, ownerPid = 4241): PidRecord {
   return {
     kind: "llama-server",
     pid: 4242,
     start_time: "100",
     cmdline: "llama-server",
-    owner: { pid: 4241, start_time: "99", ...(space ? { space } : {}) },
+    owner: { pid: ownerPid, start_time: "99", ...(space ? { space } : {}) },
     written_at: new Date(0).toISOString(),
   };
 }
@@ -65,4 +65,12 @@ test("a record of this host's previous boot goes, its pids never signalled", asy
     actions: ["other_space"],
     kept: true,
   });
+});
+
+// A core in a container is often pid 1 (docs/agent.md, "Two cores on one data folder"): its
+// record, owner pid 1, was read as malformed ("unreadable") and removed by every other
+// container's core, and by its own second start, its llama-server then unreaped once it died.
+// An owner's pid is only looked at, never signalled: 1 is a core's as any other.
+test("a record whose owner is pid 1 (a container's core) is read, another space's left", async () => {
+  expect(await reap(record("there", 1))).toEqual({ actions: ["other_space"], kept: true });
 });
