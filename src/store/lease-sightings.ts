@@ -9,15 +9,19 @@
 export class LeaseSightings {
   private readonly seen = new Map<string, { value: string; at: number }>();
 
-  /** At most this many sessions' rows remembered; one forgotten is only seen afresh (waited longer). */
+  /** At most this many sessions' rows remembered, the least lately looked at forgotten (seen afresh, waited longer). */
   static readonly MAX = 256;
 
   /** How long (ms, on `mono`) the row `row` of `key` has stood as it is now: 0 when first seen so. */
   unchangedFor(key: string, row: { owner: string; expires_at: number }, mono: number): number {
     const value = `${row.owner}\0${row.expires_at}`;
     const was = this.seen.get(key);
-    if (was?.value === value) return mono - was.at;
     this.seen.delete(key);
+    if (was?.value === value) {
+      // Put last again: the bound drops the least lately looked at, never a row being waited on.
+      this.seen.set(key, was);
+      return mono - was.at;
+    }
     if (this.seen.size >= LeaseSightings.MAX) this.seen.delete(this.seen.keys().next().value as string);
     this.seen.set(key, { value, at: mono });
     return 0;
