@@ -20,6 +20,12 @@ export class MigrateFirst {
   /** Set while the thread runs; the methods that may use the store wait on it. */
   running: Promise<void> | undefined;
   private reset: Reset | undefined;
+  /**
+   * The thread found the schema current, until the store opens on the loop: the header may lag a
+   * WAL another core holds open, and a second, needless thread begun in that gap (a chat importing
+   * its turn's modules) had the chat's store() refused "migrating".
+   */
+  private current = false;
 
   constructor(private readonly deps: MigrateFirstDeps) {}
 
@@ -34,7 +40,7 @@ export class MigrateFirst {
    */
   wait(): Promise<void> | undefined {
     if (this.running) return this.running;
-    if (this.deps.needless()) return undefined;
+    if (this.current || this.deps.needless()) return undefined;
     let dataDir: string;
     try {
       dataDir = this.deps.dataDir();
@@ -50,6 +56,7 @@ export class MigrateFirst {
     const done = ahead.done.then(
       (reset) => {
         this.reset = reset;
+        this.current = true;
         this.running = undefined;
       },
       (err: unknown) => {
@@ -60,6 +67,11 @@ export class MigrateFirst {
     );
     this.running = done;
     return done;
+  }
+
+  /** The store opened on the loop: a file replaced under it later is read again (services.ts `needless`). */
+  opened(): void {
+    this.current = false;
   }
 
   /** The reset the thread made (a damaged file set aside), handed to the store opened after it, once. */

@@ -222,6 +222,7 @@ export class CoreServices implements Services {
       });
       // Closed last whenever it was opened: every other service may still ask it as it stops.
       this.database = this.shutdown.add("store", store, () => store.stop(), { last: true });
+      this.migration.opened();
       if (memory.enabled && memory.embedding_model !== null) {
         // Rows without vectors (folders, another model's) are embedded from the first open, not
         // from the first chat; off this call, which a sessions method may be waiting on.

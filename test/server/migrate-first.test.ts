@@ -1,3 +1,4 @@
+import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
 import { renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -5,8 +6,9 @@ import { methodTable } from "../../src/methods/index.ts";
 import type { MethodEntry, RequestContext } from "../../src/protocol/method-table.ts";
 import type { LlamaProvider } from "../../src/runtime/endpoint.ts";
 import { CoreServices } from "../../src/server/services.ts";
+import { migrationPending } from "../../src/store/db/migrate-ahead.ts";
 import { SCHEMA_VERSION } from "../../src/store/db/migrations.ts";
-import { DB_FILE, markDamaged } from "../../src/store/db/open.ts";
+import { DB_FILE, markDamaged, openStore } from "../../src/store/db/open.ts";
 import { coreErrorOf } from "../fixtures/core-error.ts";
 import { olderDatabase, schemaVersion } from "../fixtures/older-database.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
@@ -117,6 +119,26 @@ describe("the store's migrations before it opens", () => {
     expect(second).not.toBe(first);
     expect(schemaVersion(join(dir.path, "data"))).toBe(SCHEMA_VERSION);
     await services.stop();
+  });
+
+  test("a header that lags another core's WAL starts no second thread after the first found it current", async () => {
+    using dir = tmpdir();
+    const data = join(dir.path, "data");
+    olderDatabase(data, 10);
+    // Another core on the folder keeps the file open: its migration's commits stay in the WAL,
+    // and the header still says schema 6 (no checkpoint at a close that is not the last).
+    const other = new Database(join(data, DB_FILE));
+    other.query("SELECT count(*) FROM sessions").get();
+    openStore(data).db.close();
+    expect(migrationPending(data)).toBe(true);
+    const services = servicesAt(dir.path);
+    await services.storeReady();
+    // A method arriving between the thread's end and the chat's open of the store (its modules'
+    // import) started a needless second thread: the chat's store() was then refused "migrating".
+    expect(services.storeWait()).toBeUndefined();
+    expect(services.store().path).toBe(join(data, DB_FILE));
+    await services.stop();
+    other.close();
   });
 
   test("a damaged one set aside on the thread is told to the host as a reset made here is", async () => {
