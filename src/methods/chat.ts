@@ -103,6 +103,8 @@ export const chat = defineMethod({
       // A database from before this version is brought up to date on its thread first (the
       // turn opens the store at once): begun here if the read-ahead has not, a cancel heard.
       await abortable(services.storeReady(), signal);
+      // Made over the store: asked while its migrations ran, it was none (memoryIndex catches the refusal).
+      const recall = index ?? (config.memory.enabled ? services.memoryIndex?.() : undefined);
       const { runTurn } = await import("../agent/turn/run-turn.ts");
       const result = await runTurn(params, {
         config,
@@ -122,8 +124,8 @@ export const chat = defineMethod({
         store: () => services.store(),
         erasing: services.erasing,
         reuse: services.promptReuse(model.name),
-        ...(index
-          ? { embedQuery: (text: string, signal: AbortSignal) => index.queryVector(text, signal) }
+        ...(recall
+          ? { embedQuery: (text: string, signal: AbortSignal) => recall.queryVector(text, signal) }
           : {}),
         emit: (event, fields) => ctx.emit(event, fields),
         signal,
