@@ -1,3 +1,5 @@
+import { CoreError } from "../protocol/errors.ts";
+import type { MigratedAhead } from "../store/db/migrate-ahead.ts";
 import type { ShutdownOrder } from "./shutdown-order.ts";
 
 type Reset = { aside: string; problem: string };
@@ -8,7 +10,19 @@ export interface MigrateFirstDeps {
   /** The store is open already, or the core is stopping: nothing to run. */
   needless(): boolean;
   shutdown: ShutdownOrder;
+  /** Tests: the thread's run (default store/db/migrate-ahead.ts `migrateAhead`). */
+  migrate?: (dataDir: string) => MigratedAhead;
 }
+
+/**
+ * How long a method waits out another core's migration of the same file (two app windows after
+ * an upgrade): the thread's open gives up on the lock after 3 s (open.ts OPEN_BUSY_WAIT_MS), a
+ * large database's migration takes longer, and waiting blocks only the thread.
+ */
+export const MIGRATION_BUSY_WAIT_MS = 120_000;
+
+const busy = (err: unknown) =>
+  err instanceof CoreError && String(err.data?.problem ?? "").startsWith("SQLITE_BUSY");
 
 /**
  * A database from before this version's schema has its migrations run on a thread of their own
@@ -50,21 +64,27 @@ export class MigrateFirst {
     const { migrationPending, migrateAhead } =
       require("../store/db/migrate-ahead.ts") as typeof import("../store/db/migrate-ahead.ts");
     if (!migrationPending(dataDir)) return undefined;
-    const ahead = migrateAhead(dataDir);
-    // Shutdown ends the thread rather than wait seconds: SQLite rolls back what it had not committed.
-    this.deps.shutdown.add("store migration", ahead, async () => ahead.stop(), { beside: true });
-    const done = ahead.done.then(
-      (reset) => {
-        this.reset = reset;
-        this.current = true;
-        this.running = undefined;
-      },
-      (err: unknown) => {
-        // The next method that needs the store tries again, as a failed open on this loop is.
-        this.running = undefined;
-        throw err;
-      },
-    );
+    const deadline = Date.now() + MIGRATION_BUSY_WAIT_MS;
+    const run = (): Promise<void> => {
+      const ahead = (this.deps.migrate ?? migrateAhead)(dataDir);
+      // Shutdown ends the thread rather than wait seconds: SQLite rolls back what it had not committed.
+      this.deps.shutdown.add("store migration", ahead, async () => ahead.stop(), { beside: true });
+      return ahead.done.then(
+        (reset) => {
+          this.reset = reset;
+          this.current = true;
+          this.running = undefined;
+        },
+        (err: unknown) => {
+          // Another core's migration holds the lock: tried again, the method still waiting.
+          if (busy(err) && !this.deps.needless() && Date.now() < deadline) return run();
+          // The next method that needs the store tries again, as a failed open on this loop is.
+          this.running = undefined;
+          throw err;
+        },
+      );
+    };
+    const done = run();
     this.running = done;
     return done;
   }
