@@ -201,8 +201,12 @@ export class CoreServices implements Services {
   }
 
   store(): Store {
-    // A second connection now would wait on the thread's write lock, blocking this loop.
-    if (this.migration.running) throw migratingError(this.config().app.data_dir);
+    // A second connection now would wait on the thread's write lock, blocking this loop. A store
+    // open on a file replaced under it (an older backup) serves the work under way till then.
+    if (this.migration.running) {
+      if (this.database) return this.database;
+      throw migratingError(this.config().app.data_dir);
+    }
     const stale = this.database?.stale();
     if (stale) this.dropStore(this.database as Store, stale);
     if (!this.database) {

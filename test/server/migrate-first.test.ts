@@ -114,6 +114,9 @@ describe("the store's migrations before it opens", () => {
     renameSync(join(dir.path, "backup", DB_FILE), join(dir.path, "data", DB_FILE));
     const migrating = services.storeWait();
     expect(migrating).toBeInstanceOf(Promise);
+    // Work under way on the open store (a turn's recall and ending, prompt reuse's checks) goes
+    // on with it meanwhile: refused "migrating", a chat in flight failed internal_error.
+    expect(services.store()).toBe(first);
     await migrating;
     const second = services.store();
     expect(second).not.toBe(first);
