@@ -89,15 +89,17 @@ export class MigrateFirst {
     return done;
   }
 
-  /** The store opened on the loop: a file replaced under it later is read again (services.ts `needless`). */
+  /** The store opened on the loop, handed the reset: a file replaced under it later is read again (services.ts `needless`). */
   opened(): void {
     this.current = false;
+    this.reset = undefined;
   }
 
-  /** The reset the thread made (a damaged file set aside), handed to the store opened after it, once. */
-  takeReset(): Reset | undefined {
-    const r = this.reset;
-    this.reset = undefined;
-    return r;
+  /**
+   * The reset the thread made (a damaged file set aside), for the store opened after it: kept
+   * until one opens (`opened`), so an open that fails first does not lose the host's warning.
+   */
+  resetMade(): Reset | undefined {
+    return this.reset;
   }
 }

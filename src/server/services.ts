@@ -214,7 +214,7 @@ export class CoreServices implements Services {
       const { Store } = require("../store/store.ts") as typeof import("../store/store.ts");
       const store = Store.open(app.data_dir, {
         ...this.options.store,
-        resetAhead: this.migration.takeReset(),
+        resetAhead: this.migration.resetMade(),
         folders: memory.folders,
         erasing: this.erasing,
         // A folder's passages are every user's: a file gone or changed leaves no saved state quoting it.

@@ -1,6 +1,6 @@
 import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
-import { renameSync, writeFileSync } from "node:fs";
+import { renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { methodTable } from "../../src/methods/index.ts";
 import type { MethodEntry, RequestContext } from "../../src/protocol/method-table.ts";
@@ -150,6 +150,13 @@ describe("the store's migrations before it opens", () => {
     markDamaged(join(dir.path, "data", DB_FILE), "a page met damage");
     const services = servicesAt(dir.path);
     await services.storeReady();
+    // The loop's open failing once after it (here a link planted at the WAL's name) lost the
+    // reset: the host was never told its conversations were set aside.
+    const wal = `${join(dir.path, "data", DB_FILE)}-wal`;
+    rmSync(wal, { force: true });
+    symlinkSync(join(dir.path, "elsewhere"), wal);
+    expect(coreErrorOf(() => services.store()).data?.problem).toBe("ELOOP");
+    rmSync(wal);
     const reset = services.store().takeReset();
     expect(reset?.aside).toContain(".corrupt-");
     expect(reset?.problem).toContain("a page met damage");
