@@ -108,7 +108,11 @@ function bind(def: AnyMethod, services: Services): MethodHandler {
     params: def.params,
     run: (params, ctx) => {
       const migrating = services.storeWait();
-      return migrating ? abortable(migrating, ctx.signal).then(() => run(params, ctx)) : run(params, ctx);
+      if (!migrating) return run(params, ctx);
+      // An erase waits even through the core's stop (the user asked for it); any other ends at
+      // the stop's grace, or it held the stop for the whole migration.
+      const ends = def.name.endsWith(".delete") ? ctx.signal : AbortSignal.any([ctx.signal, ctx.stopping]);
+      return abortable(migrating, ends).then(() => run(params, ctx));
     },
   };
 }

@@ -31,8 +31,8 @@ function servicesAt(dir: string, acquired: string[] = []): CoreServices {
   });
 }
 
-const context = (signal = new AbortController().signal) =>
-  ({ id: 1, signal, stopping: new AbortController().signal }) as unknown as RequestContext;
+const context = (signal = new AbortController().signal, stopping = new AbortController().signal) =>
+  ({ id: 1, signal, stopping }) as unknown as RequestContext;
 
 // The first open after an upgrade ran the migrations inside the synchronous Store.open, ping and
 // cancel unanswered meanwhile (~8 s at 400k messages): docs/agent.md, The store, "Migrations off the loop".
@@ -81,6 +81,14 @@ describe("the store's migrations before it opens", () => {
     ).catch((e) => e);
     cancel.abort(new Error("cancelled here"));
     expect(((await listed) as Error).message).toBe("cancelled here");
+    // A read that cancel cannot reach ends at the stop's grace (the dispatcher's `stopping`), as
+    // its own wait does: it held the core's stop for the whole migration. An erase still waits.
+    const stop = new AbortController();
+    const read = (
+      list.run(list.params.parse({ user_id: "u" }), context(undefined, stop.signal)) as Promise<unknown>
+    ).catch((e) => e);
+    stop.abort(new Error("the core is shutting down"));
+    expect(((await read) as Error).message).toBe("the core is shutting down");
     await services.stop();
     // Ended by the stop, or done before it: the file holds one schema or the other, whole.
     const outcome = await ready;
