@@ -54,9 +54,14 @@ describe("the store's migrations before it opens", () => {
     const services = servicesAt(dir.path);
     const table = methodTable(services, { testMethods: false });
     const handler = (name: string) => (table.get(name) as NonNullable<ReturnType<typeof table.get>>).load();
-    const [ping, list] = await Promise.all([handler("ping"), handler("sessions.list")]);
-    // The list begins the migration and waits for it.
+    const [ping, list, erase] = await Promise.all([
+      handler("ping"),
+      handler("sessions.list"),
+      handler("users.delete"),
+    ]);
+    // The list begins the migration and waits for it; an erase sent after it waits too, and erases.
     const listed = list.run(list.params.parse({ user_id: "u" }), context());
+    const erased = erase.run(erase.params.parse({ user_id: "u" }), context());
     expect(listed).toBeInstanceOf(Promise);
     const ready = services.storeWait();
     expect(ready).toBeInstanceOf(Promise);
@@ -65,6 +70,7 @@ describe("the store's migrations before it opens", () => {
     expect(coreErrorOf(() => services.store()).data?.problem).toBe("migrating");
     await ready;
     expect(((await listed) as { sessions: unknown[] }).sessions).toHaveLength(10);
+    expect(((await erased) as { deleted_sessions: number }).deleted_sessions).toBe(10);
     expect(schemaVersion(join(dir.path, "data"))).toBe(SCHEMA_VERSION);
     await services.stop();
   });
