@@ -40,6 +40,9 @@ export class MigrateFirst {
    * its turn's modules) had the chat's store() refused "migrating".
    */
   private current = false;
+  /** The thread running now; one stopper in the core's shutdown stops it, whichever try it is. */
+  private thread: MigratedAhead | undefined;
+  private stopperAdded = false;
 
   constructor(private readonly deps: MigrateFirstDeps) {}
 
@@ -67,9 +70,12 @@ export class MigrateFirst {
     const deadline = Date.now() + MIGRATION_BUSY_WAIT_MS;
     const run = (): Promise<void> => {
       const ahead = (this.deps.migrate ?? migrateAhead)(dataDir);
-      // Shutdown ends the thread rather than wait seconds: SQLite rolls back what it had not committed.
-      this.deps.shutdown.add("store migration", ahead, async () => ahead.stop(), { beside: true });
-      return ahead.done.then(
+      this.thread = ahead;
+      this.addStopper();
+      const ended = ahead.done.finally(() => {
+        if (this.thread === ahead) this.thread = undefined;
+      });
+      return ended.then(
         (reset) => {
           this.reset = reset;
           this.current = true;
@@ -87,6 +93,17 @@ export class MigrateFirst {
     const done = run();
     this.running = done;
     return done;
+  }
+
+  /**
+   * Shutdown ends the thread rather than wait seconds: SQLite rolls back what it had not
+   * committed. Added once: a stopper a try, never taken off, grew the core's shutdown list with
+   * every method that asked for a store whose migration kept failing.
+   */
+  private addStopper(): void {
+    if (this.stopperAdded) return;
+    this.stopperAdded = true;
+    this.deps.shutdown.add("store migration", this, async () => this.thread?.stop(), { beside: true });
   }
 
   /** The store opened on the loop, handed the reset: a file replaced under it later is read again (services.ts `needless`). */

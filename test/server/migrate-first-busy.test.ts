@@ -1,4 +1,4 @@
-import { describe, expect, test } from "bun:test";
+import { describe, expect, spyOn, test } from "bun:test";
 import { CoreError } from "../../src/protocol/errors.ts";
 import { MigrateFirst } from "../../src/server/migrate-first.ts";
 import { ShutdownOrder } from "../../src/server/shutdown-order.ts";
@@ -13,11 +13,24 @@ const busy = () =>
     problem: "SQLITE_BUSY",
   });
 
-function migrateFirst(dataDir: string, outcomes: (Error | undefined)[], shutdown = new ShutdownOrder()) {
+/** Each run's outcome: an error, done (undefined), or still running (null). */
+function migrateFirst(
+  dataDir: string,
+  outcomes: (Error | undefined | null)[],
+  shutdown = new ShutdownOrder(),
+) {
   let runs = 0;
+  const stopped: number[] = [];
   const migrate = (): MigratedAhead => {
+    const run = runs;
     const outcome = outcomes[runs++];
-    return { done: outcome ? Promise.reject(outcome) : Promise.resolve(undefined), stop: () => {} };
+    const done =
+      outcome === null
+        ? new Promise<undefined>(() => {})
+        : outcome
+          ? Promise.reject(outcome)
+          : Promise.resolve(undefined);
+    return { done, stop: () => void stopped.push(run) };
   };
   const first = new MigrateFirst({
     dataDir: () => dataDir,
@@ -25,7 +38,7 @@ function migrateFirst(dataDir: string, outcomes: (Error | undefined)[], shutdown
     shutdown,
     migrate,
   });
-  return { first, runs: () => runs, shutdown };
+  return { first, runs: () => runs, shutdown, stopped };
 }
 
 // Two app windows started after an upgrade: the second core's thread met the first's migration
@@ -51,5 +64,22 @@ describe("a migration another core is running", () => {
     await stopping.shutdown.stop();
     expect(await ready).toBe("SQLITE_BUSY");
     expect(stopping.runs()).toBe(1);
+  });
+
+  // Each try added its own stopper to the core's shutdown list, never taken off: a file whose
+  // migration kept failing grew that list with every method that asked for the store.
+  test("its tries add one stopper to the core's shutdown, which stops the thread running then", async () => {
+    using dir = tmpdir();
+    olderDatabase(dir.path, 1);
+    const shutdown = new ShutdownOrder();
+    const added = spyOn(shutdown, "add");
+    const m = migrateFirst(dir.path, [busy(), busy(), new Error("disk gone"), busy(), null], shutdown);
+    expect(await m.first.ready().catch((e: Error) => e.message)).toBe("disk gone");
+    void m.first.ready();
+    await Bun.sleep(0);
+    expect(m.runs()).toBe(5);
+    expect(added).toHaveBeenCalledTimes(1);
+    await shutdown.stop();
+    expect(m.stopped).toEqual([4]);
   });
 });
