@@ -11,7 +11,7 @@ import {
   writeSync,
 } from "node:fs";
 import { pidAlive } from "../platform/pid-alive.ts";
-import { pidSpace, spaceRelation } from "../platform/pid-space.ts";
+import { pidSpace, writtenRelation } from "../platform/pid-space.ts";
 import { readSmallFile } from "../util/read-file.ts";
 
 /**
@@ -197,9 +197,11 @@ function isStale(path: string, owner: LockOwner | null, options: LockOptions): b
   // folder, docs/agent.md "Two cores on one data folder"): its beat alone tells, and only on
   // our clock (LockWatch). The file's time is its holder's clock's (futimes): one behind ours by
   // more than LOCK_ABANDONED_MS had its live lock read as abandoned and taken at once.
-  // One of this host's previous boot (a crash, a reboot) is gone, whatever its pid names now.
+  // One of this host's previous boot (a crash, a reboot), untouched since this boot began, is
+  // gone, whatever its pid names now; one beaten since is another machine's of this name.
   if (typeof owner.space === "string") {
-    const where = spaceRelation(owner.space, options.space ?? pidSpace());
+    const touched = statOr(path)?.mtimeMs ?? Number.NaN;
+    const where = writtenRelation(owner.space, options.space ?? pidSpace(), touched);
     if (where !== "own") return where === "previous_boot";
   }
   if (owner.pid === process.pid) return !held.has(owner.id);

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { readFileSync, readlinkSync } from "node:fs";
-import { hostname } from "node:os";
+import { hostname, uptime } from "node:os";
 
 /**
  * Which processes a pid names, as a short id: two cores that share it see each other's pids,
@@ -65,6 +65,34 @@ export function spaceRelation(theirs: string, ours: string): "own" | "previous_b
   const sameHost = theirs.slice(0, PART) === ours.slice(0, PART);
   const known = boot(theirs) !== NO_BOOT && boot(ours) !== NO_BOOT;
   return sameHost && known && boot(theirs) !== boot(ours) ? "previous_boot" : "other";
+}
+
+/**
+ * `spaceRelation`, a previous boot's only where the thing (a lock, a temp, a note, a record) was
+ * last written before this boot began (`writtenMs`: its file's or record's time, on its writer's
+ * clock): a host's name alone does not tell a reboot from another machine of that name (two VMs
+ * both `ubuntu` on one network folder), whose live lock beats every 5 s and whose temp is being
+ * written now; those were taken at once, two writers on one partial, a half-written file removed.
+ * One touched since is judged as another space's (waited out). A clock behind after the reboot
+ * (no RTC) only waits a previous boot's out too.
+ */
+export function writtenRelation(
+  theirs: string,
+  ours: string,
+  writtenMs: number,
+  bootMs = bootStartedAt(),
+): ReturnType<typeof spaceRelation> {
+  const where = spaceRelation(theirs, ours);
+  return where === "previous_boot" && !(writtenMs < bootMs) ? "other" : where;
+}
+
+/** When this boot began, on the wall clock (ms); NaN when the uptime cannot be read (never before it). */
+export function bootStartedAt(): number {
+  try {
+    return Date.now() - uptime() * 1000;
+  } catch {
+    return Number.NaN;
+  }
 }
 
 /**

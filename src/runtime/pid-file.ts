@@ -1,7 +1,7 @@
 import { renameSync, rmSync, unlinkSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { defaultGroupProc, type GroupProcReader } from "../platform/group-live.ts";
-import { pidSpace, spaceRelation } from "../platform/pid-space.ts";
+import { pidSpace, writtenRelation } from "../platform/pid-space.ts";
 import { drives } from "../util/drive-answers.ts";
 import { logger } from "../util/logger.ts";
 import { namesIn } from "../util/names-in.ts";
@@ -323,9 +323,14 @@ function foreign(file: string, kind: ChildKind, uid: number, deps: Deps): ReapOu
   return { file, kind, action: "foreign", uid };
 }
 
-/** Where `r` was written (platform/pid-space.ts `spaceRelation`): an earlier version's record, here. */
+/**
+ * Where `r` was written (platform/pid-space.ts `writtenRelation`: a previous boot's only if written
+ * before this boot began): an earlier version's record, here.
+ */
 const spaceOfRecord = (r: PidRecord, deps: Pick<Deps, "space">) =>
-  typeof r.owner.space === "string" ? spaceRelation(r.owner.space, deps.space) : "own";
+  typeof r.owner.space === "string"
+    ? writtenRelation(r.owner.space, deps.space, Date.parse(r.written_at))
+    : "own";
 
 export function ownerAlive(r: PidRecord, deps: Pick<Deps, "alive" | "identity">): boolean {
   if (!deps.alive(r.owner.pid)) return false;

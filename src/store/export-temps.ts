@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { lstatSync, rmSync } from "node:fs";
 import { basename, join } from "node:path";
 import { pidAlive } from "../platform/pid-alive.ts";
-import { pidSpace, spaceRelation } from "../platform/pid-space.ts";
+import { pidSpace, writtenRelation } from "../platform/pid-space.ts";
 import { logger } from "../util/logger.ts";
 import { namesIn } from "../util/names-in.ts";
 import { ensurePrivateTree, writePrivateFile } from "../util/private-fs.ts";
@@ -158,10 +158,11 @@ const FOREIGN_NOTE_MS = 24 * 3_600_000;
 function foreignAge(note: string, space: string): number | undefined {
   const theirs = noteFields(note).space;
   if (typeof theirs !== "string") return undefined;
-  const where = spaceRelation(theirs, space);
-  // This host's previous boot (a crash, a reboot): its writer is gone, whatever its pid names now.
-  if (where !== "other") return where === "own" ? undefined : Number.POSITIVE_INFINITY;
   const written = lstatSync(note, { throwIfNoEntry: false })?.mtimeMs;
+  const where = writtenRelation(theirs, space, written ?? Number.NEGATIVE_INFINITY);
+  // This host's previous boot (a crash, a reboot), written before this boot began: its writer is
+  // gone, whatever its pid names now.
+  if (where !== "other") return where === "own" ? undefined : Number.POSITIVE_INFINITY;
   return written === undefined ? Number.POSITIVE_INFINITY : Date.now() - written;
 }
 

@@ -65,6 +65,10 @@ test("a record of this host's previous boot goes, its pids never signalled", asy
     actions: ["other_space"],
     kept: true,
   });
+  // Another machine of this host's name, its record written since this boot began: read as a
+  // previous boot by its name alone, its record went, its llama-server never reaped on its crash.
+  const live = { ...record(spaceOf("box", "boot-1", ns)), written_at: new Date().toISOString() };
+  expect(await reap(live, here, true)).toEqual({ actions: ["other_space"], kept: true });
 });
 
 // A core in a container is often pid 1 (docs/agent.md, "Two cores on one data folder"): its

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { statSync } from "node:fs";
-import { spaceRelation } from "../../platform/pid-space.ts";
+import { writtenRelation } from "../../platform/pid-space.ts";
 import { alive } from "./drop-file.ts";
 
 // The KV state folder's temporary names (kv-disk.ts): a save before it is whole, and when one is
@@ -35,13 +35,14 @@ export function tempName(name: string, space: string, ext = ""): string {
  * judged only where it names a process here: a writer of another pid space (another container's
  * or machine's core sharing the folder, often pid 1 there) was dropped mid-write for a pid that
  * names no process here. A name without a space (an earlier core's) is judged by its pid as
- * before; one of this host's previous boot goes at once. Throws when `path` cannot be read (the caller leaves it).
+ * before; one of this host's previous boot, written before this boot began, goes at once. Throws when `path` cannot be read (the caller leaves it).
  */
 export function leftoverTemp(f: string, path: string, space: string, now: number): boolean {
   const m = OWN_TEMP.exec(f);
   if (!m) return UNNAMED_TEMP.test(f);
-  const where = m[3] === undefined ? "own" : spaceRelation(m[3], space);
+  const written = statSync(path).mtimeMs;
+  const where = m[3] === undefined ? "own" : writtenRelation(m[3], space, written);
   // A previous boot's writer is gone, whatever its pid names now.
   if (where === "previous_boot" || (where === "own" && !alive(Number(m[2])))) return true;
-  return now - statSync(path).mtimeMs > STALE_TEMP_MS;
+  return now - written > STALE_TEMP_MS;
 }

@@ -369,9 +369,13 @@ describe("KvDisk", () => {
     // Our own pid: alive here, as any pid may be after a reboot.
     const old = before.tempName(before.nameOf("u", "a"));
     const theirs = there.tempName(there.nameOf("u", "b"));
-    for (const f of [old, theirs]) writeFileSync(join(dir.path, f), "half");
+    // Another machine of this host's name, writing now: read as a previous boot by its name alone.
+    const live = before.tempName(before.nameOf("u", "c"));
+    for (const f of [old, theirs, live]) writeFileSync(join(dir.path, f), "half");
+    // Last written before this boot began (the test machine's): 1970.
+    utimesSync(join(dir.path, old), 1, 1);
     here.sweep();
-    expect(files(dir.path)).toEqual([theirs]);
+    expect(files(dir.path)).toEqual([theirs, live].sort());
   });
 
   test("a sidecar is written under a temporary name of ours, so a crash's leftover is known", async () => {
