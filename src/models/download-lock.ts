@@ -243,8 +243,8 @@ function reusedPid(owner: LockOwner, options: LockOptions): boolean {
  * on a shared cache, does not count): its monotonic one. By the wall clock, a step forward (NTP)
  * or a suspend (the holder, asleep too, beat nothing meanwhile) read as a minute of silence at
  * the next poll, and a live holder's lock was taken over. Windows' monotonic clock goes on
- * through a suspend too: a gap between two polls (every 500 ms) longer than `quietMs` is time
- * the waiter did not see, not counted.
+ * through a suspend too: a gap between two polls (every 500 ms) longer than a beat
+ * (HEARTBEAT_MS, or `quietMs` if less) is time the waiter did not see, not counted.
  */
 export class LockWatch {
   private sign: string | undefined;
@@ -260,7 +260,9 @@ export class LockWatch {
   quiet(now = performance.now()): boolean {
     const gap = this.last === undefined ? 0 : now - this.last;
     this.last = now;
-    if (gap > this.quietMs) this.since += gap;
+    // Longer than a beat: the holder, asleep too, may not have beaten yet (a suspend just under
+    // `quietMs`, its last beat seconds before, read as a whole minute at the first poll).
+    if (gap > Math.min(this.quietMs, HEARTBEAT_MS)) this.since += gap;
     const sign = `${statOr(this.path)?.mtimeMs}:${statOr(this.partial)?.size}`;
     if (sign !== this.sign) {
       this.sign = sign;

@@ -215,6 +215,23 @@ describe("a lock whose owner is not the process its pid names now (issue 19 item
     expect(watch.quiet(3_601_100)).toBe(true);
   });
 
+  // The same with a suspend a little under the bound (Windows, 58 s): the holder's last beat was
+  // 4 s before it, so at the waiter's first poll on waking 62 s had gone by, read as silence, and
+  // the lock was taken before the holder's overdue beat landed. A gap longer than a beat is
+  // time the waiter did not see.
+  test("a suspend a little under the bound is not silence the waiter saw", () => {
+    using dir = tmpdir();
+    const path = join(dir.path, "blob.lock");
+    writeFileSync(path, "{}");
+    const watch = new LockWatch(path, join(dir.path, "blob.incomplete"));
+    expect(watch.quiet(0)).toBe(false);
+    for (let t = 500; t <= 4_000; t += 500) expect(watch.quiet(t)).toBe(false);
+    expect(watch.quiet(62_000)).toBe(false);
+    // A minute of silence it watched (4 s before the suspend, 56 s after) is still quiet.
+    for (let t = 62_500; t < 118_000; t += 500) expect(watch.quiet(t)).toBe(false);
+    expect(watch.quiet(118_000)).toBe(true);
+  });
+
   test("a waiter gives up on a lock that shows no sign of life (no beat, no byte) for the bound", async () => {
     using dir = tmpdir();
     const path = join(dir.path, "blob.lock");
