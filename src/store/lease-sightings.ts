@@ -1,3 +1,26 @@
+import { type spaceRelation, writtenRelation } from "../platform/pid-space.ts";
+
+/**
+ * Where a lease's owner (`<pid>:<hex>@<pid space>`) was taken (store/session-lease.ts). "other":
+ * pids not ours to judge, its process unseen from here, nor its row's end read on our clock:
+ * waited out as a frozen holder is, its row unchanged for a TTL on our monotonic clock
+ * (`LeaseSightings`), then the grace. "previous_boot": this host before a reboot, gone, its pid
+ * another process now: its row's end read on our clock as a live pid's is. Only a row last
+ * renewed (its end less `ttlMs`) before this boot began (`bootMs`) is a previous boot's
+ * (platform/pid-space.ts `writtenRelation`): one renewed since is another machine of this host's
+ * name, whose clock behind ours made its live row read as run out, taken, two cores on one
+ * conversation. An owner without a space (an earlier version's) is judged by its pid.
+ */
+export function ownerSpace(
+  row: { owner: string; expires_at: number },
+  space: string,
+  ttlMs: number,
+  bootMs: number,
+): ReturnType<typeof spaceRelation> {
+  const at = row.owner.lastIndexOf("@");
+  return at < 0 ? "own" : writtenRelation(row.owner.slice(at + 1), space, row.expires_at - ttlMs, bootMs);
+}
+
 /**
  * How long this core has seen another pid space's lease row unchanged, on its own monotonic clock
  * (store/session-lease.ts). That row's `expires_at` was written by another machine's wall clock:

@@ -1,12 +1,12 @@
 import type { Database } from "bun:sqlite";
 import { randomBytes } from "node:crypto";
 import { pidAlive } from "../platform/pid-alive.ts";
-import { pidSpace, spaceRelation } from "../platform/pid-space.ts";
+import { bootStartedAt, pidSpace } from "../platform/pid-space.ts";
 import { CoreError } from "../protocol/errors.ts";
 import { abortable } from "../util/abortable.ts";
 import { logger } from "../util/logger.ts";
 import { editedSince, refuseIfErased } from "./erasures.ts";
-import { LeaseSightings } from "./lease-sightings.ts";
+import { LeaseSightings, ownerSpace } from "./lease-sightings.ts";
 
 /**
  * One turn at a time per session across processes (two app windows, an app and a CLI on one
@@ -56,19 +56,8 @@ export interface LeaseOptions {
   alive?: (pid: number) => boolean;
   /** Which processes a pid names here (platform/pid-space.ts `pidSpace`, by default). */
   space?: string;
-}
-
-/**
- * Where a lease's owner (`<pid>:<hex>@<pid space>`) was taken. "other": pids not ours to judge,
- * its process unseen from here, nor its row's end read on our clock: waited out as a frozen
- * holder is, its row unchanged for a TTL on our monotonic clock (store/lease-sightings.ts), then
- * the grace. "previous_boot": this host before a reboot, gone, its pid another process now: its
- * row's end read on our clock as a live pid's is. An owner without a space (an earlier version's)
- * is judged by its pid.
- */
-function ownerSpace(owner: string, space: string): ReturnType<typeof spaceRelation> {
-  const at = owner.lastIndexOf("@");
-  return at < 0 ? "own" : spaceRelation(owner.slice(at + 1), space);
+  /** When this boot began on `now`'s clock (platform/pid-space.ts `bootStartedAt`, by default). */
+  bootAt?: () => number;
 }
 
 /** Whether a lease's holder runs (a zombie does not): platform/pid-alive.ts. */
@@ -125,7 +114,7 @@ export function sessionTakenOver(sessionId: string): CoreError {
 export class SessionLeases {
   /**
    * This holder's name: the pid alone would not tell two stores of one process apart; its pid
-   * space (`ownerSpace`) tells another core whether the pid is one it can judge.
+   * space (lease-sightings.ts `ownerSpace`) tells another core whether the pid is one it can judge.
    */
   readonly owner: string;
   /** The pid space given (tests); else pidSpace()'s, asked each time (kept once read whole). */
@@ -133,6 +122,7 @@ export class SessionLeases {
   private readonly now: () => number;
   private readonly mono: () => number;
   private readonly alive: (pid: number) => boolean;
+  private readonly bootAt: () => number;
   private readonly sightings = new LeaseSightings();
 
   constructor(
@@ -143,6 +133,7 @@ export class SessionLeases {
     this.mono = options.mono ?? (() => performance.now());
     this.alive = options.alive ?? ((pid) => pidAlive(pid));
     this.space = options.space;
+    this.bootAt = options.bootAt ?? bootStartedAt;
     this.owner = `${process.pid}:${randomBytes(6).toString("hex")}@${this.space ?? pidSpace()}`;
   }
 
@@ -345,7 +336,8 @@ export class SessionLeases {
         const held = this.db
           .query("SELECT owner, pid, expires_at FROM session_leases WHERE user_id = ? AND session_id = ?")
           .get(userId, sessionId) as { owner: string; pid: number; expires_at: number } | null;
-        const where = held === null ? "own" : ownerSpace(held.owner, this.space ?? pidSpace());
+        const space = this.space ?? pidSpace();
+        const where = held === null ? "own" : ownerSpace(held, space, LEASE_TTL_MS, this.bootAt());
         const foreign = where === "other";
         if (held && held.owner !== this.owner && (where !== "own" || this.alive(held.pid))) {
           // A row further ahead than a TTL was written before the wall clock stepped back (NTP):

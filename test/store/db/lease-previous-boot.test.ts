@@ -21,7 +21,11 @@ const AT = 1_000_000;
  * What a rewrite gets against a row of `space` ending at `end` (our wall clock at AT), and how
  * many polls it made, our monotonic clock a third of the grace on at each.
  */
-async function rewriteAgainst(space: string, end: number): Promise<[string | undefined, number]> {
+async function rewriteAgainst(
+  space: string,
+  end: number,
+  bootAt?: () => number,
+): Promise<[string | undefined, number]> {
   using dir = tmpdir();
   let polls = 0;
   const here = spaceOf("box", "boot-2", NS);
@@ -31,6 +35,7 @@ async function rewriteAgainst(space: string, end: number): Promise<[string | und
     mono: () => ++polls * (TAKEOVER_GRACE_MS / 3),
     alive: () => true,
     space: here,
+    bootAt,
   };
   const b = Store.open(dir.path, { leases });
   const other = new Database(join(dir.path, DB_FILE));
@@ -57,4 +62,22 @@ test("a previous boot's lease not yet run out is held: a same-named machine's ma
 
 test("another machine's run-out row is still waited out on our clock", async () => {
   expect((await rewriteAgainst(spaceOf("elsewhere", "boot-1", NS), AT - 60_000))[0]).toBeUndefined();
+});
+
+// Two machines of one host name on one network folder read each other as a previous boot. The
+// other's clock 2 minutes behind ours: its live lease, renewed just now, read as run out and was
+// taken after the grace, two cores writing one conversation. A previous boot's row was last
+// written before this boot began; one renewed since is another machine's, waited out.
+test("a same-named machine's lease renewed since this boot is waited out, not taken", async () => {
+  const renewed = AT - 120_000;
+  const [value] = await rewriteAgainst(
+    spaceOf("box", "boot-1", NS),
+    renewed + LEASE_TTL_MS,
+    () => AT - 3_600_000,
+  );
+  expect(value).toBeUndefined();
+  // The same row, its last renewal before this boot began: a previous boot's, taken.
+  expect((await rewriteAgainst(spaceOf("box", "boot-1", NS), renewed + LEASE_TTL_MS, () => AT))[0]).toBe(
+    "taken",
+  );
 });
