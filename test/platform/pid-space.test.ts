@@ -1,11 +1,13 @@
 import { expect, test } from "bun:test";
 import {
+  bootStartedAt,
   cachedSpace,
   legacySpace,
   legacySpaceOf,
   pidSpace,
   spaceOf,
   spaceRelation,
+  writtenRelation,
 } from "../../src/platform/pid-space.ts";
 
 // A passing failure to read the boot id or the pid namespace (too many open files at that
@@ -78,4 +80,20 @@ test("this core's own space as the first cores wrote it (one hash of all) reads 
   expect(spaceRelation(legacySpace(), pidSpace())).toBe("own");
   expect(legacySpaceOf("box", "boot", "pid:[1]")).toMatch(/^[0-9a-f]{12}$/);
   expect(spaceRelation(legacySpaceOf("box", "boot", "pid:[1]"), pidSpace())).toBe("other");
+});
+
+// A host's name does not tell a reboot from another machine of that name: a thing written since
+// this boot began is another space's (waited out), never a previous boot's (taken at once).
+test("writtenRelation: a previous boot's only if written before this boot began", () => {
+  const ns = "pid:[4026531836]";
+  const ours = spaceOf("box", "boot-2", ns);
+  const before = spaceOf("box", "boot-1", ns);
+  expect(writtenRelation(before, ours, 999, 1_000)).toBe("previous_boot");
+  expect(writtenRelation(before, ours, 1_000, 1_000)).toBe("other");
+  // No uptime read, no time read: never a previous boot.
+  expect(writtenRelation(before, ours, 999, Number.NaN)).toBe("other");
+  expect(writtenRelation(before, ours, Number.NaN, 1_000)).toBe("other");
+  expect(writtenRelation(ours, ours, 5_000, 1_000)).toBe("own");
+  expect(writtenRelation(spaceOf("elsewhere", "boot-1", ns), ours, 0, 1_000)).toBe("other");
+  expect(bootStartedAt()).toBeLessThanOrEqual(Date.now());
 });
