@@ -6,6 +6,7 @@ import { childEnv } from "./child-env.ts";
 import { CHILD_MODE_ENV, EXIT_LINE } from "./child-mode.ts";
 import { StateLines } from "./child-state.ts";
 import { classifyStartExit, modelGone } from "./exit-reason.ts";
+import { llamaLogLine, startLineText } from "./llama-log-text.ts";
 import { LogRedactor, secretHider, spawnClocks } from "./log-redact.ts";
 import { LogTail, readLines } from "./log-sink.ts";
 import { recordAfterStop, writePidRecord } from "./pid-file.ts";
@@ -145,7 +146,7 @@ export function spawnServer(req: SpawnRequest): Spawned | LaunchFailure {
   };
   req.onSpawn?.(
     spawned,
-    `--- ${new Date().toISOString()} start ${req.binary} ${shownArgs(given).join(" ")} (pid ${child.pid})\n`,
+    `--- ${new Date().toISOString()} start ${startLineText(`${req.binary} ${shownArgs(given).join(" ")}`)} (pid ${child.pid})\n`,
   );
   // One redactor a stream: a quoted text's lines follow its message on the stream it came on.
   // State lines only on stdout (90): stderr's log quotes the model's text, newlines and all.
@@ -156,7 +157,8 @@ export function spawnServer(req: SpawnRequest): Spawned | LaunchFailure {
     if (states?.take(raw)) return; // progress, not log: the router, too, keeps them out of its log
     const quoted = redactor.line(raw, cut);
     if (quoted === null) return;
-    const line = hide(quoted);
+    // Its controls escaped after the secrets are hidden: each is matched as llama-server quotes it.
+    const line = llamaLogLine(hide(quoted));
     spawned.tail.push(line);
     req.onLine(line);
   };

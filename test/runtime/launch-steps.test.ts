@@ -503,6 +503,28 @@ function speakingSpawner(text: string) {
   return (req: Parameters<typeof silent>[0]) => ({ ...silent(req), stderr });
 }
 
+/** What a launch of `argv` whose child says `said` on stderr kept: its lines, its tail and its start line. */
+async function spoken(dataDir: string, said: string[], argv: string[]) {
+  const lines: string[] = [];
+  let header = "";
+  const spawned = spawnServer({
+    binary: "/nonexistent/llama-server",
+    argv,
+    port: 1,
+    apiKey: KEY,
+    env: {},
+    spawner: speakingSpawner(`${said.join("\n")}\n`),
+    dataDir,
+    onLine: (line) => lines.push(line),
+    onSpawn: (_s, h) => {
+      header = h;
+    },
+  });
+  if ("error" in spawned) throw spawned.error;
+  await spawned.drained;
+  return { lines, tail: spawned.tail.last(), header };
+}
+
 describe("llama-server's lines", () => {
   test("never hold a secret of its arguments or the launch's key, as written or as it quotes them", async () => {
     using dir = tmpdir();
@@ -514,34 +536,39 @@ describe("llama-server's lines", () => {
       "0.00.005.000 I n_ctx = 4096, model /m.gguf",
     ];
     const mcp = '{"mcpServers":{"gh":{"url":"https://x","headers":{"Authorization":"Bearer ghp_FIVE55"}}}}';
-    const lines: string[] = [];
-    const spawned = spawnServer({
-      binary: "/nonexistent/llama-server",
-      argv: [
-        ...["-m", "/m.gguf", "--ctx-size", "4096", "--api-keyy=sk_live_ONE1", "--hf-token", "hf_FOUR44"],
-        ...[
-          "--model-url",
-          "https://me:pw_TWO22@hf.example/m.gguf?token=tk_THREE3",
-          "--mcp-servers-json",
-          mcp,
-        ],
-      ],
-      port: 1,
-      apiKey: KEY,
-      env: {},
-      spawner: speakingSpawner(`${said.join("\n")}\n`),
-      dataDir: dir.path,
-      onLine: (line) => lines.push(line),
-    });
-    if ("error" in spawned) throw spawned.error;
-    await spawned.drained;
-    for (const kept of [lines, spawned.tail.last()]) {
+    const { lines, tail } = await spoken(dir.path, said, [
+      ...["-m", "/m.gguf", "--ctx-size", "4096", "--api-keyy=sk_live_ONE1", "--hf-token", "hf_FOUR44"],
+      ...["--model-url", "https://me:pw_TWO22@hf.example/m.gguf?token=tk_THREE3", "--mcp-servers-json", mcp],
+    ]);
+    for (const kept of [lines, tail]) {
       expect(kept).toHaveLength(said.length);
       for (const secret of ["ONE1", "TWO22", "THREE3", "FOUR44", "FIVE55", KEY])
         expect(kept.join("\n")).not.toContain(secret);
       expect(kept[1]).toContain("hf.example/m.gguf");
       expect(kept[4]).toBe(said[4]);
     }
+  });
+});
+
+describe("llama-server's lines from a hostile GGUF", () => {
+  test("the log file, the tail and the start line hold no raw control (a model's general.name)", async () => {
+    using dir = tmpdir();
+    // llama-server prints a GGUF's metadata as it is (llama_model_loader's `- kv` lines).
+    const said = [
+      "0.00.010.000 I llama_model_loader: - kv   2:  general.name str = Q\u001b]0;owned\u0007\u009b2J\u001b[2J",
+      "\u001b[34m0.00.020.000\u001b[0m \u001b[32mI \u001b[0mprint_info: file type = Q4_K",
+    ];
+    const { lines, tail, header } = await spoken(dir.path, said, ["-m", "/models/a\u001b[2J\u009b.gguf"]);
+    const raw = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
+    for (const kept of [lines, tail]) {
+      expect(kept).toHaveLength(2);
+      expect(kept[0]).not.toMatch(raw);
+      expect(kept[0]).toContain("general.name str = Q\\u{1b}]0;owned");
+      // --log-colors on: the prefix keeps its colours (log-redact.ts reads through them).
+      expect(kept[1]).toBe(said[1] as string);
+    }
+    expect(header.slice(0, -1)).not.toMatch(raw);
+    expect(header).toContain("/models/a\\u{1b}[2J\\u{9b}.gguf");
   });
 });
 
