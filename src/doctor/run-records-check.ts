@@ -2,7 +2,15 @@ import { lstatSync } from "node:fs";
 import { join } from "node:path";
 import type { Config } from "../config/schema.ts";
 import { pidSpace, spaceRelation } from "../platform/pid-space.ts";
-import { mcpDir, ownerAlive, type PidRecord, readRecord, runDir } from "../runtime/pid-file.ts";
+import {
+  LLAMA_RECORD_NAME,
+  MCP_RECORD_NAME,
+  mcpDir,
+  ownerAlive,
+  type PidRecord,
+  readRecord,
+  runDir,
+} from "../runtime/pid-file.ts";
 import { isAlive, type ProcIdentity, procIdentity } from "../runtime/proc-info.ts";
 import { namesIn } from "../util/names-in.ts";
 import { NotOwnFile } from "../util/read-file.ts";
@@ -48,10 +56,10 @@ export async function runRecordsCheck(config: Config, options: RunRecordsOptions
   const deps = { alive: options.alive ?? isAlive, identity: options.identity ?? procIdentity };
   const files = [
     ...folderNames(runDir(dataDir))
-      .filter((n) => /^llama-server-\d+(-[A-Za-z0-9._-]+)?\.json$/.test(n))
+      .filter((n) => LLAMA_RECORD_NAME.test(n))
       .map((n) => join(runDir(dataDir), n)),
     ...folderNames(mcpDir(dataDir))
-      .filter((n) => /^\d+-\d+\.json$/.test(n))
+      .filter((n) => MCP_RECORD_NAME.test(n))
       .map((n) => join(mcpDir(dataDir), n)),
   ];
   const read = files.slice(0, options.maxRead ?? MAX_RECORDS_READ);

@@ -5,6 +5,7 @@ import { pidSpace, writtenRelation } from "../platform/pid-space.ts";
 import { drives } from "../util/drive-answers.ts";
 import { logger } from "../util/logger.ts";
 import { namesIn } from "../util/names-in.ts";
+import { once } from "../util/once.ts";
 import { ensurePrivateTree, writePrivateFile } from "../util/private-fs.ts";
 import { NotOwnFile } from "../util/read-file.ts";
 import { groupMembers, judgeAsked, leaderGone, procGroupOf, stopLeftover } from "./leftover-stop.ts";
@@ -20,7 +21,11 @@ import { GROUP_EXIT_WAIT_MS, groupEnds } from "./spawn.ts";
  * outright (kill -9, power button on the host) leaves enough behind for the next core to stop
  * the orphans, and only them: the owning core must be dead and the process must still be the
  * one launched (leftover-verdict.ts). Under the data directory's run/: llama-server-<core
- * pid>.json, one per core; mcp/<core pid>-<server pid>.json, one per MCP server process.
+ * pid>.<pid space>.json, one per core; mcp/<core pid>.<pid space>-<server pid>.json, one per MCP
+ * server process. The pid space (platform/pid-space.ts) in the name: two cores in two containers
+ * sharing one data folder are often the same pid (1, 7), and wrote over each other's record (its
+ * llama-server then never reaped, a stop removing the other's). An older core's names, without
+ * it, are read and reaped alike.
  */
 export type { ChildKind, PidRecord };
 
@@ -39,9 +44,25 @@ export function runDir(dataDir: string): string {
  * One record per llama-server this core runs: the model section's keeps today's name, another
  * model's (several models, docs/supervisor.md) is suffixed by its `instance` name.
  */
-export function pidFilePath(dataDir: string, ownerPid = process.pid, instance?: string): string {
-  return join(runDir(dataDir), `llama-server-${ownerPid}${instance ? `-${instance}` : ""}.json`);
+export function pidFilePath(
+  dataDir: string,
+  ownerPid = process.pid,
+  instance?: string,
+  space = nameSpace(),
+): string {
+  return join(runDir(dataDir), `llama-server-${ownerPid}.${space}${instance ? `-${instance}` : ""}.json`);
 }
+
+/** The records' names, this version's and an older core's (no pid space). */
+export const LLAMA_RECORD_NAME = /^llama-server-\d+(\.[0-9a-f]+)?(-[A-Za-z0-9._-]+)?\.json$/;
+export const MCP_RECORD_NAME = /^\d+(\.[0-9a-f]+)?-\d+\.json$/;
+
+/**
+ * This core's pid space as its records' names hold it: the first one asked, kept, so a record is
+ * found again at its removal under the name it was written as (a space read in part at first,
+ * `cachedSpace`, is whole later). A part missing still leaves the host's and namespace's hashes.
+ */
+const nameSpace = once(pidSpace);
 
 export function mcpDir(dataDir: string): string {
   return join(runDir(dataDir), "mcp");
@@ -112,7 +133,7 @@ function recordedPid(file: string): number | undefined {
  * gone. Never throws: a server runs unrecorded (and says so) rather than not at all.
  */
 export function writeMcpRecord(dataDir: string, child: Launched & { name: string }): string | null {
-  const file = join(mcpDir(dataDir), `${process.pid}-${child.pid}.json`);
+  const file = join(mcpDir(dataDir), `${process.pid}.${nameSpace()}-${child.pid}.json`);
   try {
     return writeRecord(dataDir, ["run", "mcp"], file, { kind: "mcp", ...child }) ? file : null;
   } catch (err) {
@@ -245,12 +266,10 @@ export async function reapLeftover(dataDir: string, options: ReapOptions): Promi
   };
   const files: { file: string; kind: ChildKind }[] = [];
   if (options.configured["llama-server"])
-    for (const name of namesIn(runDir(dataDir)).filter((n) =>
-      /^llama-server-\d+(-[A-Za-z0-9._-]+)?\.json$/.test(n),
-    ))
+    for (const name of namesIn(runDir(dataDir)).filter((n) => LLAMA_RECORD_NAME.test(n)))
       files.push({ file: join(runDir(dataDir), name), kind: "llama-server" });
   if (options.configured.mcp)
-    for (const name of namesIn(mcpDir(dataDir)).filter((n) => /^\d+-\d+\.json$/.test(n)))
+    for (const name of namesIn(mcpDir(dataDir)).filter((n) => MCP_RECORD_NAME.test(n)))
       files.push({ file: join(mcpDir(dataDir), name), kind: "mcp" });
   const settled = await Promise.all(
     files.map(({ file, kind }) => reapFile(file, kind, options.configured[kind] ?? [], deps)),

@@ -10,6 +10,7 @@ import {
   writeFileSync,
 } from "node:fs";
 import { join } from "node:path";
+import { pidSpace } from "../../src/platform/pid-space.ts";
 import {
   pidFilePath,
   removePidRecord,
@@ -61,7 +62,7 @@ describe.skipIf(process.platform !== "linux")("pid records and links", () => {
   test("records are written owner-only under data_dir/run", () => {
     using dir = tmpdir();
     const file = writeMcpRecord(dir.path, { ...child, name: "t" });
-    expect(file).toBe(join(dir.path, "run", "mcp", `${process.pid}-${process.pid}.json`));
+    expect(file).toBe(join(dir.path, "run", "mcp", `${process.pid}.${pidSpace()}-${process.pid}.json`));
     expect(statSync(file as string).mode & 0o777).toBe(0o600);
     expect(statSync(join(dir.path, "run", "mcp")).mode & 0o777).toBe(0o700);
   });
@@ -96,7 +97,7 @@ describe("pid records on a full disk", () => {
         expect.objectContaining({ code: "ENOSPC" }),
       );
       expect(readFileSync(file, "utf8")).toBe(before);
-      expect(readdirSync(join(data, "run"))).toEqual([`llama-server-${process.pid}.json`]);
+      expect(readdirSync(join(data, "run"))).toEqual([`llama-server-${process.pid}.${pidSpace()}.json`]);
     },
   );
 });

@@ -1,6 +1,8 @@
 import { expect, test } from "bun:test";
 import { existsSync, readdirSync } from "node:fs";
+import { pidSpace } from "../../src/platform/pid-space.ts";
 import {
+  LLAMA_RECORD_NAME,
   pidFilePath,
   readRecord,
   recordAfterStop,
@@ -25,9 +27,9 @@ test("a server that outlived its stop keeps its record, off the next start's nam
   recordAfterStop(dir.path, "b", { pid: process.pid, exited: exit.promise }, () => true);
   expect(existsSync(pidFilePath(dir.path, process.pid, "b"))).toBe(false);
   const kept = readdirSync(runDir(dir.path)).filter((n) => n.endsWith(".json"));
-  expect(kept).toEqual([`llama-server-${process.pid}-b-outlived-${process.pid}.json`]);
+  expect(kept).toEqual([`llama-server-${process.pid}.${pidSpace()}-b-outlived-${process.pid}.json`]);
   // A name the reaper reads (reapLeftover's pattern), holding the server's pid.
-  expect(kept[0]).toMatch(/^llama-server-\d+(-[A-Za-z0-9._-]+)?\.json$/);
+  expect(kept[0]).toMatch(LLAMA_RECORD_NAME);
   const file = `${runDir(dir.path)}/${kept[0]}`;
   expect((readRecord(file, undefined) as { pid: number }).pid).toBe(process.pid);
   exit.resolve();
@@ -57,7 +59,7 @@ test("a wrapper's shell gone while its group lingers: the record is kept till th
     () => false,
   );
   const kept = readdirSync(runDir(dir.path)).filter((n) => n.endsWith(".json"));
-  expect(kept).toEqual([`llama-server-${process.pid}-outlived-${process.pid}.json`]);
+  expect(kept).toEqual([`llama-server-${process.pid}.${pidSpace()}-outlived-${process.pid}.json`]);
   lingers = false;
   exit.resolve();
   await exit.promise;

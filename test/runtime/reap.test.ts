@@ -33,7 +33,7 @@ async function orphanIn(dir: string): Promise<{ childPid: number; record: string
   owner.kill("SIGKILL");
   await owner.exited;
   const runDir = join(dir, "data", "run");
-  const name = readdirSync(runDir).find((n) => n === `llama-server-${owner.pid}.json`);
+  const name = readdirSync(runDir).find((n) => join(runDir, n) === pidFilePath(join(dir, "data"), owner.pid));
   expect(name).toBeDefined();
   return { childPid, record: join(runDir, name as string) };
 }
@@ -131,7 +131,7 @@ describe.skipIf(process.platform !== "linux")("reaping a llama-server left by a 
       stdout: "ignore",
       stderr: "ignore",
     });
-    const record = join(dir.path, "data", "run", `llama-server-${owner.pid}.json`);
+    const record = pidFilePath(join(dir.path, "data"), owner.pid);
     expect(await waitFor(() => existsSync(record), { timeoutMs: 10_000 })).toBe(true);
     owner.kill("SIGKILL");
     await owner.exited;

@@ -219,7 +219,9 @@ const REAP_WAIT_MS = 15_000;
  */
 function leftoverFromRecord(plan: HostPlan): { pid: number; staged: boolean } | null {
   const run = join(plan.dataDir, "run");
-  const name = existsSync(run) ? readdirSync(run).find((f) => /^llama-server-\d+\.json$/.test(f)) : undefined;
+  const name = existsSync(run)
+    ? readdirSync(run).find((f) => /^llama-server-\d+(\.[0-9a-f]+)?\.json$/.test(f))
+    : undefined;
   if (!name) return null;
   const file = join(run, name);
   const record = JSON.parse(readFileSync(file, "utf8"));
