@@ -1,7 +1,7 @@
 import type { Database } from "bun:sqlite";
 import type { AttachmentRef } from "../protocol/chat-message.ts";
 import { oweRewrite } from "./erase.ts";
-import { refuseStale, type TurnMark } from "./session-lease.ts";
+import { refuseStale, type TurnMark } from "./turn-mark.ts";
 
 /** An image's bytes are kept in parts of this size (a multiple of 3, so parts encode to base64 apart). */
 export const PART_BYTES = 3 * 341 * 1024;

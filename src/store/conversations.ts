@@ -16,10 +16,10 @@ import {
   summaryOf,
 } from "./message-rows.ts";
 import { SessionHistories } from "./session-histories.ts";
-import { refuseIfTakenOver, refuseStale, type TurnMark } from "./session-lease.ts";
 import { latestShownText } from "./session-pages.ts";
 import { storedSources } from "./source-names.ts";
 import { previewOf, titleOf } from "./title.ts";
+import { refuseIfTakenOver, refuseStale, type TurnMark } from "./turn-mark.ts";
 
 /** A message as the store keeps it: what the model saw, plus what only the host sees. */
 export type TurnMessage = ChatMessage & {

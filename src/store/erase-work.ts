@@ -13,7 +13,7 @@ import {
   truncateWal,
 } from "./erase.ts";
 import { type CopyOutcome, eraseDocumentFromCopies, eraseFromCopies } from "./erase-copies.ts";
-import type { TurnMark } from "./session-lease.ts";
+import type { TurnMark } from "./turn-mark.ts";
 
 /**
  * One erase as plain data, so it can run on the store's thread (store/chunk-thread.ts) as well as

@@ -3,8 +3,8 @@ import type { LlmError } from "../../llama/errors.ts";
 import type { AttachmentRef, ChatMessage } from "../../protocol/chat-message.ts";
 import { CoreError } from "../../protocol/errors.ts";
 import { readAttachment } from "../../store/attachment-of.ts";
-import type { TurnMark } from "../../store/session-lease.ts";
 import type { Store } from "../../store/store.ts";
+import type { TurnMark } from "../../store/turn-mark.ts";
 
 /**
  * A turn's images (docs/protocol.md#images): the bytes of its own (checked by `images/`,
