@@ -7,6 +7,7 @@ import { abortable } from "../util/abortable.ts";
 import { logger } from "../util/logger.ts";
 import { editedSince, refuseIfErased } from "./erasures.ts";
 import { LeaseSightings, ownerSpace } from "./lease-sightings.ts";
+import { sameHolder } from "./turn-mark.ts";
 
 /**
  * One turn at a time per session across processes (two app windows, an app and a CLI on one
@@ -54,23 +55,23 @@ export interface LeaseOptions {
   mono?: () => number;
   /** Whether a process is alive; `pidAlive` by default (a zombie is not). */
   alive?: (pid: number) => boolean;
-  /** Which processes a pid names here (platform/pid-space.ts `pidSpace`, by default). */
-  space?: string;
+  /** Which processes a pid names here (platform/pid-space.ts `pidSpace`, asked each time, by default). */
+  space?: string | (() => string);
   /** When this boot began on `now`'s clock (platform/pid-space.ts `bootStartedAt`, by default). */
   bootAt?: () => number;
 }
+
+/** A row's owner whose id (`<pid>:<hex>@`, the parameter) is this holder's, whatever space it names. */
+const BY_ID = "instr(owner, ?) = 1";
 
 /** Whether a lease's holder runs (a zombie does not): platform/pid-alive.ts. */
 export { pidAlive as processAlive };
 
 export class SessionLeases {
-  /**
-   * This holder's name: the pid alone would not tell two stores of one process apart; its pid
-   * space (lease-sightings.ts `ownerSpace`) tells another core whether the pid is one it can judge.
-   */
-  readonly owner: string;
-  /** The pid space given (tests); else pidSpace()'s, asked each time (kept once read whole). */
-  private readonly space: string | undefined;
+  /** `<pid>:<hex>`: the pid alone would not tell two stores of one process apart. */
+  private readonly id: string;
+  /** pidSpace(), asked each time: kept once read whole, no read on a warm turn's way. */
+  private readonly space: () => string;
   private readonly now: () => number;
   private readonly mono: () => number;
   private readonly alive: (pid: number) => boolean;
@@ -84,9 +85,21 @@ export class SessionLeases {
     this.now = options.now ?? Date.now;
     this.mono = options.mono ?? (() => performance.now());
     this.alive = options.alive ?? ((pid) => pidAlive(pid));
-    this.space = options.space;
+    const space = options.space ?? pidSpace;
+    this.space = typeof space === "string" ? () => space : space;
     this.bootAt = options.bootAt ?? bootStartedAt;
-    this.owner = `${process.pid}:${randomBytes(6).toString("hex")}@${this.space ?? pidSpace()}`;
+    this.id = `${process.pid}:${randomBytes(6).toString("hex")}`;
+  }
+
+  /**
+   * This holder's name as its rows are written: its id and its pid space (lease-sightings.ts
+   * `ownerSpace`), which tells another core whether the pid is one it can judge. The space as it
+   * is now: taken once, a partial one (the boot's id not read at start-up) named this core's rows
+   * another machine's to its own pid space's cores for its life. A row is this holder's by its id
+   * (`sameHolder`).
+   */
+  get owner(): string {
+    return `${this.id}@${this.space()}`;
   }
 
   /**
@@ -201,8 +214,8 @@ export class SessionLeases {
       // holder's, taken again by its next turn at once, and by another process once it expires.
       try {
         this.db
-          .query("DELETE FROM session_leases WHERE user_id = ? AND session_id = ? AND owner = ?")
-          .run(userId, sessionId, this.owner);
+          .query(`DELETE FROM session_leases WHERE user_id = ? AND session_id = ? AND ${BY_ID}`)
+          .run(userId, sessionId, `${this.id}@`);
       } catch (err) {
         logger.warn(
           `the lease of session ${sessionId} was not released (it expires): ${(err as Error).message}`,
@@ -228,7 +241,7 @@ export class SessionLeases {
            (SELECT seq FROM sqlite_sequence WHERE name = 'erasures') AS mark`,
       )
       .get(userId, sessionId) as { stored: number; owner: string | null; mark: number | null };
-    if (!row.stored || (row.owner !== null && row.owner !== this.owner)) return false;
+    if (!row.stored || (row.owner !== null && !sameHolder(row.owner, this.id))) return false;
     if (since === undefined || (row.mark ?? 0) <= since) return true;
     return !editedSince(this.db, userId, sessionId, since);
   }
@@ -238,14 +251,10 @@ export class SessionLeases {
    * released it since) or an erase removed it. A turn that failed so leaves its KV slot unsaved.
    */
   holds(userId: string, sessionId: string): boolean {
-    return this.ownerOf(userId, sessionId) === this.owner;
-  }
-
-  private ownerOf(userId: string, sessionId: string): string | undefined {
     const row = this.db
       .query("SELECT owner FROM session_leases WHERE user_id = ? AND session_id = ?")
       .get(userId, sessionId) as { owner: string } | null;
-    return row?.owner;
+    return row !== null && sameHolder(row.owner, this.id);
   }
 
   /** Takes the session when it is free, or its holder is gone; false when a live one has it (run out or not). */
@@ -288,10 +297,9 @@ export class SessionLeases {
         const held = this.db
           .query("SELECT owner, pid, expires_at FROM session_leases WHERE user_id = ? AND session_id = ?")
           .get(userId, sessionId) as { owner: string; pid: number; expires_at: number } | null;
-        const space = this.space ?? pidSpace();
-        const where = held === null ? "own" : ownerSpace(held, space, LEASE_TTL_MS, this.bootAt());
+        const where = held === null ? "own" : ownerSpace(held, this.space(), LEASE_TTL_MS, this.bootAt());
         const foreign = where === "other";
-        if (held && held.owner !== this.owner && (where !== "own" || this.alive(held.pid))) {
+        if (held && !sameHolder(held.owner, this.id) && (where !== "own" || this.alive(held.pid))) {
           // A row further ahead than a TTL was written before the wall clock stepped back (NTP):
           // run out, not live for the step too (a frozen holder's, for hours); a live one renews.
           // Another pid space's row was written by another machine's clock: timed on ours instead
@@ -332,8 +340,10 @@ export class SessionLeases {
       ({ timeout } = this.db.query("PRAGMA busy_timeout").get() as { timeout: number });
       this.db.run("PRAGMA busy_timeout = 0");
       this.db
-        .query("UPDATE session_leases SET expires_at = ? WHERE user_id = ? AND session_id = ? AND owner = ?")
-        .run(this.now() + LEASE_TTL_MS, userId, sessionId, this.owner);
+        .query(
+          `UPDATE session_leases SET expires_at = ?, owner = ? WHERE user_id = ? AND session_id = ? AND ${BY_ID}`,
+        )
+        .run(this.now() + LEASE_TTL_MS, this.owner, userId, sessionId, `${this.id}@`);
       return true;
     } catch {
       return false;

@@ -38,7 +38,21 @@ export function refuseIfTakenOver(db: Database, userId: string, sessionId: strin
   const row = db
     .query("SELECT owner FROM session_leases WHERE user_id = ? AND session_id = ?")
     .get(userId, sessionId) as { owner: string } | null;
-  if (row?.owner !== owner) throw sessionTakenOver(sessionId);
+  if (row === null || !sameHolder(row.owner, ownerId(owner))) throw sessionTakenOver(sessionId);
+}
+
+/**
+ * Whether a lease's owner (`<pid>:<hex>@<pid space>`) is the holder `id` (`<pid>:<hex>`): its
+ * space may have been read whole since (store/session-lease.ts `owner`), the holder the same.
+ */
+export function sameHolder(owner: string, id: string): boolean {
+  return ownerId(owner) === id;
+}
+
+/** An owner's id: all before its space; an earlier version's owner (no space) whole. */
+function ownerId(owner: string): string {
+  const at = owner.lastIndexOf("@");
+  return at < 0 ? owner : owner.slice(0, at);
 }
 
 /** A turn's end when another core took its session over (this one stalled past the lease's TTL). */
