@@ -53,8 +53,11 @@ export class KvDisk {
     readonly dir: string,
     readonly budgetBytes: number,
     private readonly now: () => number = Date.now,
-    /** Which processes a pid names here (platform/pid-space.ts), put in our temporary names. */
-    private readonly space: string = pidSpace(),
+    /**
+     * Which processes a pid names here (platform/pid-space.ts), put in our temporary names: asked
+     * at each, so a space read in part at start-up is whole once it is (kept then: no read).
+     */
+    private readonly space: () => string = pidSpace,
   ) {}
 
   /** The session's file name, without extension: a bare name, as llama-server takes it. */
@@ -64,7 +67,7 @@ export class KvDisk {
 
   /** A name for llama-server to save under before the file is whole. */
   tempName(name: string): string {
-    return tempName(name, this.space);
+    return tempName(name, this.space());
   }
 
   /** The session's saved state, if it has one of the current shape (a file of another is dropped). */
@@ -303,14 +306,14 @@ export class KvDisk {
     for (const f of this.listing()) {
       const path = join(this.dir, f);
       try {
-        if (leftoverTemp(f, path, this.space, this.now())) dropFile(path, this.zeroes);
+        if (leftoverTemp(f, path, this.space(), this.now())) dropFile(path, this.zeroes);
       } catch {}
     }
   }
 
   /** A sidecar under a temporary name of ours (a crash's leftover known as ours), zeroed if not kept. */
   private stageSidecar(name: string, entry: KvEntry): StagedWrite {
-    const temp = tempName(name, this.space, ".json");
+    const temp = tempName(name, this.space(), ".json");
     return stageFileAtomic(this.sidecarOf(name), `${JSON.stringify(entry)}\n`, temp, (t) => this.drop(t));
   }
 
