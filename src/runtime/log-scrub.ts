@@ -4,14 +4,16 @@ import { openToZeroChecked, zeroOpen } from "../store/scrub-file.ts";
 import { logger } from "../util/logger.ts";
 import { writePrivateFile } from "../util/private-fs.ts";
 import { FileTooLarge, readSmallFile } from "../util/read-file.ts";
+import { llamaLogLine } from "./llama-log-text.ts";
 import { LogRedactor, NOT_LOGGED } from "./log-redact.ts";
 
 /**
  * Left in a logs folder once its files have been through the redactor. A new name when the
- * redactor learns what an older one kept: `.redacted`'s did not cut a quote split for length.
+ * redactor learns what an older one kept: `.redacted`'s did not cut a quote split for length,
+ * `.redacted-2`'s kept the raw controls a GGUF's metadata brought (llama-log-text.ts).
  */
-export const REDACTED_MARK = ".redacted-2";
-const EARLIER_MARKS = [".redacted"];
+export const REDACTED_MARK = ".redacted-3";
+const EARLIER_MARKS = [".redacted", ".redacted-2"];
 /** Far above a rotated file (llama.log_max_bytes); a larger one is removed, not read. */
 const MAX_SCRUB_BYTES = 64 * 1024 * 1024;
 const PART = ".redacting";
@@ -149,7 +151,8 @@ async function redactFile(path: string, zeroing: Promise<boolean>[], stop: Abort
     // each is read as one: a `last read:` quote loses all after it, and the prefix-less lines
     // after it go. So does one an older redactor cut at a quote inside it, which kept the rest.
     const out = redactor.line(line.replace(`last read: ${NOT_LOGGED}`, "last read: '"), true);
-    if (out !== null) kept.push(out);
+    // Its controls escaped as a line is written now (an older core's kept them raw).
+    if (out !== null) kept.push(llamaLogLine(out));
   }
   const redacted = kept.join("\n");
   // Stopped while read (a shutdown): the next start reads it again.

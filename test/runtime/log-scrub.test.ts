@@ -100,6 +100,29 @@ describe("redactEarlierLogs, on a quote cut for length", () => {
   });
 });
 
+// A core before llama-log-text.ts wrote a GGUF's metadata as llama-server printed it: its ESC and
+// C1 (U+009B) sequences stayed in the file for whoever `cat`s it, in a folder marked done.
+describe("an earlier log's raw controls", () => {
+  test("are escaped once, also in a folder marked done before; the prefix's colours stay", async () => {
+    await using dir = tmpdir();
+    const coloured = "\u001b[34m0.00.020.000\u001b[0m \u001b[32mI \u001b[0mprint_info: file type = Q4_K";
+    const raw = [
+      "--- 2026-11-30T08:00:00.000Z start /bin/llama-server -m m.gguf (pid 7)",
+      "0.00.010.000 I llama_model_loader: - kv   2:  general.name str = Q\u001b]0;owned\u0007\u009b2J",
+      coloured,
+      "",
+    ].join("\n");
+    writeFileSync(join(dir.path, "llama-server.log"), raw, { mode: 0o600 });
+    writeFileSync(join(dir.path, ".redacted-2"), "");
+    await redactEarlierLogs(dir.path);
+    const text = readFileSync(join(dir.path, "llama-server.log"), "utf8");
+    expect(text).not.toMatch(/[\u0000-\u0008\u000b-\u001a\u001c-\u001f\u007f-\u009f]/);
+    expect(text).toContain("general.name str = Q\\u{1b}]0;owned\\u{7}\\u{9b}2J");
+    expect(text).toContain(coloured);
+    expect(readdirSync(dir.path).sort()).toEqual([REDACTED_MARK, "llama-server.log"]);
+  });
+});
+
 // Renamed over or unlinked alone, an earlier log's blocks keep the reply it quoted (docs/agent.md,
 // The store). A descriptor the test holds (fixtures/held-file.ts) reads the file's blocks after.
 /** The warnings logged while `run` ran. */

@@ -12,6 +12,7 @@ import {
 import { join } from "node:path";
 import { PATH_LOGS_KEPT } from "../../src/runtime/log-prune.ts";
 import { secretHider } from "../../src/runtime/log-redact.ts";
+import { REDACTED_MARK } from "../../src/runtime/log-scrub.ts";
 import { LogTail, RotatingLog, readLines } from "../../src/runtime/log-sink.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
@@ -31,7 +32,7 @@ describe("RotatingLog", () => {
     for (let i = 0; i < 20; i++) log.write(`${String(i).padStart(2, "0")} ${"x".repeat(30)}\n`);
     log.close();
     expect(readdirSync(dir.path).sort()).toEqual([
-      ".redacted-2",
+      REDACTED_MARK,
       "llama-server.log",
       "llama-server.log.1",
       "llama-server.log.2",
