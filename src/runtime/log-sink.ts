@@ -2,6 +2,7 @@ import { closeSync, constants, existsSync, fstatSync, renameSync, rmSync, writeS
 import { dirname, join } from "node:path";
 import { logger } from "../util/logger.ts";
 import { ensurePrivateDir, openPrivateFile } from "../util/private-fs.ts";
+import { escapedCut } from "../util/terminal-text.ts";
 import { prunePathLogs } from "./log-prune.ts";
 import type { SecretHider } from "./log-redact.ts";
 import { redactEarlierLogs } from "./log-scrub.ts";
@@ -16,7 +17,7 @@ export class LogTail {
   ) {}
 
   push(line: string): void {
-    this.lines.push(line.length > this.maxLineChars ? `${line.slice(0, this.maxLineChars)}…` : line);
+    this.lines.push(escapedCut(line, this.maxLineChars));
     if (this.lines.length > this.maxLines) this.lines.splice(0, this.lines.length - this.maxLines);
   }
 

@@ -20,7 +20,14 @@ export function terminalText(text: string): string {
  * grow eightfold. Never cut inside an escape, which would be shown as a broken one.
  */
 export function terminalTextCut(text: string, max: number): string {
-  const escaped = terminalText(cutText(text, max));
+  return escapedCut(terminalText(cutText(text, max)), max);
+}
+
+/**
+ * Escaped text (terminalText's, llama-log-text.ts's) cut to `max` characters with "…" when
+ * longer: never inside a surrogate pair, nor inside an escape, which would be shown as a broken one.
+ */
+export function escapedCut(escaped: string, max: number): string {
   if (escaped.length <= max) return escaped;
   let at = wholeCharCut(escaped, max);
   const open = escaped.lastIndexOf("\\u{", at - 1);

@@ -23,6 +23,15 @@ describe("LogTail", () => {
     expect(tail.last()).toEqual(["c", "d", "12345…"]);
     expect(tail.last(1)).toEqual(["12345…"]);
   });
+
+  test("a long line is cut between characters and escapes, never in one (a failed start's log_tail)", () => {
+    // Its lines are escaped (llama-log-text.ts): half an escape, or half an emoji, went to the
+    // host, whose JSON parser may refuse a lone surrogate.
+    const tail = new LogTail(3, 5);
+    tail.push("abcd\u{1F600}x");
+    tail.push("ab\\u{9b}cd");
+    expect(tail.last()).toEqual(["abcd…", "ab…"]);
+  });
 });
 
 describe("RotatingLog", () => {
