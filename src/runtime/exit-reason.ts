@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import type { ErrorCode } from "../protocol/errors.ts";
 import { type DriveAnswers, drives } from "../util/drive-answers.ts";
-import { wholeCharCut } from "../util/text-cut.ts";
+import { escapedCut } from "../util/terminal-text.ts";
 
 /**
  * Why llama-server exited during start-up, read from its own log lines (recorded in
@@ -149,8 +149,9 @@ export function classifyStartExit(
     ?.trim();
   return {
     code: "internal_error",
-    // Cut between characters: the host's parser refuses a line with half an emoji (a path's).
-    message: `llama-server ${how} during start-up${lastError ? `: ${lastError.slice(0, wholeCharCut(lastError, 300))}` : ""}`,
+    // Cut between characters (the host's parser refuses a line with half an emoji, a path's) and
+    // escapes (llama-log-text.ts).
+    message: `llama-server ${how} during start-up${lastError ? `: ${escapedCut(lastError, 300)}` : ""}`,
     retryPort: false,
   };
 }

@@ -67,6 +67,13 @@ describe("classifyStartExit", () => {
     expect(message.isWellFormed()).toBe(true);
   });
 
+  // Its lines are escaped (llama-log-text.ts): a cut inside `\u{9b}` showed the host a broken escape.
+  test("the last error line quoted is cut before an escape it would split", () => {
+    const line = `E main: error: ${"p".repeat(283)}\\u{9b}.gguf`;
+    const { message } = classifyStartExit([line], 1, null);
+    expect(message).toEndWith("p…");
+  });
+
   const cases: [string, string, RegExp][] = [
     ["70-missing-model-path.txt", "model_missing", /cannot be opened/],
     ["71-corrupt-gguf-truncated-half.txt", "model_missing", /truncated/],
