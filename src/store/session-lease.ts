@@ -2,10 +2,9 @@ import type { Database } from "bun:sqlite";
 import { randomBytes } from "node:crypto";
 import { pidAlive } from "../platform/pid-alive.ts";
 import { bootStartedAt, pidSpace } from "../platform/pid-space.ts";
-import { CoreError } from "../protocol/errors.ts";
 import { abortable } from "../util/abortable.ts";
 import { logger } from "../util/logger.ts";
-import { editedSince, refuseIfErased } from "./erasures.ts";
+import { editedSince } from "./erasures.ts";
 import { LeaseSightings, ownerSpace } from "./lease-sightings.ts";
 import { sameHolder } from "./turn-mark.ts";
 
