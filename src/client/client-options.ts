@@ -34,8 +34,9 @@ export interface LocalAiClientOptions {
   /** Params of the initialize handshake run on every (re)start. */
   initialize?: InitializeParams;
   /**
-   * Time limit of calls other than streams (chat, warmup, stream()); default 60 s. 0 = none.
-   * Also how long the core may leave its stdin undrained before it is taken for hung.
+   * Time limit of calls other than streams (chat, warmup, stream()); default 60 s. 0 = none,
+   * except for the initialize handshake, which then gets the default 60 s. Also how long the
+   * core may leave its stdin undrained before it is taken for hung.
    */
   requestTimeoutMs?: number;
   /** Time limit of streams (chat, warmup, stream()); default none. */

@@ -1,3 +1,4 @@
+import { MAX_TIMER_MS } from "../util/timer-limit.ts";
 import { CLIENT_DEFAULTS, type LocalAiClientOptions } from "./client-options.ts";
 import type { Connection } from "./connection.ts";
 import { CoreProcess, type CoreProcessHandlers } from "./core-process.ts";
@@ -43,7 +44,17 @@ export function spawnCore(
   return proc;
 }
 
-/** The handshake, within the request time limit; a core that fails it is killed. */
+/**
+ * The handshake's time limit: requestTimeoutMs, but never none. A host's 0 or Infinity ("no limit
+ * for my calls") left start() waiting for good on a core wedged before it read its input; the
+ * core answers initialize at once, config or not (docs/protocol.md "Lifecycle").
+ */
+export function handshakeTimeoutMs(requestTimeoutMs: number | undefined): number {
+  const ms = requestTimeoutMs ?? CLIENT_DEFAULTS.requestTimeoutMs;
+  return ms > 0 && ms <= MAX_TIMER_MS ? ms : CLIENT_DEFAULTS.requestTimeoutMs;
+}
+
+/** The handshake, within handshakeTimeoutMs(); a core that fails it is killed. */
 export async function initializeCore(
   options: LocalAiClientOptions,
   connection: Connection,
@@ -55,7 +66,7 @@ export async function initializeCore(
       proc,
       "initialize",
       params,
-      options.requestTimeoutMs ?? CLIENT_DEFAULTS.requestTimeoutMs,
+      handshakeTimeoutMs(options.requestTimeoutMs),
     );
     const asked: unknown = params.protocol_versions;
     const broken = brokenAnswer(result, Array.isArray(asked) ? asked : [1]);

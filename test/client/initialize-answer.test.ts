@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { afterEach, describe, expect, jest, test } from "bun:test";
 import { LocalAiClient } from "../../src/client/index.ts";
 import { FakeChild } from "./fake-child.ts";
 import { killFakes, rejection, track } from "./fake-core-fixture.ts";
@@ -54,4 +54,30 @@ describe("a broken answer to initialize", () => {
     );
     expect(client.info?.protocol_version).toBe(2);
   });
+});
+
+describe("a core that never answers initialize", () => {
+  for (const requestTimeoutMs of [0, Number.POSITIVE_INFINITY]) {
+    test(`requestTimeoutMs ${requestTimeoutMs}: start() still rejects, within the default 60 s`, async () => {
+      // "No limit" for the host's calls left the handshake unbounded too: a core wedged before
+      // it read its input (a stuck disk) held start(), and the app's splash screen, for good.
+      const child = new FakeChild();
+      child.reading = false;
+      const client = track(new LocalAiClient({ binary: "local-ai", spawn: child.spawn, requestTimeoutMs }));
+      jest.useFakeTimers();
+      let outcome = "pending";
+      try {
+        client.start().then(
+          () => (outcome = "started"),
+          (err: { code?: string; method?: string }) => (outcome = `${err.code} ${err.method}`),
+        );
+        jest.advanceTimersByTime(60_000);
+      } finally {
+        jest.useRealTimers();
+      }
+      for (let turn = 0; turn < 10 && outcome === "pending"; turn++) await Promise.resolve();
+      expect(outcome).toBe("timeout initialize");
+      expect(child.signals).toContain("SIGKILL");
+    });
+  }
 });
