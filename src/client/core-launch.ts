@@ -16,7 +16,10 @@ import { asText, clip, isObject } from "./wire-lines.ts";
 export function spawnCore(
   options: LocalAiClientOptions,
   connection: Connection,
-  ends: Pick<CoreProcessHandlers, "onExit" | "onOutputClosed" | "onInputClosed" | "onInputStalled">,
+  ends: Pick<
+    CoreProcessHandlers,
+    "onExit" | "onOutputClosed" | "onInputClosed" | "onInputStalled" | "onKillIgnored"
+  >,
 ): CoreProcess {
   // Its lines settle only calls written to it: one replaced but still read (a grandchild holding
   // its stdout) settled calls written to the next, naming their id or their line's size.

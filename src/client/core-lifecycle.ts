@@ -143,15 +143,16 @@ export class CoreLifecycle {
       });
     // A core being stopped because it could not answer (its stdout closed, its stdin unread) is
     // let finish its stop, llama-server's included: its own timer kills it after the grace.
-    else if (proc?.running && proc.stopping) await proc.waitForExit();
+    else if (proc?.running && proc.stopping) await proc.gone();
     // One still starting has nothing of llama-server's to stop yet: killed, and waited for, so
     // that the stop is over when shutdown() resolves (a host may then remove its data folder).
     else if (proc?.running) {
       proc.kill("SIGKILL");
-      await proc.waitForExit();
+      await proc.gone();
     }
     // An earlier core still stopping (found mute or hung, then start() again) is over too.
-    await Promise.all([...this.live].map((p) => p.waitForExit()));
+    // gone(), not its exit: one that outlives its SIGKILL must not hold the stop for good.
+    await Promise.all([...this.live].map((p) => p.gone()));
     this.connection.failAll(closedError());
   }
 
@@ -217,6 +218,11 @@ export class CoreLifecycle {
       onInputClosed: () => {
         // It reads no end of input now: SIGTERM stops the core as a shutdown does.
         this.handleBrokenCore(generation, proc, coreInputClosedError(proc.stderrTail), "SIGTERM");
+      },
+      onKillIgnored: (ms) => {
+        this.options.logger?.warn(
+          `the core (pid ${proc.pid}) still runs ${ms} ms after its SIGKILL; no longer waiting for it`,
+        );
       },
       onInputStalled: (ms, bytes) => {
         // It reads nothing, not even end of input: SIGTERM stops the core as a shutdown does.

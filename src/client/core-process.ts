@@ -25,6 +25,8 @@ export interface CoreProcessHandlers {
   onInputClosed(): void;
   /** Its stdin has not drained for `inputStallMs`: it reads nothing, so it is hung. */
   onInputStalled(stalledMs: number, queuedBytes: number): void;
+  /** It has not exited `waitedMs` after its SIGKILL: gone() no longer waits for it. */
+  onKillIgnored(waitedMs: number): void;
 }
 
 /** What became of a line handed to write(). */
@@ -56,6 +58,13 @@ export interface CoreProcessOptions {
   spawn?: SpawnFunction;
 }
 
+/**
+ * How long after its SIGKILL a process that has not exited is waited for. One in uninterruptible
+ * sleep (its data folder on a NAS gone away, a hung driver) takes no signal until its I/O
+ * returns, if ever: a stop that waited for its exit never ended, nor did the app quitting on it.
+ */
+export const KILLED_EXIT_WAIT_MS = 5000;
+
 /** How long to wait for stdout to finish after the exit event before giving up on it. */
 const CLOSE_GRACE_MS = 1000;
 /**
@@ -71,6 +80,10 @@ export class CoreProcess {
   /** Set by retire(). */
   retired = false;
   private exitWaiters: ((info: ExitInfo) => void)[] = [];
+  /** Set KILLED_EXIT_WAIT_MS after a SIGKILL it outlived: gone() resolves at once. */
+  private killIgnored = false;
+  private killWait: ReturnType<typeof setTimeout> | undefined;
+  private goneWaiters: (() => void)[] = [];
   /** stop() has begun: it ends by itself, killed at the latest after its grace. */
   stopping = false;
   /** Of what write() queued, in writableLength's units: with it, what the core has read since. */
@@ -174,7 +187,16 @@ export class CoreProcess {
   }
 
   kill(signal: NodeJS.Signals = "SIGKILL"): void {
-    if (this.running) this.child.kill(signal);
+    if (!this.running) return;
+    this.child.kill(signal);
+    if (signal === "SIGKILL" && !this.killWait && !this.killIgnored)
+      this.killWait = setTimeout(() => {
+        this.killIgnored = true;
+        this.handlers.onKillIgnored(KILLED_EXIT_WAIT_MS);
+        for (const w of this.goneWaiters.splice(0)) w();
+      }, KILLED_EXIT_WAIT_MS);
+    // Its process, while it runs, holds the host open already.
+    this.killWait?.unref?.();
   }
 
   /**
@@ -189,6 +211,15 @@ export class CoreProcess {
     const timer = setTimeout(() => this.kill("SIGKILL"), timerMs(graceMs));
     // The host may exit meanwhile: the client's exit hook kills the core then.
     timer.unref?.();
+  }
+
+  /**
+   * Resolves once the process has ended, or KILLED_EXIT_WAIT_MS after a SIGKILL it outlived:
+   * what a stop waits for, which must end whatever the process does.
+   */
+  gone(): Promise<void> {
+    if (this.exited || this.killIgnored) return Promise.resolve();
+    return new Promise((resolve) => this.goneWaiters.push(resolve));
   }
 
   /** Resolves with the exit info once the process has ended (at once when it has). */
@@ -251,7 +282,7 @@ export class CoreProcess {
         ...extra,
       };
       this.handlers.onExit(this.exited);
-      for (const w of this.exitWaiters.splice(0)) w(this.exited);
+      this.released(this.exited);
     };
     child.stdout?.on("close", () => {
       stdoutClosed = true;
@@ -275,6 +306,13 @@ export class CoreProcess {
         finish({ spawnError: foreign ?? cwdProblem(err, this.options.cwd) ?? spawnErrorText(err) });
       }
     });
+  }
+
+  /** Its end, to those who wait for it. */
+  private released(info: ExitInfo): void {
+    clearTimeout(this.killWait);
+    for (const w of this.exitWaiters.splice(0)) w(info);
+    for (const w of this.goneWaiters.splice(0)) w();
   }
 
   private stderrLine(line: string): void {

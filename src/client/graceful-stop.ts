@@ -31,7 +31,7 @@ export async function stopGracefully(
   if (await withinMs(proc.waitForExit(), left)) return;
   options.logger?.warn(`core did not exit within ${Date.now() - startedAt} ms of shutdown; killing it`);
   proc.kill("SIGKILL");
-  await proc.waitForExit();
+  await proc.gone();
 }
 
 /** True when the promise settles within `ms`; the timer never outlives it (it would hold a Node host open). */

@@ -163,3 +163,47 @@ describe("stopGraceMs Infinity", () => {
     expect(child.signals).toEqual([]);
   });
 });
+
+describe("a core that SIGKILL does not end", () => {
+  // A process in uninterruptible sleep (its data folder on a NAS gone away, a hung driver) takes
+  // no signal until its I/O returns, if ever: close() waited for its exit for good, and an app
+  // quitting with `await client.close()` in before-quit never quit.
+  for (const when of ["ready", "starting"] as const) {
+    test(`close() of a core ${when} still resolves, after a bounded wait, and says so`, async () => {
+      const child = new FakeChild();
+      child.exitOnEof = false;
+      child.kill = (signal = "SIGTERM") => {
+        child.signals.push(signal);
+        return true;
+      };
+      const warnings: string[] = [];
+      const client = track(
+        new LocalAiClient({
+          binary: "local-ai",
+          spawn: child.spawn,
+          logger: { warn: (m) => warnings.push(m) },
+        }),
+      );
+      if (when === "ready") await client.start();
+      else {
+        child.reading = false;
+        client.start().catch(() => {});
+      }
+      let closed = false;
+      jest.useFakeTimers();
+      try {
+        void client.close({ timeoutMs: 0 }).then(() => (closed = true));
+        // A minute, a second at a time, each step's follow-ups let run between.
+        for (let second = 0; second < 60 && !closed; second++) {
+          jest.advanceTimersByTime(1000);
+          for (let turn = 0; turn < 10; turn++) await Promise.resolve();
+        }
+      } finally {
+        jest.useRealTimers();
+      }
+      expect(child.signals).toContain("SIGKILL");
+      expect(closed).toBe(true);
+      expect(warnings.filter((w) => w.includes("SIGKILL"))).toHaveLength(1);
+    });
+  }
+});
