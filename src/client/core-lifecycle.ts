@@ -253,9 +253,11 @@ export class CoreLifecycle {
    */
   private async previousStopped(previous: CoreProcess): Promise<void> {
     if (!previous.stopping) previous.stop(minShutdownWaitMs(this.stopGraceMs));
-    await previous.waitForExit();
+    await previous.gone();
     // shutdown() or kill() meanwhile: nothing is launched.
     if (this.state !== "starting") throw closedError();
+    // One its SIGKILL did not end (uninterruptible sleep): waited for, the start never ended.
+    if (previous.running) throw stillRunningError(previous);
   }
 
   /** `proc` has exited: once none of this client's cores runs, the host's exit hook lets it go. */
@@ -314,7 +316,7 @@ export class CoreLifecycle {
     // start's promise, long resolved); it launches once this core has exited, never beside it.
     const serving = this.state === "ready";
     const restarts = this.stopServing(error);
-    if (restarts) this.scheduleRestart(restarts, error, proc.waitForExit());
+    if (restarts) this.scheduleRestart(restarts, error, proc.gone());
     else if (serving) this.options.onFailed?.(error);
   }
 
@@ -380,6 +382,16 @@ export class CoreLifecycle {
       };
     });
   }
+}
+
+/** A core still running after its SIGKILL (CoreProcess.gone()): no other is started beside it. */
+function stillRunningError(proc: CoreProcess): LocalAiError {
+  const message = `the previous core (pid ${proc.pid}) still runs after its SIGKILL; no other is started beside it`;
+  return new LocalAiError("core_exited", message, {
+    exit_code: null,
+    signal: null,
+    stderr_tail: proc.stderrTail,
+  });
 }
 
 export function closedError(method?: string): LocalAiError {

@@ -206,4 +206,63 @@ describe("a core that SIGKILL does not end", () => {
       expect(warnings.filter((w) => w.includes("SIGKILL"))).toHaveLength(1);
     });
   }
+
+  test("the restart after a hung core it did not end fails, rather than waiting for good", async () => {
+    // The restart waited for that core's exit: start() (joining it) and the calls held for it
+    // never settled. Nor is a second core started beside it, on the same data folder.
+    const children: FakeChild[] = [];
+    const spawn = () => {
+      const child = new FakeChild();
+      child.exitOnEof = false;
+      child.kill = (signal = "SIGTERM") => {
+        child.signals.push(signal);
+        return true;
+      };
+      children.push(child);
+      return child;
+    };
+    const failed: string[] = [];
+    const client = track(
+      await LocalAiClient.start({
+        binary: "local-ai",
+        spawn,
+        requestTimeoutMs: 1000,
+        stopGraceMs: 0,
+        restart: { maxRestarts: 2, initialDelayMs: 10 },
+        onFailed: (err) => failed.push(err.message),
+      }),
+    );
+    children[0]!.reading = false;
+    const outcomes: string[] = [];
+    const note = (what: string, p: Promise<unknown>) =>
+      p.then(
+        () => outcomes.push(`${what} ok`),
+        (err: { code?: string }) => outcomes.push(`${what} ${err.code}`),
+      );
+    jest.useFakeTimers();
+    try {
+      // Over the pipe's 16 KiB: the write is left queued, and the core is found hung 1 s later.
+      note("big", client.request("echo", { text: "x".repeat(64 * 1024) }, { timeoutMs: 0 }));
+      for (let second = 0; second < 60 && outcomes.length < 4; second++) {
+        jest.advanceTimersByTime(1000);
+        for (let turn = 0; turn < 20; turn++) await Promise.resolve();
+        if (second === 2) {
+          note("start", client.start());
+          note("held", client.ping({ timeoutMs: 0 }));
+          note("chat", client.chat({}).result);
+        }
+      }
+    } finally {
+      jest.useRealTimers();
+    }
+    expect(children).toHaveLength(1);
+    expect(outcomes.sort()).toEqual([
+      "big core_exited",
+      "chat core_exited",
+      "held core_exited",
+      "start core_exited",
+    ]);
+    expect(failed).toHaveLength(1);
+    expect(failed[0]).toContain("still runs");
+  });
 });
