@@ -10,10 +10,16 @@ import { LogRedactor, NOT_LOGGED } from "./log-redact.ts";
 /**
  * Left in a logs folder once its files have been through the redactor. A new name when the
  * redactor learns what an older one kept: `.redacted`'s did not cut a quote split for length,
- * `.redacted-2`'s kept the raw controls a GGUF's metadata brought (llama-log-text.ts).
+ * `.redacted-2`'s kept the raw controls a GGUF's metadata brought (llama-log-text.ts),
+ * `.redacted-3`'s (and each before) the rest of a quoted reply after a line of it begun "--- ".
  */
-export const REDACTED_MARK = ".redacted-3";
-const EARLIER_MARKS = [".redacted", ".redacted-2"];
+export const REDACTED_MARK = ".redacted-4";
+const EARLIER_MARKS = [".redacted", ".redacted-2", ".redacted-3"];
+/**
+ * A launch's start line as every core wrote it (launch-steps.ts): a quoted reply's own line
+ * begun "--- " (a diff's `--- a/file`, Markdown) is none, and ended the quote, the rest kept.
+ */
+const START_LINE = /^--- \d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z start .* \(pid \d+\)$/;
 /** Far above a rotated file (llama.log_max_bytes); a larger one is removed, not read. */
 const MAX_SCRUB_BYTES = 64 * 1024 * 1024;
 const PART = ".redacting";
@@ -146,7 +152,7 @@ async function redactFile(path: string, zeroing: Promise<boolean>[], stop: Abort
   for (const line of text.split("\n")) {
     if (++read % LINES_A_TURN === 0) await turn();
     // Each start's header (launcher.ts) begins a new launch's lines.
-    if (line.startsWith("--- ")) redactor = new LogRedactor();
+    if (START_LINE.test(line)) redactor = new LogRedactor();
     // The file does not say which lines were parts of a longer one (log-sink.ts readLines), so
     // each is read as one: a `last read:` quote loses all after it, and the prefix-less lines
     // after it go. So does one an older redactor cut at a quote inside it, which kept the rest.

@@ -31,6 +31,14 @@ const OLD = [
   "",
 ].join("\n");
 
+/** `log` as the pass leaves it, written to `dir` beside an earlier pass's `mark` (read again). */
+async function scrubbed(dir: string, log: string, mark: string): Promise<string> {
+  writeFileSync(join(dir, "llama-server.log"), log, { mode: 0o600 });
+  writeFileSync(join(dir, mark), "");
+  await redactEarlierLogs(dir);
+  return readFileSync(join(dir, "llama-server.log"), "utf8");
+}
+
 describe("redactEarlierLogs", () => {
   test("every llama-server log and rotation is redacted in place, once; other files are left alone", async () => {
     await using dir = tmpdir();
@@ -72,6 +80,30 @@ describe("redactEarlierLogs", () => {
   );
 });
 
+// A reply quoted whole in an older core's log may hold a diff or a Markdown line of its own that
+// begins "--- " (`--- a/src/app.ts`): read as a launch's start line, it ended the quote, and the
+// rest of the reply was kept through every pass. Only the start line's own shape begins a launch.
+describe("redactEarlierLogs, on a quoted line that begins like a start line", () => {
+  test("the quote goes on past it, also in a folder an earlier pass marked done", async () => {
+    await using dir = tmpdir();
+    const quoted = [
+      "--- 2026-11-30T08:00:00.000Z start /bin/llama-server -m m.gguf (pid 7)",
+      "0.04.631.360 W common_chat_peg_parse: unparsed peg-native output: Here is the patch:",
+      "--- a/notes/ames-diagnosis.md",
+      "+++ b/notes/ames-diagnosis.md",
+      "+ZQX-4417 tested positive",
+      "--- end of patch ---",
+      "0.05.000.000 I srv  llama_server: all slots are idle",
+      "",
+    ].join("\n");
+    const text = await scrubbed(dir.path, quoted, ".redacted-3");
+    for (const line of ["ames-diagnosis", "ZQX-4417", "end of patch"]) expect(text).not.toContain(line);
+    expect(text).toContain(`unparsed peg-native output: ${NOT_LOGGED}\n0.05.000.000 I srv`);
+    expect(text).toContain("(pid 7)\n");
+    expect(readdirSync(dir.path).sort()).toEqual([REDACTED_MARK, "llama-server.log"]);
+  });
+});
+
 describe("redactEarlierLogs, on a quote cut for length", () => {
   // A core before the cut-aware redactor kept a `last read: '…'` quote's 64 KiB parts: the first
   // (no closing quote, or cut at a quote inside it) and the prefix-less parts after it.
@@ -87,10 +119,7 @@ describe("redactEarlierLogs, on a quote cut for length", () => {
 
   test("its parts are dropped, also in a folder an older redactor marked done", async () => {
     await using dir = tmpdir();
-    writeFileSync(join(dir.path, "llama-server.log"), cutLines, { mode: 0o600 });
-    writeFileSync(join(dir.path, ".redacted"), "");
-    await redactEarlierLogs(dir.path);
-    const text = readFileSync(join(dir.path, "llama-server.log"), "utf8");
+    const text = await scrubbed(dir.path, cutLines, ".redacted");
     for (const quoted of ["/home/ames/diary", "PART-TWO-OF-THE-DIARY", "ZQX-4417", "PART-TWO-OF-THE-ACCOUNT"])
       expect(text).not.toContain(quoted);
     expect(text).toContain(
@@ -112,10 +141,7 @@ describe("an earlier log's raw controls", () => {
       coloured,
       "",
     ].join("\n");
-    writeFileSync(join(dir.path, "llama-server.log"), raw, { mode: 0o600 });
-    writeFileSync(join(dir.path, ".redacted-2"), "");
-    await redactEarlierLogs(dir.path);
-    const text = readFileSync(join(dir.path, "llama-server.log"), "utf8");
+    const text = await scrubbed(dir.path, raw, ".redacted-2");
     expect(text).not.toMatch(/[\u0000-\u0008\u000b-\u001a\u001c-\u001f\u007f-\u009f]/);
     expect(text).toContain("general.name str = Q\\u{1b}]0;owned\\u{7}\\u{9b}2J");
     expect(text).toContain(coloured);

@@ -476,7 +476,7 @@ describe.skipIf(process.platform === "win32")("supervisor against the stand-in",
     (await supervisor.acquire(never())).release();
     await supervisor.stop();
     const logs = readdirSync(join(dataDir, "logs")).sort();
-    expect(logs).toEqual([".redacted-3", "llama-server.log", "llama-server.log.1", "llama-server.log.2"]);
+    expect(logs).toEqual([".redacted-4", "llama-server.log", "llama-server.log.1", "llama-server.log.2"]);
     expect(supervisor.tail.last().some((l) => l.includes("listening on"))).toBe(true);
     expect(existsSync(join(dataDir, "logs", "llama-server.log.3"))).toBe(false);
   });
