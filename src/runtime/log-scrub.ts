@@ -1,11 +1,12 @@
 import { closeSync, existsSync, fstatSync, lstatSync, readdirSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import { shownArgs } from "../plan/secret-args.ts";
 import { openToZeroChecked, zeroOpen } from "../store/scrub-file.ts";
 import { logger } from "../util/logger.ts";
 import { writePrivateFile } from "../util/private-fs.ts";
 import { FileTooLarge, readSmallFile } from "../util/read-file.ts";
 import { llamaLogLine } from "./llama-log-text.ts";
-import { LogRedactor, NOT_LOGGED } from "./log-redact.ts";
+import { LogRedactor, NOT_LOGGED, type SecretHider, secretHider } from "./log-redact.ts";
 
 /**
  * Left in a logs folder once its files have been through the redactor. A new name when the
@@ -19,7 +20,29 @@ const EARLIER_MARKS = [".redacted", ".redacted-2", ".redacted-3"];
  * A launch's start line as every core wrote it (launch-steps.ts): a quoted reply's own line
  * begun "--- " (a diff's `--- a/file`, Markdown) is none, and ended the quote, the rest kept.
  */
-const START_LINE = /^--- \d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z start .* \(pid \d+\)$/;
+const START_LINE = /^(--- \d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z start )(.*)( \(pid \d+\))$/;
+
+/**
+ * A start line as today's core writes it (launch-steps.ts): a core before 2026-12-05 wrote the
+ * arguments as given, an HF token or an MCP server's header of llama.extra_args and the launch's
+ * key among them. Their values masked (plan/secret-args.ts `shownArgs`), and a hider of them for
+ * the launch's lines, which quote a flag llama-server refuses. The arguments were joined by
+ * spaces: a masked value goes on to the next flag (`--mcp-servers-json {"s": …}`).
+ */
+function startLine(m: RegExpExecArray): { line: string; hide: SecretHider } {
+  const words = (m[2] as string).split(" ");
+  const masked = shownArgs(words);
+  const args: string[] = [];
+  let joining = false;
+  for (const [i, word] of words.entries()) {
+    if (joining && !word.startsWith("-")) args[args.length - 1] += ` ${word}`;
+    else {
+      args.push(word);
+      joining = masked[i] !== word;
+    }
+  }
+  return { line: `${m[1]}${shownArgs(args).join(" ")}${m[3]}`, hide: secretHider(args, "") };
+}
 /** Far above a rotated file (llama.log_max_bytes); a larger one is removed, not read. */
 const MAX_SCRUB_BYTES = 64 * 1024 * 1024;
 const PART = ".redacting";
@@ -147,18 +170,23 @@ async function redactFile(path: string, zeroing: Promise<boolean>[], stop: Abort
     return;
   }
   let redactor = new LogRedactor();
+  let hide: (text: string) => string = (text) => text;
   const kept: string[] = [];
   let read = 0;
-  for (const line of text.split("\n")) {
+  for (let line of text.split("\n")) {
     if (++read % LINES_A_TURN === 0) await turn();
     // Each start's header (launcher.ts) begins a new launch's lines.
-    if (START_LINE.test(line)) redactor = new LogRedactor();
+    const start = START_LINE.exec(line);
+    if (start) {
+      redactor = new LogRedactor();
+      ({ line, hide } = startLine(start));
+    }
     // The file does not say which lines were parts of a longer one (log-sink.ts readLines), so
     // each is read as one: a `last read:` quote loses all after it, and the prefix-less lines
     // after it go. So does one an older redactor cut at a quote inside it, which kept the rest.
     const out = redactor.line(line.replace(`last read: ${NOT_LOGGED}`, "last read: '"), true);
     // Its controls escaped as a line is written now (an older core's kept them raw).
-    if (out !== null) kept.push(llamaLogLine(out));
+    if (out !== null) kept.push(llamaLogLine(hide(out)));
   }
   const redacted = kept.join("\n");
   // Stopped while read (a shutdown): the next start reads it again.

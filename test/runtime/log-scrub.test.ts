@@ -104,6 +104,28 @@ describe("redactEarlierLogs, on a quoted line that begins like a start line", ()
   });
 });
 
+// A core before 2026-12-05 (secret-args.ts) wrote llama-server's arguments into the start line as
+// given: an HF token or an MCP server's header from llama.extra_args, and llama-server's own
+// lines quoting one, stayed in the log for whoever reads or pastes it.
+describe("redactEarlierLogs, on an earlier core's start line", () => {
+  test("the values of secret flags are masked there and in its launch's lines", async () => {
+    await using dir = tmpdir();
+    const token = "hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345";
+    const bearer = "sk-live-0123456789abcdef";
+    const old = [
+      `--- 2026-12-01T08:00:00.000Z start /bin/llama-server -m /models/my model.gguf --hf-token ${token} --mcp-servers-json {"s": {"headers": {"Authorization": "Bearer ${bearer}"}}} --port 8080 (pid 7)`,
+      `0.00.002.000 E common_download_file: 401 with token ${token}`,
+      "",
+    ].join("\n");
+    const text = await scrubbed(dir.path, old, ".redacted-3");
+    for (const secret of [token, bearer]) expect(text).not.toContain(secret);
+    expect(text).toContain(
+      "start /bin/llama-server -m /models/my model.gguf --hf-token *** --mcp-servers-json *** --port 8080 (pid 7)",
+    );
+    expect(text).toContain("401 with token [redacted]");
+  });
+});
+
 describe("redactEarlierLogs, on a quote cut for length", () => {
   // A core before the cut-aware redactor kept a `last read: '…'` quote's 64 KiB parts: the first
   // (no closing quote, or cut at a quote inside it) and the prefix-less parts after it.
