@@ -1,10 +1,8 @@
 import { type ChildProcess, spawn as nodeSpawn, type SpawnOptions } from "node:child_process";
-import { EventEmitter } from "node:events";
-import { statSync } from "node:fs";
 import { LineSplitter } from "../protocol/transport/framing.ts";
 import { MAX_TIMER_MS, timerMs } from "../util/timer-limit.ts";
-import { foreignBinary } from "./foreign-binary.ts";
 import type { Environment, ExitInfo, SpawnFunction } from "./host-types.ts";
+import { DASH_REFUSAL, shellRefusedForeign, spawnFailure, spawnOrFail } from "./spawn-failure.ts";
 
 /**
  * The edge that owns one core child process: it spawns it, frames its stdout into lines,
@@ -83,6 +81,11 @@ export class CoreProcess {
   /** Set KILLED_EXIT_WAIT_MS after a SIGKILL it outlived: gone() resolves at once. */
   private killIgnored = false;
   private killWait: ReturnType<typeof setTimeout> | undefined;
+  /**
+   * Its exit event came: it is dead, only its pipes are still being read (a grandchild may hold
+   * one, CLOSE_GRACE_MS at most). Not a process that outlived its SIGKILL.
+   */
+  private exitNoticed = false;
   private goneWaiters: (() => void)[] = [];
   /** stop() has begun: it ends by itself, killed at the latest after its grace. */
   stopping = false;
@@ -189,7 +192,7 @@ export class CoreProcess {
   kill(signal: NodeJS.Signals = "SIGKILL"): void {
     if (!this.running) return;
     this.child.kill(signal);
-    if (signal === "SIGKILL" && !this.killWait && !this.killIgnored)
+    if (signal === "SIGKILL" && !this.killWait && !this.killIgnored && !this.exitNoticed)
       this.killWait = setTimeout(() => {
         this.killIgnored = true;
         this.handlers.onKillIgnored(KILLED_EXIT_WAIT_MS);
@@ -291,6 +294,9 @@ export class CoreProcess {
     });
     child.on("exit", (code, signal) => {
       exitSeen = { code, signal };
+      // Dead: gone() waits for its pipes (bounded below), never warns that it still runs.
+      this.exitNoticed = true;
+      clearTimeout(this.killWait);
       // The last lines may still sit in the pipes: wait for both to close, briefly (a
       // grandchild that inherited one must not keep the exit from being noticed).
       if (pipesClosed()) finish();
@@ -298,13 +304,7 @@ export class CoreProcess {
     });
     child.on("error", (err: NodeJS.ErrnoException) => {
       // Spawn failures come here without an exit event; errors after a spawn are followed by exit.
-      if (child.pid === undefined) {
-        // Bun says ENOEXEC, Windows UNKNOWN or EFTYPE: the header says which machine it is for.
-        const foreign = FILE_PROBLEMS.has(err.code ?? "")
-          ? undefined
-          : foreignBinary(this.options.command, this.options.cwd);
-        finish({ spawnError: foreign ?? cwdProblem(err, this.options.cwd) ?? spawnErrorText(err) });
-      }
+      if (child.pid === undefined) finish({ spawnError: spawnFailure(err, this.options) });
     });
   }
 
@@ -328,70 +328,4 @@ export class CoreProcess {
  */
 function cutStderrLine(head: string, bytes: number): string {
   return `${head}… (cut: the line was ${bytes} bytes, over ${MAX_STDERR_LINE_BYTES})`;
-}
-
-/**
- * A shell's words for a file it cannot run as a script: dash's `<file>: 1: Syntax error: "("
- * unexpected`, busybox's `<file>: line 1: syntax error: …`.
- */
-const DASH_REFUSAL = /: (line )?\d+: syntax error: /i;
-
-/**
- * Why a core that exited before its first line could not run, when /bin/sh said so of a binary
- * built for another machine (Node hands such a file to it: foreign-binary.ts): bash's 126/127,
- * "cannot execute"/"not found", and dash's 2, a syntax error in the binary's bytes (Debian's and
- * Ubuntu's sh), only with its "Syntax error": 2 is the core's usage error, and a core of another
- * machine may run (Rosetta, qemu-user). The header tells the rest: a core of this machine
- * exiting so is never taken for one.
- */
-function shellRefusedForeign(
-  options: Pick<CoreProcessOptions, "command" | "cwd">,
-  code: number | null | undefined,
-  dashRefused: boolean,
-): string | undefined {
-  const refused = code === 126 || code === 127 || (code === 2 && dashRefused);
-  return refused ? foreignBinary(options.command, options.cwd) : undefined;
-}
-
-/** Spawn failures that say what is wrong with the file already, whatever it is built for. */
-const FILE_PROBLEMS = new Set(["ENOENT", "EACCES", "EPERM", "ENOTDIR", "ENAMETOOLONG", "ELOOP"]);
-
-/**
- * A cwd that is no folder fails the spawn with ENOENT or ENOTDIR naming the binary (`spawn
- * /app/local-ai ENOENT`), which is there: the host went looking for the wrong file.
- */
-function cwdProblem(err: NodeJS.ErrnoException, cwd: string | undefined): string | undefined {
-  if (!cwd || (err.code !== "ENOENT" && err.code !== "ENOTDIR")) return undefined;
-  try {
-    if (statSync(cwd).isDirectory()) return undefined;
-    return `${err.code}: the cwd ${cwd} is not a folder`;
-  } catch {
-    return `${err.code}: the cwd ${cwd} does not exist`;
-  }
-}
-
-/**
- * The spawn failure with its code once: Bun's message already starts with it (`ENOENT: ENOENT: no
- * such file…` was what a host saw), Node's ends with it (`spawn /x/local-ai ENOENT`).
- */
-function spawnErrorText(err: NodeJS.ErrnoException): string {
-  const code = err.code ?? "error";
-  return err.message.includes(code) ? err.message : `${code}: ${err.message}`;
-}
-
-/**
- * Node throws some spawn failures (ENOTDIR, ENAMETOOLONG; on Windows EFTYPE for a file that is
- * no executable, EINVAL for a .cmd) instead of emitting them, as it does ENOENT and EACCES. They
- * become the same `error` event of a process that never started, so the core_exited a host gets
- * has its spawn_error either way, and the exit is reported like any other.
- */
-function spawnOrFail(spawn: () => ChildProcess): ChildProcess {
-  try {
-    return spawn();
-  } catch (err) {
-    const child = Object.assign(new EventEmitter(), { pid: undefined, kill: () => false });
-    // After wire() listens, as Node emits its own spawn errors on the next tick.
-    process.nextTick(() => child.emit("error", err));
-    return child as unknown as ChildProcess;
-  }
 }

@@ -1,0 +1,73 @@
+import { afterEach, describe, expect, jest, test } from "bun:test";
+import { LocalAiClient } from "../../src/client/index.ts";
+import { FakeChild } from "./fake-child.ts";
+import { killFakes, track } from "./fake-core-fixture.ts";
+
+// A core SIGKILL does not end at once (fake-child.ts, its kill() only recorded), as
+// CoreProcess.gone() bounds the wait for it (docs/bootstrap.md "Stopping").
+afterEach(killFakes);
+
+/** A fake core whose SIGKILL is recorded, not obeyed: the test says when it exits. */
+function stubborn(): FakeChild {
+  const child = new FakeChild();
+  child.exitOnEof = false;
+  child.kill = (signal = "SIGTERM") => {
+    child.signals.push(signal);
+    return true;
+  };
+  return child;
+}
+
+/** Advances fake time by `ms`, a step at a time, letting each step's follow-ups run. */
+async function advance(ms: number, step = 100): Promise<void> {
+  for (let t = 0; t < ms; t += step) {
+    jest.advanceTimersByTime(step);
+    for (let turn = 0; turn < 20; turn++) await new Promise((r) => process.nextTick(r));
+  }
+}
+
+describe("a core that exits late after its SIGKILL", () => {
+  test("one whose exit came before the 5 s but its pipes after is not taken for still running", async () => {
+    // A killed core's llama-server (or a wrapper's child) that inherited its stdout holds the pipe
+    // a moment past the exit: the exit event came 4.5 s after the SIGKILL, its pipes 1 s later.
+    // The 5 s wait fired in between: it warned the core still ran, and the restart was refused
+    // with core_exited ("still runs after its SIGKILL"), though the core was dead.
+    const children: FakeChild[] = [];
+    const spawn = () => {
+      const child = children.length === 0 ? stubborn() : new FakeChild();
+      children.push(child);
+      return child;
+    };
+    const warnings: string[] = [];
+    const failed: string[] = [];
+    const client = track(
+      await LocalAiClient.start({
+        binary: "local-ai",
+        spawn,
+        stopGraceMs: 0,
+        restart: { maxRestarts: 1, initialDelayMs: 10 },
+        logger: { warn: (m) => warnings.push(m) },
+        onFailed: (err) => failed.push(err.message),
+      }),
+    );
+    const first = children[0]!;
+    jest.useFakeTimers();
+    try {
+      first.mute();
+      // Found mute, stopped, then SIGKILLed after its stop grace.
+      for (let s = 0; s < 30 && !first.signals.includes("SIGKILL"); s++) await advance(1000);
+      expect(first.signals).toContain("SIGKILL");
+      await advance(4500);
+      first.emit("exit", null, "SIGKILL");
+      await advance(700);
+      first.stderr.end();
+      await advance(2000);
+    } finally {
+      jest.useRealTimers();
+    }
+    await client.start();
+    expect(warnings.filter((w) => w.includes("still runs"))).toEqual([]);
+    expect(failed).toEqual([]);
+    expect(children).toHaveLength(2);
+  });
+});
