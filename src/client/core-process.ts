@@ -195,6 +195,7 @@ export class CoreProcess {
     if (signal === "SIGKILL" && !this.killWait && !this.killIgnored && !this.exitNoticed)
       this.killWait = setTimeout(() => {
         this.killIgnored = true;
+        this.letGo();
         this.handlers.onKillIgnored(KILLED_EXIT_WAIT_MS);
         for (const w of this.goneWaiters.splice(0)) w();
       }, KILLED_EXIT_WAIT_MS);
@@ -214,6 +215,17 @@ export class CoreProcess {
     const timer = setTimeout(() => this.kill("SIGKILL"), timerMs(graceMs));
     // The host may exit meanwhile: the client's exit hook kills the core then.
     timer.unref?.();
+  }
+
+  /**
+   * Given up on: the child and its pipes, still referenced, kept a Node host's event loop alive
+   * after close() resolved (a CLI host never exited). Their events still come while it runs.
+   */
+  private letGo(): void {
+    const { child } = this;
+    child.unref?.();
+    for (const pipe of [child.stdin, child.stdout, child.stderr])
+      (pipe as { unref?: () => void } | null)?.unref?.();
   }
 
   /**

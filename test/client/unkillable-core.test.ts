@@ -71,3 +71,27 @@ describe("a core that exits late after its SIGKILL", () => {
     expect(children).toHaveLength(2);
   });
 });
+
+describe("a core that outlives its SIGKILL", () => {
+  test("once given up on, it no longer holds the host's process open", async () => {
+    // close() resolved 5 s after the SIGKILL, but the child and its pipes, still referenced, kept
+    // a Node host's event loop alive: a CLI host whose work was done never exited, until the core
+    // came out of its uninterruptible sleep, if ever.
+    const child = stubborn();
+    const unrefs: string[] = [];
+    Object.assign(child, { unref: () => unrefs.push("child") });
+    for (const name of ["stdin", "stdout", "stderr"] as const)
+      Object.assign(child[name], { unref: () => unrefs.push(name) });
+    const client = track(await LocalAiClient.start({ binary: "local-ai", spawn: child.spawn }));
+    let closed = false;
+    jest.useFakeTimers();
+    try {
+      void client.close({ timeoutMs: 0 }).then(() => (closed = true));
+      for (let s = 0; s < 60 && !closed; s++) await advance(1000, 1000);
+    } finally {
+      jest.useRealTimers();
+    }
+    expect(closed).toBe(true);
+    expect(unrefs.sort()).toEqual(["child", "stderr", "stdin", "stdout"]);
+  });
+});
