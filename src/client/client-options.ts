@@ -1,3 +1,4 @@
+import { MAX_TIMER_MS } from "../util/timer-limit.ts";
 import type { LocalAiError } from "./errors.ts";
 import type { ClientLogger, Environment, ExitInfo, SpawnFunction } from "./host-types.ts";
 import type { InitializeParams } from "./types.ts";
@@ -35,8 +36,8 @@ export interface LocalAiClientOptions {
   initialize?: InitializeParams;
   /**
    * Time limit of calls other than streams (chat, warmup, stream()); default 60 s. 0 = none,
-   * except for the initialize handshake, which then gets the default 60 s. Also how long the
-   * core may leave its stdin undrained before it is taken for hung.
+   * except for the initialize handshake and the cancel an abort sends, which then get the default
+   * 60 s. Also how long the core may leave its stdin undrained before it is taken for hung.
    */
   requestTimeoutMs?: number;
   /** Time limit of streams (chat, warmup, stream()); default none. */
@@ -137,6 +138,16 @@ export function withNumberDefaults(options: LocalAiClientOptions): LocalAiClient
     maxLineBytes: numberOr(options.maxLineBytes, CLIENT_DEFAULTS.maxLineBytes),
     stderrTailLines: numberOr(options.stderrTailLines, CLIENT_DEFAULTS.stderrTailLines),
   };
+}
+
+/**
+ * A wait the client itself needs to end, never none: `ms` (requestTimeoutMs), but its 0 or
+ * Infinity ("no limit for my calls") gives the default 60 s. Without it start() waited for good on
+ * a core wedged before it read its input, and an abort on a core that never answered its cancel.
+ */
+export function boundedWaitMs(ms: number | undefined): number {
+  const given = ms ?? CLIENT_DEFAULTS.requestTimeoutMs;
+  return given > 0 && given <= MAX_TIMER_MS ? given : CLIENT_DEFAULTS.requestTimeoutMs;
 }
 
 export const RESTART_DEFAULTS: Required<RestartOptions> = {

@@ -2,7 +2,7 @@ import { MAX_TIMER_MS } from "../util/timer-limit.ts";
 import { AbortWatch } from "./abort-watch.ts";
 import { checkCallOptions, type GivenOptions, readCallOptions, unreadable } from "./call-options.ts";
 import { isChatEventName } from "./chat-events.ts";
-import { numberOr } from "./client-options.ts";
+import { boundedWaitMs, numberOr } from "./client-options.ts";
 import type { CallShape, ConnectionOptions, Pending, Transport } from "./connection-types.ts";
 import {
   callError,
@@ -228,16 +228,16 @@ export class Connection {
   /**
    * The core answers the call with `cancelled` once it has stopped it. A cancel it does not
    * answer either (a core that reads but is stuck), or answers but does not carry out within the
-   * cancel's own time limit (its timeoutMs, else requestTimeoutMs), must still end the wait: chats
-   * have no time limit by default. The cancel's own failure is still the caller's to see.
+   * cancel's own time limit (its timeoutMs, else requestTimeoutMs, else 60 s: boundedWaitMs), must
+   * still end the wait: chats have no time limit by default. Its failure is the caller's to see.
    */
   private cancelSent(id: string, entry: Pending, how: string, options: CallOptions = {}): Promise<boolean> {
     const giveUp = (why: string) =>
       this.pending.get(id) === entry &&
       this.settle(id, { error: callError("cancelled", `the request was ${how}; ${why}`, entry.method) });
     entry.cancelSent = true;
-    const asked = this.cancelRemote(id, options);
-    const ms = numberOr(options?.timeoutMs, this.options.requestTimeoutMs);
+    const ms = numberOr(options?.timeoutMs, boundedWaitMs(this.options.requestTimeoutMs));
+    const asked = this.cancelRemote(id, { ...options, timeoutMs: ms });
     asked.then(
       () => {
         if (!(ms > 0 && ms <= MAX_TIMER_MS) || this.pending.get(id) !== entry) return;

@@ -1,5 +1,4 @@
-import { MAX_TIMER_MS } from "../util/timer-limit.ts";
-import { CLIENT_DEFAULTS, type LocalAiClientOptions } from "./client-options.ts";
+import { boundedWaitMs, CLIENT_DEFAULTS, type LocalAiClientOptions } from "./client-options.ts";
 import type { Connection } from "./connection.ts";
 import { CoreProcess, type CoreProcessHandlers } from "./core-process.ts";
 import { callError } from "./errors.ts";
@@ -48,16 +47,9 @@ export function spawnCore(
 }
 
 /**
- * The handshake's time limit: requestTimeoutMs, but never none. A host's 0 or Infinity ("no limit
- * for my calls") left start() waiting for good on a core wedged before it read its input; the
- * core answers initialize at once, config or not (docs/protocol.md "Lifecycle").
+ * The handshake, within requestTimeoutMs but never unbounded (boundedWaitMs): the core answers
+ * initialize at once, config or not (docs/protocol.md "Lifecycle"). A core that fails it is killed.
  */
-export function handshakeTimeoutMs(requestTimeoutMs: number | undefined): number {
-  const ms = requestTimeoutMs ?? CLIENT_DEFAULTS.requestTimeoutMs;
-  return ms > 0 && ms <= MAX_TIMER_MS ? ms : CLIENT_DEFAULTS.requestTimeoutMs;
-}
-
-/** The handshake, within handshakeTimeoutMs(); a core that fails it is killed. */
 export async function initializeCore(
   options: LocalAiClientOptions,
   connection: Connection,
@@ -69,7 +61,7 @@ export async function initializeCore(
       proc,
       "initialize",
       params,
-      handshakeTimeoutMs(options.requestTimeoutMs),
+      boundedWaitMs(options.requestTimeoutMs),
     );
     const asked: unknown = params.protocol_versions;
     const broken = brokenAnswer(result, Array.isArray(asked) ? asked : [1]);

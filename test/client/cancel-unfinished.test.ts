@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { afterEach, describe, expect, jest, test } from "bun:test";
 import { LocalAiClient } from "../../src/client/index.ts";
 import { waitFor } from "../fixtures/wait.ts";
 import { FakeChild } from "./fake-child.ts";
@@ -59,4 +59,46 @@ describe("a cancel the core confirms but never carries out", () => {
     expect(await chat.cancel()).toBe(true);
     expect(pending.get(String(chat.id))?.unconfirmedTimer).toBe(first);
   });
+});
+
+describe("with requestTimeoutMs 0", () => {
+  for (const answers of [false, true]) {
+    test(`an abort still ends the chat when the core ${answers ? "confirms but does not carry out" : "never answers"} its cancel`, async () => {
+      // requestTimeoutMs 0 ("no limit for my calls") left the cancel unbounded too: an abort,
+      // whose whole point is to stop waiting, left the chat pending for good on a stuck core.
+      const child = new FakeChild((req, c) => {
+        if (answers && req.method === "cancel")
+          c.send({ id: req.id, type: "result", result: { cancelled: true } });
+      });
+      const client = track(
+        await LocalAiClient.start({ binary: "local-ai", spawn: child.spawn, requestTimeoutMs: 0 }),
+      );
+      const controller = new AbortController();
+      const chat = client.chat({ input: "a" }, { signal: controller.signal });
+      const other = client.chat({ input: "b" });
+      expect(await waitFor(() => child.requests.length === 2, { intervalMs: 2 })).toBe(true);
+      const outcomes: string[] = [];
+      const note = (p: Promise<unknown>) =>
+        p.then(
+          (v) => outcomes.push(`ok ${v}`),
+          (e: Error) => outcomes.push(e.message),
+        );
+      jest.useFakeTimers();
+      try {
+        controller.abort();
+        note(chat.result);
+        note(other.cancel());
+        note(other.result);
+        for (let s = 0; s < 70 && outcomes.length < 3; s++) {
+          jest.advanceTimersByTime(1000);
+          for (let turn = 0; turn < 20; turn++) await new Promise((r) => process.nextTick(r));
+        }
+      } finally {
+        jest.useRealTimers();
+      }
+      const why = answers ? "did not end it within 60000 ms" : "did not confirm its cancel";
+      expect(outcomes.filter((o) => o.includes(why))).toHaveLength(2);
+      expect(outcomes).toContain(answers ? "ok true" : "ok false");
+    });
+  }
 });
