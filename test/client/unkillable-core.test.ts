@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, jest, test } from "bun:test";
 import { LocalAiClient } from "../../src/client/index.ts";
+import { waitFor } from "../fixtures/wait.ts";
 import { FakeChild } from "./fake-child.ts";
 import { killFakes, track } from "./fake-core-fixture.ts";
 
@@ -18,6 +19,34 @@ function stubborn(): FakeChild {
   return child;
 }
 
+/**
+ * A client whose first core is stubborn(), the ones after it well-behaved, with one restart: what
+ * it warned, reported failed and exited.
+ */
+async function startStubbornFirst() {
+  const children: FakeChild[] = [];
+  const spawn = () => {
+    const child = children.length === 0 ? stubborn() : new FakeChild();
+    children.push(child);
+    return child;
+  };
+  const warnings: string[] = [];
+  const failed: string[] = [];
+  const exits: unknown[] = [];
+  const client = track(
+    await LocalAiClient.start({
+      binary: "local-ai",
+      spawn,
+      stopGraceMs: 0,
+      restart: { maxRestarts: 1, initialDelayMs: 10 },
+      logger: { warn: (m) => warnings.push(m) },
+      onFailed: (err) => failed.push(err.message),
+      onExit: (info) => exits.push(info),
+    }),
+  );
+  return { client, children, first: children[0]!, warnings, failed, exits };
+}
+
 /** Advances fake time by `ms`, a step at a time, letting each step's follow-ups run. */
 async function advance(ms: number, step = 100): Promise<void> {
   for (let t = 0; t < ms; t += step) {
@@ -32,25 +61,7 @@ describe("a core that exits late after its SIGKILL", () => {
     // a moment past the exit: the exit event came 4.5 s after the SIGKILL, its pipes 1 s later.
     // The 5 s wait fired in between: it warned the core still ran, and the restart was refused
     // with core_exited ("still runs after its SIGKILL"), though the core was dead.
-    const children: FakeChild[] = [];
-    const spawn = () => {
-      const child = children.length === 0 ? stubborn() : new FakeChild();
-      children.push(child);
-      return child;
-    };
-    const warnings: string[] = [];
-    const failed: string[] = [];
-    const client = track(
-      await LocalAiClient.start({
-        binary: "local-ai",
-        spawn,
-        stopGraceMs: 0,
-        restart: { maxRestarts: 1, initialDelayMs: 10 },
-        logger: { warn: (m) => warnings.push(m) },
-        onFailed: (err) => failed.push(err.message),
-      }),
-    );
-    const first = children[0]!;
+    const { client, children, first, warnings, failed } = await startStubbornFirst();
     jest.useFakeTimers();
     try {
       first.mute();
@@ -93,5 +104,26 @@ describe("a core that outlives its SIGKILL", () => {
     }
     expect(closed).toBe(true);
     expect(unrefs.sort()).toEqual(["child", "stderr", "stdin", "stdout"]);
+  });
+});
+
+describe("after a restart refused for a core that outlived its SIGKILL", () => {
+  test("the client is not dead for good: start() once that core has exited launches the next", async () => {
+    const { client, children, first, failed, exits } = await startStubbornFirst();
+    jest.useFakeTimers();
+    try {
+      first.mute();
+      for (let s = 0; s < 40 && failed.length === 0; s++) await advance(1000);
+    } finally {
+      jest.useRealTimers();
+    }
+    expect(failed).toEqual([expect.stringContaining("still runs after its SIGKILL")]);
+    expect((await client.ping().catch((e: { code?: string }) => e)).code).toBe("core_exited");
+    // Out of its uninterruptible sleep at last: the SIGKILL takes.
+    first.exit(null, "SIGKILL");
+    expect(await waitFor(() => exits.length === 1, { intervalMs: 2 })).toBe(true);
+    await client.start();
+    expect(children).toHaveLength(2);
+    expect(client.running).toBe(true);
   });
 });
