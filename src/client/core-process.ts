@@ -91,6 +91,8 @@ export class CoreProcess {
   stopping = false;
   /** Of what write() queued, in writableLength's units: with it, what the core has read since. */
   private queuedUnits = 0;
+  /** stop()'s kill after its grace. */
+  private stopTimer: ReturnType<typeof setTimeout> | undefined;
   /** Set while stdin holds data the core has not read: fires onInputStalled. */
   private stallTimer: ReturnType<typeof setTimeout> | undefined;
 
@@ -212,9 +214,11 @@ export class CoreProcess {
     this.stopping = true;
     this.endInput();
     if (signal) this.kill(signal);
-    const timer = setTimeout(() => this.kill("SIGKILL"), timerMs(graceMs));
+    // The first stop's kill stands. Cleared at its exit: it held this object for the grace (24.8
+    // days for stopGraceMs Infinity), one more per restart.
+    this.stopTimer ??= setTimeout(() => this.kill("SIGKILL"), timerMs(graceMs));
     // The host may exit meanwhile: the client's exit hook kills the core then.
-    timer.unref?.();
+    this.stopTimer.unref?.();
   }
 
   /**
@@ -323,6 +327,7 @@ export class CoreProcess {
   /** Its end, to those who wait for it. */
   private released(info: ExitInfo): void {
     clearTimeout(this.killWait);
+    clearTimeout(this.stopTimer);
     for (const w of this.exitWaiters.splice(0)) w(info);
     for (const w of this.goneWaiters.splice(0)) w();
   }

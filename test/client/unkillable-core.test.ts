@@ -127,3 +127,40 @@ describe("after a restart refused for a core that outlived its SIGKILL", () => {
     expect(client.running).toBe(true);
   });
 });
+
+describe("a core stopped as broken that exits at once", () => {
+  test("leaves no kill timer behind it, however long its stop grace", async () => {
+    // The kill due after its stop grace stayed scheduled after its exit, holding the old core's
+    // process object (its stderr tail, its pipes) for the grace: with stopGraceMs Infinity,
+    // 24.8 days, one more for each restart of a core found mute.
+    const children: FakeChild[] = [];
+    const spawn = () => {
+      const child = new FakeChild();
+      children.push(child);
+      return child;
+    };
+    const client = track(
+      await LocalAiClient.start({
+        binary: "local-ai",
+        spawn,
+        stopGraceMs: Number.POSITIVE_INFINITY,
+        restart: { initialDelayMs: 10 },
+      }),
+    );
+    jest.useFakeTimers();
+    try {
+      children[0]!.mute();
+      for (let s = 0; s < 20 && children.length < 2; s++) {
+        await advance(100, 10);
+        // fake-child.ts emits its exit on setImmediate, which fake time does not run.
+        await new Promise((r) => setImmediate(r));
+      }
+      await advance(100, 10);
+      expect(children).toHaveLength(2);
+      expect(client.running).toBe(true);
+      expect(jest.getTimerCount()).toBe(0);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+});
