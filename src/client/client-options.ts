@@ -36,8 +36,8 @@ export interface LocalAiClientOptions {
   initialize?: InitializeParams;
   /**
    * Time limit of calls other than streams (chat, warmup, stream()); default 60 s. 0 = none,
-   * except for the initialize handshake and the cancel an abort sends, which then get the default
-   * 60 s. Also how long the core may leave its stdin undrained before it is taken for hung.
+   * except for the initialize handshake and the cancels the client sends (an abort's, a timed-out
+   * chat's), which then get the default 60 s. Also how long the core may leave its stdin undrained before it is taken for hung.
    */
   requestTimeoutMs?: number;
   /** Time limit of streams (chat, warmup, stream()); default none. */

@@ -1,9 +1,19 @@
 import type { WriteResult } from "./core-process.ts";
+import type { LocalAiError } from "./errors.ts";
 import type { ClientLogger, ExitInfo } from "./host-types.ts";
 import type { RequestStream } from "./request-stream.ts";
 import type { GenericEvent } from "./types.ts";
 
 /** The shapes the connection (connection.ts) is built with: its transport, options and calls. */
+
+/** Where new requests go: a running core, the pending table to wait, or nowhere. */
+export type Route =
+  | { kind: "send"; transport: Transport }
+  | { kind: "hold" }
+  | { kind: "refuse"; error: (method: string) => LocalAiError };
+
+/** How a call ended. */
+export type Outcome = { result: unknown } | { error: LocalAiError };
 
 /** Where requests are written: one running core (a CoreProcess). */
 export interface Transport {

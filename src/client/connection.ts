@@ -3,7 +3,7 @@ import { AbortWatch } from "./abort-watch.ts";
 import { checkCallOptions, type GivenOptions, readCallOptions, unreadable } from "./call-options.ts";
 import { isChatEventName } from "./chat-events.ts";
 import { boundedWaitMs, numberOr } from "./client-options.ts";
-import type { CallShape, ConnectionOptions, Pending, Transport } from "./connection-types.ts";
+import type { CallShape, ConnectionOptions, Outcome, Pending, Route, Transport } from "./connection-types.ts";
 import {
   callError,
   coreBacklogError,
@@ -31,13 +31,6 @@ import { asText, clip, isObject, lineKey, readLine, requestLine, sentAsLineOf, s
  * where new requests go: to a running core (`attach`), into the table to wait (`hold`), or
  * nowhere (`refuse`).
  */
-
-type Route =
-  | { kind: "send"; transport: Transport }
-  | { kind: "hold" }
-  | { kind: "refuse"; error: (method: string) => LocalAiError };
-
-type Outcome = { result: unknown } | { error: LocalAiError };
 
 const NOT_ENDED = "the core answered its cancel but did not end it";
 
@@ -122,10 +115,16 @@ export class Connection {
     return this.cancelRemote(requestId, options);
   }
 
-  /** Asks the core to cancel request `id`; resolves with whether it caught it in flight. */
-  async cancelRemote(requestId: RequestId | undefined, given: GivenOptions = {}): Promise<boolean> {
+  /**
+   * Asks the core to cancel request `id`; resolves with whether it caught it in flight. Sent on its
+   * own (no options), never unbounded (boundedWaitMs): one a stuck core never answered stayed for good.
+   */
+  async cancelRemote(requestId: RequestId | undefined, given?: GivenOptions): Promise<boolean> {
     const params = requestId === undefined ? {} : { request_id: requestId };
-    const options = readCallOptions(given, "cancel");
+    const options = readCallOptions(
+      given === undefined ? { timeoutMs: boundedWaitMs(this.options.requestTimeoutMs) } : given,
+      "cancel",
+    );
     // Its wait over before it began (a deadline past, an aborted signal), a cancel is still sent:
     // it is what stops the core's work, which went on for no one; the caller hears the refusal.
     const refused = checkCallOptions(options, "cancel");

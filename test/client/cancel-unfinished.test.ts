@@ -102,3 +102,28 @@ describe("with requestTimeoutMs 0", () => {
     });
   }
 });
+
+test("an aborted embed's cancel, never answered, is not kept for good with requestTimeoutMs 0", async () => {
+  // The cancel an abort of an embed (or a search, or a chat that timed out) sends on its own had
+  // requestTimeoutMs 0's no limit: on a stuck core each stayed in the pending table for good.
+  const child = new FakeChild();
+  const client = track(
+    await LocalAiClient.start({ binary: "local-ai", spawn: child.spawn, requestTimeoutMs: 0 }),
+  );
+  const controller = new AbortController();
+  const embed = client.embed({ input: ["a"] } as never, { signal: controller.signal }).catch(() => {});
+  expect(await waitFor(() => child.requests.length === 1, { intervalMs: 2 })).toBe(true);
+  const pending = (client as unknown as { connection: { pending: Map<string, unknown> } }).connection.pending;
+  jest.useFakeTimers();
+  try {
+    controller.abort();
+    await embed;
+    for (let turn = 0; turn < 20; turn++) await new Promise((r) => process.nextTick(r));
+    expect(child.requests.map((r) => r.method)).toEqual(["embed", "cancel"]);
+    expect(pending.size).toBe(1);
+    jest.advanceTimersByTime(61_000);
+  } finally {
+    jest.useRealTimers();
+  }
+  expect(pending.size).toBe(0);
+});
