@@ -3,16 +3,16 @@ import { EventEmitter } from "node:events";
 import { statSync } from "node:fs";
 import { foreignBinary } from "./foreign-binary.ts";
 
+/**
+ * Why a core could not run, in the host's words: a spawn that failed or threw, a shell that
+ * refused a binary built for another machine. Used by core-process.ts.
+ */
+
 /** How the core was launched: what is told of it when it could not run. */
 interface SpawnedAs {
   command: string;
   cwd?: string | undefined;
 }
-
-/**
- * Why a core could not run, in the host's words: a spawn that failed or threw, a shell that
- * refused a binary built for another machine. Used by core-process.ts.
- */
 
 /**
  * A shell's words for a file it cannot run as a script: dash's `<file>: 1: Syntax error: "("
