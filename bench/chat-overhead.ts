@@ -36,7 +36,7 @@ import { ensureBinary } from "../test/fixtures/core-process.ts";
 import { writeFakeLlamaServer, writeFakeModel } from "../test/fixtures/llama-stand-in/binary.ts";
 import { THINK_TEMPLATE } from "../test/fixtures/recordings-dir.ts";
 import { type CoreChat, CoreProcess } from "./overhead/core.ts";
-import { childPids, cpuNs, cpuNsByThread, selfCpuNs } from "./overhead/cpu-time.ts";
+import { childPids, cpuSpent, selfCpuNs, type ThreadTimes, threadTimes } from "./overhead/cpu-time.ts";
 import { DirectServer } from "./overhead/direct.ts";
 import { settle } from "./overhead/settle.ts";
 import {
@@ -210,17 +210,22 @@ async function measured(
   pids: { core?: number; llama: number },
   chat: () => Promise<StreamTiming>,
 ): Promise<Measured> {
-  const threadsBefore = pids.core ? cpuNsByThread(pids.core) : new Map<string, number>();
-  const before = { core: pids.core ? cpuNs(pids.core) : 0, llama: cpuNs(pids.llama), self: selfCpuNs() };
+  const none: ThreadTimes = new Map();
+  const before = {
+    core: pids.core ? threadTimes(pids.core) : none,
+    llama: threadTimes(pids.llama),
+    self: selfCpuNs(),
+  };
   const t = await chat();
-  const threads = pids.core ? cpuNsByThread(pids.core) : new Map<string, number>();
-  for (const [name, ns] of threads) threads.set(name, ns - (threadsBefore.get(name) ?? 0));
+  // Thread by thread (overhead/cpu-time.ts `cpuSpent`): a thread that ended meanwhile took its
+  // whole earlier time off a difference of sums.
+  const core = cpuSpent(before.core, pids.core ? threadTimes(pids.core) : none);
   return {
     t,
-    core: pids.core ? cpuNs(pids.core) - before.core : 0,
-    llama: cpuNs(pids.llama) - before.llama,
+    core: core.total,
+    llama: cpuSpent(before.llama, threadTimes(pids.llama)).total,
     reader: selfCpuNs() - before.self,
-    threads,
+    threads: core.byName,
   };
 }
 

@@ -24,28 +24,50 @@ export function cpuNs(pid: number): number {
 }
 
 /**
- * CPU time (ns) so far of each of a process's live threads, summed by thread name with trailing
- * digits dropped (`/proc/<pid>/task/<tid>/comm`: Bun's JS thread carries the program's name, then
- * `HTTP Client`, `mi-scavenger`, `JITWorker`, `HeapHelper`…). Empty elsewhere than Linux.
+ * Each live thread of a process, by thread id: its name (`/proc/<pid>/task/<tid>/comm`, trailing
+ * digits dropped: Bun's JS thread carries the program's name, then `HTTP Client`, `mi-scavenger`,
+ * `JITWorker`, `HeapHelper`…) and its CPU time (ns) so far. Empty elsewhere than Linux.
  */
-export function cpuNsByThread(pid: number): Map<string, number> {
-  const byName = new Map<string, number>();
+export type ThreadTimes = Map<string, { name: string; ns: number }>;
+
+export function threadTimes(pid: number): ThreadTimes {
+  const times: ThreadTimes = new Map();
   let tasks: string[];
   try {
     tasks = readdirSync(`/proc/${pid}/task`);
   } catch {
-    return byName;
+    return times;
   }
   for (const tid of tasks) {
     try {
       const name = readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").trim().replace(/\d+$/, "");
       const ns = Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[0]);
-      byName.set(name, (byName.get(name) ?? 0) + ns);
+      times.set(tid, { name, ns });
     } catch {
       // The thread ended between the listing and the read.
     }
   }
-  return byName;
+  return times;
+}
+
+/**
+ * The CPU (ns) spent between two snapshots of one process, in all and by thread name: each
+ * thread's own difference, one born since counted whole, one that ended since left out (its time
+ * since the first snapshot is lost, a slight undercount). A difference of sums over the live
+ * threads took an ended thread's whole earlier time off: a reply's CPU could read below zero.
+ */
+export function cpuSpent(
+  before: ThreadTimes,
+  after: ThreadTimes,
+): { total: number; byName: Map<string, number> } {
+  const byName = new Map<string, number>();
+  let total = 0;
+  for (const [tid, { name, ns }] of after) {
+    const spent = Math.max(0, ns - (before.get(tid)?.ns ?? 0));
+    total += spent;
+    byName.set(name, (byName.get(name) ?? 0) + spent);
+  }
+  return { total, byName };
 }
 
 /** This process's own CPU time in ns (every thread). */
