@@ -6,6 +6,7 @@ import type { ChatMessage } from "../../protocol/chat-message.ts";
 import { type CoreError, isCoreError } from "../../protocol/errors.ts";
 import type { Think } from "../../protocol/think.ts";
 import type { LlamaLease } from "../../runtime/endpoint.ts";
+import { withoutQuotes } from "../../runtime/log-redact.ts";
 import { logger } from "../../util/logger.ts";
 import { estimateAll, estimateTokens } from "../context-budget.ts";
 import { watchedCompletion } from "../watched-completion.ts";
@@ -219,7 +220,9 @@ function promptWithoutImages(
 ): Promise<number | undefined> {
   const body = { ...request(ctx, setup), messages: textOnly(messages) };
   return templatedPromptTokens(setup.lease, body, ctx.deps.signal).catch((err) => {
-    logger.info(`trace=${ctx.traceId} the prompt's image tokens are not known: ${(err as Error).message}`);
+    // Its 500 can quote the request, the whole conversation (docs/protocol.md: logs never do).
+    const why = withoutQuotes((err as Error).message);
+    logger.info(`trace=${ctx.traceId} the prompt's image tokens are not known: ${why}`);
     return undefined;
   });
 }
