@@ -1,3 +1,4 @@
+import { withoutQuotes } from "../../runtime/log-redact.ts";
 import type { MemoryHit } from "../../store/memory-store.ts";
 import type { QueryVector } from "../../store/memory-vectors.ts";
 import { logger } from "../../util/logger.ts";
@@ -93,8 +94,9 @@ async function queryVector(ctx: TurnContext, input: string): Promise<QueryVector
   const abort = new AbortController();
   const signal = AbortSignal.any([ctx.deps.signal, abort.signal]);
   const asked = embed(input, signal).catch((err: Error) => {
+    // Its 500 can quote the request, the user's input (docs/protocol.md: logs never do).
     if (!signal.aborted)
-      logger.warn(`trace=${ctx.traceId} memory: the query's embedding failed: ${err.message}`);
+      logger.warn(`trace=${ctx.traceId} memory: the query's embedding failed: ${withoutQuotes(err.message)}`);
     return undefined;
   });
   const vector = await within(asked, QUERY_VECTOR_WAIT_MS, undefined);

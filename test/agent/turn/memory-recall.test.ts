@@ -1,9 +1,12 @@
-import { describe, expect, test } from "bun:test";
+import { describe, expect, spyOn, test } from "bun:test";
 import type { TurnContext } from "../../../src/agent/turn/context.ts";
 import { QUERY_VECTOR_WAIT_MS, recall } from "../../../src/agent/turn/memory.ts";
 import { ConfigSchema } from "../../../src/config/schema.ts";
+import { statusError } from "../../../src/llama/errors.ts";
+import { NOT_LOGGED } from "../../../src/runtime/log-redact.ts";
 import type { QueryVector } from "../../../src/store/memory-vectors.ts";
 import { Store } from "../../../src/store/store.ts";
+import { logger } from "../../../src/util/logger.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
 /** A store with one remembered turn of "u" (in session "old") that has a vector; a context asking `input`. */
@@ -65,6 +68,32 @@ describe("recall with an embedding model", () => {
       throw new Error("embedding model crashed");
     });
     expect((await recall(s.ctx)).map((h) => h.doc.text)).toEqual(["my cat Mittens adores salmon"]);
+  });
+
+  test("an embedding's 500 quoting the input leaves no quoted words in the warning", async () => {
+    // The query's request carries the user's input; llama-server's error for a body its parser
+    // stopped in quotes what it last read (the shape test/runtime/log-redact.test.ts
+    // "withoutQuotes" records). Logged as it was, the input outlived sessions.delete in the logs.
+    const body = JSON.stringify({
+      error: {
+        code: 500,
+        message: `[json.exception.parse_error.101] parse error at line 1, column 30: syntax error while parsing value - invalid string: missing closing quote; last read: '"Mittens, my AARDVARK secret'`,
+        type: "server_error",
+      },
+    });
+    const lines: string[] = [];
+    const warn = spyOn(logger, "warn").mockImplementation((line: string) => void lines.push(line));
+    try {
+      using s = setup("Mittens, my AARDVARK secret", async () => {
+        throw statusError(500, "Internal Server Error", body);
+      });
+      expect((await recall(s.ctx)).map((h) => h.doc.text)).toEqual(["my cat Mittens adores salmon"]);
+    } finally {
+      warn.mockRestore();
+    }
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain(`last read: ${NOT_LOGGED}`);
+    expect(lines[0]).not.toMatch(/AARDVARK|secret/);
   });
 
   test("an embedding slower than the wait is given up on (and aborted): words alone", async () => {
