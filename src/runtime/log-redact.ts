@@ -1,6 +1,7 @@
 import { maskedSecrets } from "../plan/secret-args.ts";
 import { SECRET_MIN_CHARS, secretSpellings } from "../util/arg-secrets.ts";
 import { literalReplacer } from "../util/escape-regexp.ts";
+import { LAST_READ_CUT, NOT_LOGGED, UNPARSED } from "../util/llama-quotes.ts";
 
 /**
  * llama-server's log quotes the model's output in a few messages (b10587): a reply that does
@@ -27,20 +28,14 @@ import { literalReplacer } from "../util/escape-regexp.ts";
 const MESSAGE_START = /^(-?\d+)\.(\d{2}|-\d{1,2})\.(\d{3}|-\d{2,3})\.(\d{3}|-\d{2,3}) [IWED] /;
 /** `--log-colors on` wraps the prefix's parts in colour codes. */
 const COLOUR = /\u001b\[[0-9;]*m/g;
-/** A reply that did not parse, written out whole. */
-const UNPARSED = /^(.*?\bunparsed \S+ output: ).*$/s;
 /** Debug verbosity: the whole reply on the lines after this one. */
 const FULL_OUTPUT = /\bfull \S+ output triggering error:/;
 /** nlohmann's parse errors: the token it stopped in, up to the line's last quote. */
 const LAST_READ = /(last read: )'.*'/s;
-/**
- * The same in a part of a line cut for length (log-sink.ts `readLines`): a long quote (tool-call
- * arguments cut off by the reply's length, the file the model was writing) runs on into the
- * parts after, and a quote inside it is no end: all of the part after it goes.
- */
-const LAST_READ_CUT = /(last read: )'.*$/s;
 
-export const NOT_LOGGED = "[model output not logged]";
+// `LAST_READ_CUT`, the same in a part of a line cut for length (log-sink.ts `readLines`), and the
+// redaction of one message live a floor down (util/llama-quotes.ts), for the store's logs too.
+export { NOT_LOGGED, withoutQuotes } from "../util/llama-quotes.ts";
 
 /** One output stream's redactor: it remembers whether it is inside a quoted text. */
 export class LogRedactor {
@@ -135,19 +130,6 @@ export function spawnClocks(): SpawnClocks {
 function micros(prefix: RegExpExecArray): number {
   const [m, s, ms, us] = prefix.slice(1, 5).map(Number) as [number, number, number, number];
   return ((m * 60 + s) * 1000 + ms) * 1000 + us;
-}
-
-/**
- * One message of llama-server's (a request's error, as the supervisor logs why it restarts it)
- * without the text it quotes: the same messages as `LogRedactor.line`, on text that is not a log
- * line (a 500's body quoting what its parser last read of the request).
- */
-export function withoutQuotes(message: string): string {
-  const unparsed = UNPARSED.exec(message);
-  if (unparsed) return `${unparsed[1]}${NOT_LOGGED}`;
-  // All after it: the message reaching here was cut at 1000 characters (llama/errors.ts), often
-  // inside a long quote, whose own quotes are then no end; only nlohmann's `; expected …` is lost.
-  return message.replace(LAST_READ_CUT, `$1${NOT_LOGGED}`);
 }
 
 /**

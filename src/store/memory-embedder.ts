@@ -1,5 +1,6 @@
 import { abortable } from "../util/abortable.ts";
 import { backoffDelayMs } from "../util/backoff.ts";
+import { withoutQuotes } from "../util/llama-quotes.ts";
 import { logger } from "../util/logger.ts";
 import { cannotEmbed, embedShortened, serverDied, tooLong } from "./embed-failures.ts";
 import { type ChatsRunning, EmbedRoom, type Later } from "./embed-room.ts";
@@ -183,8 +184,9 @@ export class MemoryEmbedder {
   private chunksFailed(err: unknown, signal: AbortSignal): void {
     if (signal.aborted) throw signal.reason;
     if (this.stopped) return;
+    // A 500 can quote the request, the user's text (docs/protocol.md: logs never do); so below.
     logger.warn(
-      `memory: embedding a document's chunks failed (${(err as Error).message}); tried again later`,
+      `memory: embedding a document's chunks failed (${withoutQuotes((err as Error).message)}); tried again later`,
     );
     this.retryLater();
   }
@@ -284,7 +286,7 @@ export class MemoryEmbedder {
       // No free room, or a chat took it back: not a failure; the rows wait for chats to be idle.
       if (err instanceof NoRoom || grant?.aborted) return this.room.refused();
       logger.warn(
-        `memory: embedding failed (${(err as Error).message}); recall uses words alone until it works`,
+        `memory: embedding failed (${withoutQuotes((err as Error).message)}); recall uses words alone until it works`,
       );
       this.retryLater();
     }
