@@ -27,8 +27,9 @@ const busy = (err: unknown) =>
 /**
  * A database from before this version's schema has its migrations run on a thread of their own
  * (store/db/migrate-ahead.ts) before the store opens on this loop, so ping, cancel and status
- * answer meanwhile (docs/agent.md, The store, "Migrations off the loop"). A current one costs a
- * 100-byte read of its header and starts no thread.
+ * answer meanwhile (docs/agent.md, The store, "Migrations off the loop"), as does FTS5 work a
+ * current schema owes. A current one costs a header read and a read-only look at its meta (~1 ms)
+ * and starts no thread.
  */
 export class MigrateFirst {
   /** Set while the thread runs; the methods that may use the store wait on it. */

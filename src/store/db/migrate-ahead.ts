@@ -1,35 +1,71 @@
+import { Database } from "bun:sqlite";
 import { closeSync, constants, lstatSync, openSync, readSync } from "node:fs";
 import { join } from "node:path";
 import { ChunkThread } from "../chunk-thread.ts";
 import { MIGRATIONS, SCHEMA_VERSION } from "./migrations.ts";
-import { DB_FILE } from "./open.ts";
+import { BUSY_TIMEOUT_MS, DB_FILE, ftsCurrent, hasFts5 } from "./open.ts";
+import { useMemoryForTemp } from "./temp-dir.ts";
 
 /** What the file's header says at offset 60: SQLite's `user_version`, big-endian (sqlite.org/fileformat.html). */
 const USER_VERSION_AT = 60;
 const MAGIC = "SQLite format 3\0";
 
 /**
- * Whether the database under `dataDir` is ours from before the latest schema, read from its
- * file's header (no connection, no lock: a normal start pays one 100-byte read). Anything else
- * (no file, a fresh one, a link, a damaged or foreign one, a newer one) is false: today's open
- * handles it on the main loop as before. The header may lag a WAL not yet checkpointed: then
- * the thread finds the schema current and writes nothing.
+ * Whether the database under `dataDir` owes its open a write that may take seconds, for the
+ * thread to do (docs/agent.md, The store, "Migrations off the loop"): ours from before the latest
+ * schema, read from its file's header (no connection, no lock); or at the latest schema but owing
+ * its FTS5 work (`ftsOwed`). Anything else (no file, a fresh one, a link, a damaged or foreign
+ * one, a newer one) is false: today's open handles it on the main loop as before. The header
+ * may lag a WAL not yet checkpointed: then the thread finds the schema current and writes nothing.
  */
-export function migrationPending(dataDir: string): boolean {
+export function migrationPending(dataDir: string, options: { withoutFts?: boolean } = {}): boolean {
   const path = join(dataDir, DB_FILE);
+  const version = headerVersion(path);
+  if (version === SCHEMA_VERSION) return ftsOwed(path, options.withoutFts === true);
+  return (
+    version !== undefined &&
+    version > 0 &&
+    version < SCHEMA_VERSION &&
+    MIGRATIONS.some((m) => m.version > version)
+  );
+}
+
+/** The file's `user_version`; undefined when it is no regular file or not SQLite's. */
+function headerVersion(path: string): number | undefined {
   let fd: number | undefined;
   try {
-    if (!lstatSync(path).isFile()) return false;
+    if (!lstatSync(path).isFile()) return undefined;
     // Non-blocking and never through a link: a FIFO planted at the name never holds the loop.
     fd = openSync(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0) | (constants.O_NOFOLLOW ?? 0));
     const header = Buffer.alloc(100);
-    if (readSync(fd, header, 0, 100, 0) < 100 || header.toString("latin1", 0, 16) !== MAGIC) return false;
-    const version = header.readUInt32BE(USER_VERSION_AT);
-    return version > 0 && version < SCHEMA_VERSION && MIGRATIONS.some((m) => m.version > version);
+    if (readSync(fd, header, 0, 100, 0) < 100 || header.toString("latin1", 0, 16) !== MAGIC) return undefined;
+    return header.readUInt32BE(USER_VERSION_AT);
+  } catch {
+    return undefined;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
+/**
+ * A database at the latest schema whose `meta` says its messages index was never checked
+ * (open.ts `upgrade`: ~50 ms a 100,000 messages) or its FTS5 indexes unlike this SQLite's
+ * (a rebuild: ~1 s a 100,000). Read on a read-only connection that never creates the file and
+ * waits for no lock past BUSY_TIMEOUT_MS; FTS5 probed as openStore probes it (the thread's
+ * SQLite is this one). Any error is false: the main loop's open, as before. Once a core, until
+ * the store opens: ~1 ms (docs/performance.md).
+ */
+function ftsOwed(path: string, withoutFts: boolean): boolean {
+  let db: Database | undefined;
+  try {
+    db = new Database(path, { readonly: true, strict: true });
+    db.run(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    useMemoryForTemp(db);
+    return !ftsCurrent(db, !withoutFts && hasFts5(db));
   } catch {
     return false;
   } finally {
-    if (fd !== undefined) closeSync(fd);
+    db?.close(false);
   }
 }
 

@@ -215,7 +215,8 @@ function prepare(db: Database, path: string, options: OpenOptions): OpenedStore 
   }
 }
 
-function hasFts5(db: Database): boolean {
+/** Whether this SQLite has FTS5: a probe table made and dropped in `temp` (a read-only connection's too). */
+export function hasFts5(db: Database): boolean {
   try {
     db.run("CREATE VIRTUAL TABLE temp.fts5_probe USING fts5(x)");
     db.run("DROP TABLE temp.fts5_probe");
@@ -237,7 +238,14 @@ function migrate(db: Database, fts: boolean): void {
 /** Nothing for `upgrade` to write: ours, the latest schema, its FTS5 indexes as this SQLite can have them. */
 function current(db: Database, fts: boolean): boolean {
   const version = (db.query("PRAGMA user_version").get() as { user_version: number }).user_version;
-  if (version !== SCHEMA_VERSION || !isStamped(db)) return false;
+  return version === SCHEMA_VERSION && isStamped(db) && ftsCurrent(db, fts);
+}
+
+/**
+ * The FTS5 indexes as this SQLite can have them (`meta.fts`) and, with FTS5, the one-time check
+ * done; migrate-ahead.ts asks it too, so a database owing either is migrated on the thread.
+ */
+export function ftsCurrent(db: Database, fts: boolean): boolean {
   const indexed = db.query("SELECT value FROM meta WHERE key = 'fts'").get() as { value: string } | null;
   return fts === (indexed?.value === "1") && (!fts || repaired(db));
 }
