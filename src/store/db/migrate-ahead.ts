@@ -58,6 +58,9 @@ function headerVersion(path: string): number | undefined {
 function ftsOwed(path: string, withoutFts: boolean): boolean {
   let db: Database | undefined;
   try {
+    // As the main open refuses them (ownership.ts `claimDatabaseFile`): SQLite opens the log and
+    // shared memory read-write, creating them, so a link there could make or truncate its target.
+    if (!plainOrMissing(`${path}-wal`) || !plainOrMissing(`${path}-shm`)) return false;
     db = new Database(path, { readonly: true, strict: true });
     db.run(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
     useMemoryForTemp(db);
@@ -86,4 +89,12 @@ export function migrateAhead(dataDir: string, options: { withoutFts?: boolean } 
   const thread = new ChunkThread(join(dataDir, DB_FILE), 0);
   const done = thread.openAhead(dataDir, options.withoutFts === true).finally(() => thread.stop());
   return { done, stop: () => thread.stop() };
+}
+
+function plainOrMissing(path: string): boolean {
+  try {
+    return lstatSync(path).isFile();
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "ENOENT";
+  }
 }

@@ -1,6 +1,6 @@
 import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { migrationPending } from "../../../src/store/db/migrate-ahead.ts";
 import { DB_FILE, openStore } from "../../../src/store/db/open.ts";
@@ -57,5 +57,18 @@ describe("a current schema owing FTS work is pending", () => {
     db.run(`PRAGMA user_version = ${header.readUInt32BE(60)}`);
     db.close();
     expect(migrationPending(dir.path)).toBe(false);
+  });
+
+  test("a link at its log or shared memory: not pending, its target left alone", () => {
+    for (const name of [`${DB_FILE}-wal`, `${DB_FILE}-shm`]) {
+      using dir = tmpdir();
+      openStore(dir.path).db.close();
+      meta(dir.path, "DELETE FROM meta WHERE key = 'fts_roles_checked'");
+      const target = join(dir.path, "elsewhere");
+      symlinkSync(target, join(dir.path, name));
+      // The main loop's open refuses the link by name (ownership.ts claimDatabaseFile).
+      expect(migrationPending(dir.path)).toBe(false);
+      expect(existsSync(target)).toBe(false);
+    }
   });
 });
