@@ -28,7 +28,7 @@ const busy = (err: unknown) =>
  * A database from before this version's schema has its migrations run on a thread of their own
  * (store/db/migrate-ahead.ts) before the store opens on this loop, so ping, cancel and status
  * answer meanwhile (docs/agent.md, The store, "Migrations off the loop"), as does FTS5 work a
- * current schema owes. A current one costs a header read and a read-only look at its meta (~1 ms)
+ * current schema owes. A current one costs a header read and a read-only look at its meta (~4 ms)
  * and starts no thread.
  */
 export class MigrateFirst {

@@ -53,7 +53,7 @@ function headerVersion(path: string): number | undefined {
  * (a rebuild: ~1 s a 100,000). Read on a read-only connection that never creates the file and
  * waits for no lock past BUSY_TIMEOUT_MS; FTS5 probed as openStore probes it (the thread's
  * SQLite is this one). Any error is false: the main loop's open, as before. Once a core, until
- * the store opens: ~1 ms (docs/performance.md).
+ * the store opens: ~4 ms the first (docs/performance.md).
  */
 function ftsOwed(path: string, withoutFts: boolean): boolean {
   let db: Database | undefined;
