@@ -14,6 +14,7 @@ import {
   indexOthersOut,
   rebuildIndex,
 } from "./fts-forget.ts";
+import { enableFtsSecureDelete } from "./fts-secure-delete.ts";
 import { MIGRATIONS, SCHEMA_VERSION } from "./migrations.ts";
 import { claimDatabaseFile, isStamped, refuseForeign, stampOwnership } from "./ownership.ts";
 import { StatementDatabase } from "./statements.ts";
@@ -293,20 +294,6 @@ const FTS_TRIGGERS = ["messages_fts_insert", "messages_fts_delete", "memory_fts_
 function addFtsTables(db: Database): void {
   for (const step of MIGRATIONS) for (const sql of step.fts ?? []) db.run(sql);
   for (const t of FTS_TABLES) rebuildIndex(db, t);
-}
-
-/**
- * FTS5 keeps a deleted row's terms until segments merge unless told otherwise (SQLite
- * 3.42+); older libraries (an older macOS) get an 'optimize' after each delete instead.
- */
-function enableFtsSecureDelete(db: Database): void {
-  for (const table of ["messages_fts", "memory_fts"]) {
-    try {
-      db.run(`INSERT INTO ${table}(${table}, rank) VALUES ('secure-delete', 1)`);
-    } catch {
-      db.run("INSERT OR REPLACE INTO meta (key, value) VALUES ('fts_optimize_after_delete', '1')");
-    }
-  }
 }
 
 /** What a database set aside is named after (`local-ai.db.corrupt-<time>`); users.delete reaches these too. */

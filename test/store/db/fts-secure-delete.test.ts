@@ -1,0 +1,42 @@
+import { Database } from "bun:sqlite";
+import { expect, test } from "bun:test";
+import { join } from "node:path";
+import { enableFtsSecureDelete } from "../../../src/store/db/fts-secure-delete.ts";
+import { DB_FILE, openStore } from "../../../src/store/db/open.ts";
+import { tmpdir } from "../../fixtures/tmpdir.ts";
+
+// A SQLite below 3.42 (macOS 13's system library) has no FTS5 secure-delete: every open tried
+// it, then wrote meta's note again, so a core opening while another held the write lock (a long
+// erase) met SQLITE_BUSY and openStore retried it for 3 s on the main loop, then failed.
+test("a SQLite without secure-delete, its note already kept: the open writes nothing", () => {
+  using dir = tmpdir();
+  const opened = openStore(dir.path);
+  const db = opened.db;
+  db.run("INSERT OR REPLACE INTO meta (key, value) VALUES ('fts_optimize_after_delete', '1')");
+  // As such a library leaves it: secure-delete not on in the indexes' config.
+  for (const t of ["messages_fts", "memory_fts"])
+    db.run(`INSERT INTO ${t}(${t}, rank) VALUES ('secure-delete', 0)`);
+  const other = new Database(join(dir.path, DB_FILE));
+  other.run("BEGIN IMMEDIATE");
+  try {
+    expect(() => enableFtsSecureDelete(db, false)).not.toThrow();
+  } finally {
+    other.run("ROLLBACK");
+    other.close();
+  }
+  expect(db.query("SELECT value FROM meta WHERE key = 'fts_optimize_after_delete'").get()).toEqual({
+    value: "1",
+  });
+  db.close();
+});
+
+test("without secure-delete and no note yet: noted once", () => {
+  using dir = tmpdir();
+  const db = openStore(dir.path).db;
+  db.run("DELETE FROM meta WHERE key = 'fts_optimize_after_delete'");
+  enableFtsSecureDelete(db, false);
+  expect(db.query("SELECT value FROM meta WHERE key = 'fts_optimize_after_delete'").get()).toEqual({
+    value: "1",
+  });
+  db.close();
+});
