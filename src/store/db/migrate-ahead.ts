@@ -60,7 +60,8 @@ function ftsOwed(path: string, withoutFts: boolean): boolean {
   try {
     // As the main open refuses them (ownership.ts `claimDatabaseFile`): SQLite opens the log and
     // shared memory read-write, creating them, so a link there could make or truncate its target.
-    if (!plainOrMissing(`${path}-wal`) || !plainOrMissing(`${path}-shm`)) return false;
+    // A FIFO at the journal's name: SQLite's look for a hot journal opened it blocking.
+    if (![`${path}-wal`, `${path}-shm`, `${path}-journal`].every(plainOrMissing)) return false;
     db = new Database(path, { readonly: true, strict: true });
     db.run(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
     useMemoryForTemp(db);

@@ -24,6 +24,7 @@ const OUR_TABLES = ["meta", "sessions", "messages"];
 export function claimDatabaseFile(path: string): void {
   try {
     for (const p of [path, `${path}-wal`, `${path}-shm`]) refuseLink(p);
+    refuseOddJournal(path);
     closeSync(openPrivateFile(path, constants.O_RDWR | constants.O_CREAT | constants.O_EXCL));
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
@@ -40,6 +41,27 @@ export function claimDatabaseFile(path: string): void {
       { key: "app.data_dir", path, file: e.path ?? path, problem: "ELOOP" },
     );
   }
+}
+
+/**
+ * SQLite's first read opens a `-journal` it finds read-only and blocking (a hot journal to roll
+ * back): a FIFO there held the main loop for good. A link fails there anyway (SQLITE_CANTOPEN).
+ */
+function refuseOddJournal(path: string): void {
+  const journal = `${path}-journal`;
+  let kind: string | undefined;
+  try {
+    const st = lstatSync(journal);
+    if (!st.isFile()) kind = st.isSymbolicLink() ? "a symbolic link" : "not a regular file";
+  } catch {
+    return;
+  }
+  if (kind === undefined) return;
+  throw new CoreError(
+    "internal_error",
+    `${journal} is ${kind}; the database's journal must be a file of its own: remove it`,
+    { key: "app.data_dir", path, file: journal, problem: "ENOTFILE" },
+  );
 }
 
 /** SQLite would only say SQLITE_CANTOPEN for a folder where the database file belongs. */
