@@ -59,6 +59,18 @@ export async function storeCheck(
       data: { ...data, problem: odd },
     };
   }
+  // SQLite's first read opens it blocking (a hot journal): a FIFO there held the read to its limit.
+  const journal = `${path}-journal`;
+  const oddJournal = notPlainFile(journal);
+  if (oddJournal && existsSync(path)) {
+    return {
+      id: "store",
+      status: "fail",
+      message: `${journal} is ${oddJournal}, not a journal: the core refuses to open the database beside it, so chats, documents.add and deletes fail until it is removed`,
+      fix: `remove ${journal}`,
+      data: { ...data, file: journal, problem: oddJournal },
+    };
+  }
   if (!existsSync(path)) {
     return {
       id: "store",
