@@ -1,4 +1,5 @@
 import { isTerminalSafe, terminalText } from "../util/terminal-text.ts";
+import { MESSAGE_TIME } from "./log-redact.ts";
 
 /**
  * One line of llama-server's output as the log file and the tail (a failed start's `log_tail`)
@@ -28,10 +29,8 @@ export function startLineText(text: string): string {
 }
 
 const SGR = "(?:\\u001b\\[[0-9;]*m)*";
-/** log-redact.ts's MESSAGE_START, with colour codes (any, checked below) around its parts. */
-const COLOURED_PREFIX = new RegExp(
-  `^${SGR}-?\\d+\\.(?:\\d{2}|-\\d{1,2})\\.(?:\\d{3}|-\\d{2,3})\\.(?:\\d{3}|-\\d{2,3})${SGR} ${SGR}[IWED] ${SGR}`,
-);
+/** log-redact.ts's message start, with colour codes (any, checked below) around its parts. */
+const COLOURED_PREFIX = new RegExp(`^${SGR}${MESSAGE_TIME}${SGR} ${SGR}[IWED] ${SGR}`);
 const LEADING_RESETS = /^(?:\u001b\[0?m)+/;
 const ANY_CSI = /\u001b\[[0-9;]*m/g;
 /** common/log.cpp's g_col: default (0), bold (1), red … white (31 to 37). */

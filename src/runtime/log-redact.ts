@@ -25,7 +25,8 @@ import { LAST_READ_CUT, NOT_LOGGED, UNPARSED } from "../util/llama-quotes.ts";
  * wall clock stepped back past its start makes the time negative, each part printed by `%d` with
  * its sign (`0.-5.-300.-200`, `%03d` of -3 is `-03`): still a message's start.
  */
-const MESSAGE_START = /^(-?\d+)\.(\d{2}|-\d{1,2})\.(\d{3}|-\d{2,3})\.(\d{3}|-\d{2,3}) [IWED] /;
+export const MESSAGE_TIME = String.raw`(-?\d+)\.(\d{2}|-\d{1,2})\.(\d{3}|-\d{2,3})\.(\d{3}|-\d{2,3})`;
+const MESSAGE_START = new RegExp(`^${MESSAGE_TIME} [IWED] `);
 /** `--log-colors on` wraps the prefix's parts in colour codes. */
 const COLOUR = /\u001b\[[0-9;]*m/g;
 /** Debug verbosity: the whole reply on the lines after this one. */
