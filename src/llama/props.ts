@@ -72,9 +72,13 @@ export const PropsSchema = z
 export type LlamaProps = z.output<typeof PropsSchema>;
 export type ChatTemplateCaps = z.output<typeof ChatTemplateCapsSchema>;
 
-/** A /props body as the core reads it; bad_response when it is not an object at all. */
+/**
+ * A /props body as the core reads it; bad_response when it is not an object at all. Without
+ * zod's compiled fast path: /props is read once a load, on the way from the ready server to the
+ * first request, and the compile cost more than it saves (bench/first-parse.ts).
+ */
 export function parseProps(body: unknown): LlamaProps {
-  const parsed = PropsSchema.safeParse(body);
+  const parsed = PropsSchema.safeParse(body, { jitless: true });
   if (!parsed.success) throw new LlmError("bad_response", "llama-server's /props is not an object");
   return parsed.data;
 }
