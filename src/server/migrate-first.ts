@@ -1,5 +1,6 @@
 import { CoreError } from "../protocol/errors.ts";
 import type { MigratedAhead } from "../store/db/migrate-ahead.ts";
+import { logger } from "../util/logger.ts";
 import type { ShutdownOrder } from "./shutdown-order.ts";
 
 type Reset = { aside: string; problem: string };
@@ -21,8 +22,10 @@ export interface MigrateFirstDeps {
  */
 export const MIGRATION_BUSY_WAIT_MS = 120_000;
 
-const busy = (err: unknown) =>
-  err instanceof CoreError && String(err.data?.problem ?? "").startsWith("SQLITE_BUSY");
+const problemOf = (err: unknown) => (err instanceof CoreError ? String(err.data?.problem ?? "") : "");
+const busy = (err: unknown) => problemOf(err).startsWith("SQLITE_BUSY");
+/** store/chunk-thread.ts `threadStopped`'s: not imported, so a current database loads no thread code. */
+const crashed = (err: unknown) => problemOf(err) === "thread_stopped";
 
 /**
  * A database from before this version's schema has its migrations run on a thread of their own
@@ -38,7 +41,8 @@ export class MigrateFirst {
   /**
    * The thread found the schema current, until the store opens on the loop: the header may lag a
    * WAL another core holds open, and a second, needless thread begun in that gap (a chat importing
-   * its turn's modules) had the chat's store() refused "migrating".
+   * its turn's modules) had the chat's store() refused "migrating". Set too when the thread
+   * crashed: the store's open on the loop runs the migration then.
    */
   private current = false;
   /** The thread running now; one stopper in the core's shutdown stops it, whichever try it is. */
@@ -85,6 +89,17 @@ export class MigrateFirst {
         (err: unknown) => {
           // Another core's migration holds the lock: tried again, the method still waiting.
           if (busy(err) && !this.deps.needless() && Date.now() < deadline) return run();
+          // The thread crashed or exited unanswered: the open is tried once on this loop, as
+          // before there was a thread (its migration blocks the loop that once), rather than
+          // every waiter (a users.delete among them) failed and each next method crashing another.
+          if (crashed(err) && !this.deps.needless()) {
+            logger.warn(
+              `the store's migration thread stopped; migrating on the main loop: ${(err as Error).message}`,
+            );
+            this.current = true;
+            this.running = undefined;
+            return;
+          }
           // The next method that needs the store tries again, as a failed open on this loop is.
           this.running = undefined;
           throw err;

@@ -48,6 +48,21 @@ export type ChunkAnswer =
 const workerFile = () =>
   workerEntry("./store/chunk-worker.ts", new URL("./chunk-worker.ts", import.meta.url));
 
+/** What `data.problem` says when the thread ended with work unanswered (migrate-first.ts opens on the loop then). */
+export const THREAD_STOPPED = "thread_stopped";
+
+/**
+ * The thread crashed or exited with work unanswered: named, never a stack trace in the core's log
+ * and "see the core's log" for the host; nothing it had was committed past its last transaction.
+ */
+export function threadStopped(path: string, why: string): CoreError {
+  return new CoreError(
+    "internal_error",
+    `the store's thread for ${path} stopped (${why}) before it answered; send it again`,
+    { key: "app.data_dir", path, problem: THREAD_STOPPED },
+  );
+}
+
 export class ChunkThread {
   private worker: Worker | undefined;
   private readonly pending = new Map<
@@ -61,11 +76,12 @@ export class ChunkThread {
   /** Set while a thread with an idle limit has nothing to do: it stops when this fires. */
   private idle: ReturnType<typeof setTimeout> | undefined;
 
-  /** `idleStopMs`: a thread asked seldom (the searches') stops after so long with nothing to do. */
+  /** `idleStopMs`: a thread asked seldom (the searches') stops after so long with nothing to do. `makeWorker`: tests. */
   constructor(
     private readonly path: string,
     private readonly busyWaitMs: number,
     private readonly idleStopMs?: number,
+    private readonly makeWorker: () => Worker = () => new Worker(workerFile()),
   ) {}
 
   /** One batch, in its own transaction on the thread (DocumentStore.addChunks). */
@@ -155,7 +171,7 @@ export class ChunkThread {
 
   private start(): Worker {
     if (this.worker) return this.worker;
-    const worker = new Worker(workerFile());
+    const worker = this.makeWorker();
     // A worker left running never keeps the core alive.
     worker.unref();
     worker.onmessage = (event: MessageEvent<ChunkAnswer>) => {
@@ -171,8 +187,14 @@ export class ChunkThread {
       event.preventDefault();
       if (this.worker === worker) this.worker = undefined;
       worker.terminate();
-      this.fail(new Error(`the store's thread stopped: ${event.message}`));
+      this.fail(threadStopped(this.path, event.message));
     };
+    // A thread that exits without a word (no `error`): what it had would wait forever.
+    worker.addEventListener("close", () => {
+      if (this.worker !== worker) return;
+      this.worker = undefined;
+      this.fail(threadStopped(this.path, "it exited"));
+    });
     this.worker = worker;
     return worker;
   }
