@@ -5,6 +5,7 @@ import { whileBusy } from "./busy-retry.ts";
 import { ChunkThread } from "./chunk-thread.ts";
 import { Conversations } from "./conversations.ts";
 import { DB_FILE, openStore, storeError } from "./db/open.ts";
+import { clearResetNote } from "./db/reset-note.ts";
 import { DbIdentity } from "./db-identity.ts";
 import { DiskReserve } from "./disk-reserve.ts";
 import { DocumentStore, type PendingDocument } from "./document-store.ts";
@@ -129,10 +130,11 @@ export class Store {
     return store;
   }
 
-  /** The reset this process made of an unusable database, handed out once (a chat's warning). */
+  /** The reset of an unusable database (this process's, or one noted and never told), handed out once; its note goes. */
   takeReset(): StoreReset | undefined {
     const r = this.reset;
     this.reset = undefined;
+    if (r) clearResetNote(this.path);
     return r;
   }
 

@@ -17,6 +17,7 @@ import {
 import { enableFtsSecureDelete } from "./fts-secure-delete.ts";
 import { MIGRATIONS, SCHEMA_VERSION } from "./migrations.ts";
 import { claimDatabaseFile, isStamped, refuseForeign, stampOwnership } from "./ownership.ts";
+import { clearResetNote, pendingReset, writeResetNote } from "./reset-note.ts";
 import { StatementDatabase } from "./statements.ts";
 import { keepTempFilesBeside, useMemoryForTemp } from "./temp-dir.ts";
 
@@ -62,9 +63,9 @@ export function openStore(dataDir: string, options: OpenOptions = {}): OpenedSto
   for (let wait = 10; ; wait = Math.min(wait * 2, 100)) {
     try {
       const opened = openOnce(dataDir, options);
-      const ahead = options.resetAhead;
-      if (!ahead || opened.resetFrom !== undefined) return opened;
-      return { ...opened, resetFrom: ahead.aside, resetProblem: ahead.problem };
+      // The thread's, or one a core stopped before it was told left noted (reset-note.ts).
+      const told = opened.resetFrom === undefined && (options.resetAhead ?? pendingReset(opened.path));
+      return told ? { ...opened, resetFrom: told.aside, resetProblem: told.problem } : opened;
     } catch (err) {
       const busy = err instanceof CoreError && String(err.data?.problem ?? "").startsWith("SQLITE_BUSY");
       if (!busy || Date.now() >= deadline) throw err;
@@ -104,7 +105,9 @@ function openOnce(dataDir: string, options: OpenOptions): OpenedStore {
     if (!/SQLITE_(CORRUPT|NOTADB)/.test(code)) throw storeError(err, path);
     problem = (err as Error).message;
   }
-  const aside = moveDatabaseAside(path, now());
+  const aside = `${path}${ASIDE_INFIX}${now().toISOString().replace(/[:.]/g, "-")}`;
+  writeResetNote(path, { aside, problem: problem ?? "" });
+  moveDatabaseAside(path, aside);
   logger.warn(`the database ${path} could not be used (${problem}); moved to ${aside}, starting a fresh one`);
   const fresh = prepare(connect(path), path, options);
   fresh.db.run("INSERT OR REPLACE INTO meta (key, value) VALUES ('reset_from', ?), ('reset_problem', ?)", [
@@ -313,8 +316,7 @@ function tightenSetAside(dataDir: string): void {
   }
 }
 
-function moveDatabaseAside(path: string, now: Date): string {
-  const aside = `${path}${ASIDE_INFIX}${now.toISOString().replace(/[:.]/g, "-")}`;
+function moveDatabaseAside(path: string, aside: string): void {
   try {
     renameSync(path, aside);
     rmSync(damagedMarker(path), { force: true });
@@ -322,13 +324,13 @@ function moveDatabaseAside(path: string, now: Date): string {
       if (existsSync(path + suffix)) renameSync(path + suffix, aside + suffix);
     }
   } catch (err) {
+    if (!existsSync(aside)) clearResetNote(path);
     throw new CoreError(
       "internal_error",
       `the database ${path} is unusable and could not be moved aside: ${(err as Error).message}`,
       { path },
     );
   }
-  return aside;
 }
 
 /**

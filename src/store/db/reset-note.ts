@@ -1,0 +1,46 @@
+import { existsSync, lstatSync, rmSync } from "node:fs";
+import { writePrivateFile } from "../../util/private-fs.ts";
+import { readSmallFile } from "../../util/read-file.ts";
+
+/**
+ * A file beside the database saying a damaged one was moved aside, written before the move and
+ * removed once a chat told the host (the `store_reset` warning, Store.takeReset): a core stopped
+ * between the move and that (the migration's thread ended by shutdown, a kill) left a fresh file
+ * and no word of the reset, and the next start told the host nothing (docs/agent.md, The store).
+ */
+export const resetNote = (path: string) => `${path}.reset`;
+
+/** Holds two paths and one SQLite message. */
+const NOTE_BYTES = 64 * 1024;
+
+export type PendingReset = { aside: string; problem: string };
+
+/** Best effort: a note that cannot be written leaves the reset as it was, told by this process only. */
+export function writeResetNote(path: string, reset: PendingReset): void {
+  try {
+    writePrivateFile(resetNote(path), JSON.stringify(reset));
+  } catch {}
+}
+
+export function clearResetNote(path: string): void {
+  try {
+    rmSync(resetNote(path), { force: true });
+  } catch {}
+}
+
+/**
+ * The reset a note tells of, not yet told to the host; none when its file set aside is not there
+ * (the move never happened: a core killed before it, or the copy erased since), and the note goes.
+ */
+export function pendingReset(path: string): PendingReset | undefined {
+  const note = resetNote(path);
+  if (!existsSync(note)) return undefined;
+  try {
+    const { aside, problem } = JSON.parse(readSmallFile(note, NOTE_BYTES, { follow: false })) as PendingReset;
+    if (typeof aside === "string" && typeof problem === "string" && lstatSync(aside).isFile()) {
+      return { aside, problem };
+    }
+  } catch {}
+  clearResetNote(path);
+  return undefined;
+}

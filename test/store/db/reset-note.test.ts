@@ -1,0 +1,41 @@
+import { expect, test } from "bun:test";
+import { existsSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { DB_FILE, openStore } from "../../../src/store/db/open.ts";
+import { resetNote } from "../../../src/store/db/reset-note.ts";
+import { Store } from "../../../src/store/store.ts";
+import { tmpdir } from "../../fixtures/tmpdir.ts";
+
+// The migration's thread set a damaged file aside and was stopped by shutdown before the host
+// heard (before the fresh file was made, or before a chat's store_reset warning): the next start
+// found a fresh (or no) file and never told the host its conversations were moved aside.
+test("a reset not yet told survives the core's stop: the next open tells it, until a chat has", () => {
+  using dir = tmpdir();
+  const path = join(dir.path, DB_FILE);
+  writeFileSync(path, Buffer.alloc(4096, 7));
+  const first = openStore(dir.path, { withoutFts: true });
+  first.db.close();
+  const aside = first.resetFrom as string;
+  expect(existsSync(aside)).toBe(true);
+  // Stopped between the move and the fresh file: no file at the path at the next start.
+  rmSync(path);
+  for (const name of ["-wal", "-shm"]) rmSync(path + name, { force: true });
+  const next = Store.open(dir.path, { withoutFts: true, chunkThread: false });
+  expect(next.takeReset()).toEqual({ aside, problem: first.resetProblem as string });
+  next.close();
+  // Told once: the start after that says nothing.
+  expect(existsSync(resetNote(path))).toBe(false);
+  const after = openStore(dir.path, { withoutFts: true });
+  expect(after.resetFrom).toBeUndefined();
+  after.db.close();
+});
+
+test("a note whose file set aside is not there (a core killed before the move) tells nothing and goes", () => {
+  using dir = tmpdir();
+  const path = join(dir.path, DB_FILE);
+  writeFileSync(resetNote(path), JSON.stringify({ aside: `${path}.corrupt-gone`, problem: "x" }));
+  const opened = openStore(dir.path, { withoutFts: true });
+  opened.db.close();
+  expect(opened.resetFrom).toBeUndefined();
+  expect(existsSync(resetNote(path))).toBe(false);
+});
