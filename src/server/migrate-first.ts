@@ -1,4 +1,5 @@
 import { CoreError } from "../protocol/errors.ts";
+import type { FileStamp } from "../store/db/file-stamp.ts";
 import type { MigratedAhead } from "../store/db/migrate-ahead.ts";
 import { logger } from "../util/logger.ts";
 import type { ShutdownOrder } from "./shutdown-order.ts";
@@ -38,6 +39,8 @@ export class MigrateFirst {
   /** Set while the thread runs; the methods that may use the store wait on it. */
   running: Promise<void> | undefined;
   private reset: Reset | undefined;
+  /** The file as the thread's `quick_check` passed it (open.ts `checkedAhead`). */
+  private checked: FileStamp | undefined;
   /**
    * The thread found the schema current, until the store opens on the loop: the header may lag a
    * WAL another core holds open, and a second, needless thread begun in that gap (a chat importing
@@ -81,8 +84,9 @@ export class MigrateFirst {
         if (this.thread === ahead) this.thread = undefined;
       });
       return ended.then(
-        (reset) => {
-          this.reset = reset;
+        (opened) => {
+          this.reset = opened?.reset;
+          this.checked = opened?.checked;
           this.current = true;
           this.running = undefined;
         },
@@ -126,6 +130,12 @@ export class MigrateFirst {
   opened(): void {
     this.current = false;
     this.reset = undefined;
+    this.checked = undefined;
+  }
+
+  /** The file as the thread's open checked it whole, for the store opened after it: not read whole twice. */
+  checkedAhead(): FileStamp | undefined {
+    return this.checked;
   }
 
   /**

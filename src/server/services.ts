@@ -215,6 +215,7 @@ export class CoreServices implements Services {
       const store = Store.open(app.data_dir, {
         ...this.options.store,
         resetAhead: this.migration.resetMade(),
+        checkedAhead: this.migration.checkedAhead(),
         folders: memory.folders,
         erasing: this.erasing,
         // A folder's passages are every user's: a file gone or changed leaves no saved state quoting it.

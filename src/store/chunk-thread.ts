@@ -1,6 +1,7 @@
 import { CoreError, type ErrorCode } from "../protocol/errors.ts";
 import { workerEntry } from "../util/worker-entry.ts";
 import type { FileVerdict } from "./db/file-check.ts";
+import type { FileStamp } from "./db/file-stamp.ts";
 import { storeClosed, storeError } from "./db/open.ts";
 import type { PendingDocument } from "./document-store.ts";
 import type { EraseResult, EraseWork } from "./erase-work.ts";
@@ -25,8 +26,11 @@ export type ThreadWork =
   | { kind: "file" }
   | { kind: "open"; dataDir: string; withoutFts: boolean };
 
-/** What the thread's open (db/migrate-ahead.ts) answers: the reset it made, if it made one. */
-export type OpenedAhead = { aside: string; problem: string } | undefined;
+/**
+ * What the thread's open (db/migrate-ahead.ts) answers: the reset it made, if it made one, and the
+ * file as it left it when its `quick_check` read it whole (the main open then does not again).
+ */
+export type OpenedAhead = { reset?: { aside: string; problem: string }; checked?: FileStamp } | undefined;
 
 export interface ChunkAsk {
   id: number;

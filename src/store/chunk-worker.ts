@@ -1,6 +1,7 @@
 import type { Database } from "bun:sqlite";
-import type { ChunkAnswer, ChunkAsk, ThreadWork } from "./chunk-thread.ts";
+import type { ChunkAnswer, ChunkAsk, OpenedAhead, ThreadWork } from "./chunk-thread.ts";
 import { checkFile } from "./db/file-check.ts";
+import { fileStamp } from "./db/file-stamp.ts";
 import { BUSY_TIMEOUT_MS, openStore } from "./db/open.ts";
 import { StatementDatabase } from "./db/statements.ts";
 import { useMemoryForTemp } from "./db/temp-dir.ts";
@@ -78,12 +79,15 @@ self.onmessage = (event: MessageEvent<ChunkAsk>) => {
 };
 
 /** The store's open with its migrations (db/migrate-ahead.ts), on a connection closed once done. */
-function openAhead(dataDir: string, withoutFts: boolean) {
+function openAhead(dataDir: string, withoutFts: boolean): OpenedAhead {
   const opened = openStore(dataDir, { withoutFts });
   opened.db.close(false);
-  return opened.resetFrom === undefined
-    ? undefined
-    : { aside: opened.resetFrom, problem: opened.resetProblem ?? "" };
+  const reset =
+    opened.resetFrom === undefined
+      ? undefined
+      : { aside: opened.resetFrom, problem: opened.resetProblem ?? "" };
+  // Stamped once closed: its log is checkpointed into the file by then.
+  return { reset, checked: opened.checked ? fileStamp(opened.path) : undefined };
 }
 
 /** A search's hits, an erase's or an import step's result. */

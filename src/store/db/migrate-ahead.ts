@@ -1,7 +1,7 @@
 import { Database } from "bun:sqlite";
 import { closeSync, constants, lstatSync, openSync, readSync } from "node:fs";
 import { join } from "node:path";
-import { ChunkThread } from "../chunk-thread.ts";
+import { ChunkThread, type OpenedAhead } from "../chunk-thread.ts";
 import { MIGRATIONS, SCHEMA_VERSION } from "./migrations.ts";
 import { BUSY_TIMEOUT_MS, DB_FILE, ftsCurrent, hasFts5 } from "./open.ts";
 import { useMemoryForTemp } from "./temp-dir.ts";
@@ -74,8 +74,8 @@ function ftsOwed(path: string, withoutFts: boolean): boolean {
 }
 
 export interface MigratedAhead {
-  /** Settles once the thread's open has ended: the reset it made, if any; rejects with the open's error. */
-  done: Promise<{ aside: string; problem: string } | undefined>;
+  /** Settles once the thread's open has ended: the reset it made, if any, and its check; rejects with the open's error. */
+  done: Promise<OpenedAhead>;
   /** Shutdown: the thread is ended; a transaction it had not committed is rolled back by SQLite. */
   stop(): void;
 }

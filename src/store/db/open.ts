@@ -7,6 +7,7 @@ import { namesIn } from "../../util/names-in.ts";
 import { ensurePrivateTree, tightenExistingFile, writePrivateFile } from "../../util/private-fs.ts";
 import { NotRegularFile, readSmallFile } from "../../util/read-file.ts";
 import { dataDirError } from "../data-dir-problem.ts";
+import { type FileStamp, fileStamp, sameStamp } from "./file-stamp.ts";
 import {
   emptyIndexTables,
   FTS_TABLES,
@@ -34,6 +35,8 @@ export interface OpenedStore {
   path: string;
   /** Whether SQLite here has FTS5; without it, search and memory fall back to LIKE. */
   fts: boolean;
+  /** Whether `quick_check` read it whole at this open, and found it sound. */
+  checked?: boolean;
   /** Set when the database could not be used and was moved aside: that path. */
   resetFrom?: string;
   resetProblem?: string;
@@ -45,6 +48,8 @@ export interface OpenOptions {
   withoutFts?: boolean;
   /** The reset the open on a thread made (db/migrate-ahead.ts): the host hears of it as of one made here. */
   resetAhead?: { aside: string; problem: string };
+  /** The file as the thread's open left it once its `quick_check` passed: unchanged, it is not read whole again. */
+  checkedAhead?: FileStamp;
 }
 
 /**
@@ -92,8 +97,10 @@ function openOnce(dataDir: string, options: OpenOptions): OpenedStore {
   try {
     const db = connect(path);
     try {
-      problem = healthProblem(db, path);
-      if (problem === undefined) return prepare(db, path, options);
+      const whole =
+        statSync(path).size <= FULL_CHECK_BYTES && !sameStamp(options.checkedAhead, fileStamp(path));
+      problem = healthProblem(db, path, whole);
+      if (problem === undefined) return { ...prepare(db, path, options), checked: whole };
     } catch (err) {
       db.close(false);
       throw err;
@@ -185,7 +192,7 @@ export function damageNote(file: string): string {
 }
 
 /** What is wrong with an opened file, or undefined when it is fit to use. */
-function healthProblem(db: Database, path: string): string | undefined {
+function healthProblem(db: Database, path: string, whole: boolean): string | undefined {
   const version = (db.query("PRAGMA user_version").get() as { user_version: number }).user_version;
   if (version > SCHEMA_VERSION) {
     throw new CoreError(
@@ -194,7 +201,8 @@ function healthProblem(db: Database, path: string): string | undefined {
     );
   }
   if (damageNoted(path)) return `a statement met damage in it (${damageNote(damagedMarker(path))})`;
-  if (statSync(path).size > FULL_CHECK_BYTES) {
+  // Too big to read whole at open, or the thread's open just did (db/migrate-ahead.ts).
+  if (!whole) {
     db.query("SELECT count(*) FROM sqlite_schema").get();
     return undefined;
   }
