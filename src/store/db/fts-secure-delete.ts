@@ -32,3 +32,16 @@ export function enableFtsSecureDelete(db: Database, known = secureDeleteKnown(db
 function note(db: Database): void {
   db.run("INSERT OR REPLACE INTO meta (key, value) VALUES (?, '1')", [NOTE]);
 }
+
+/**
+ * Secure-delete found on (a newer SQLite turned it on, or this open did): the note goes, else every
+ * delete paid an FTS5 'optimize' (erase.ts `settleErase`) for good. Only where this SQLite knows
+ * secure-delete: an older one honours no such setting and still needs its optimize. Read first, so
+ * an open writes nothing when there is no note; a lock held elsewhere leaves it for the next open.
+ */
+export function forgetOptimizeNote(db: Database, known = secureDeleteKnown(db)): void {
+  if (!known || db.query("SELECT 1 FROM meta WHERE key = ?").get(NOTE) === null) return;
+  try {
+    db.run("DELETE FROM meta WHERE key = ?", [NOTE]);
+  } catch {}
+}

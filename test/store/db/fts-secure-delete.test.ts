@@ -1,7 +1,7 @@
 import { Database } from "bun:sqlite";
 import { expect, test } from "bun:test";
 import { join } from "node:path";
-import { enableFtsSecureDelete } from "../../../src/store/db/fts-secure-delete.ts";
+import { enableFtsSecureDelete, forgetOptimizeNote } from "../../../src/store/db/fts-secure-delete.ts";
 import { DB_FILE, openStore } from "../../../src/store/db/open.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
@@ -35,6 +35,23 @@ test("without secure-delete and no note yet: noted once", () => {
   const db = openStore(dir.path).db;
   db.run("DELETE FROM meta WHERE key = 'fts_optimize_after_delete'");
   enableFtsSecureDelete(db, false);
+  expect(db.query("SELECT value FROM meta WHERE key = 'fts_optimize_after_delete'").get()).toEqual({
+    value: "1",
+  });
+  db.close();
+});
+
+// A database noted on an older SQLite (macOS 13's), opened after an update brought one with
+// secure-delete: the note stayed for good, and every delete then paid an FTS5 'optimize' too.
+test("secure-delete found on with this SQLite: the note goes at open; below 3.42 it stays", () => {
+  using dir = tmpdir();
+  const first = openStore(dir.path).db;
+  first.run("INSERT OR REPLACE INTO meta (key, value) VALUES ('fts_optimize_after_delete', '1')");
+  first.close();
+  const db = openStore(dir.path).db;
+  expect(db.query("SELECT value FROM meta WHERE key = 'fts_optimize_after_delete'").get()).toBeNull();
+  db.run("INSERT OR REPLACE INTO meta (key, value) VALUES ('fts_optimize_after_delete', '1')");
+  forgetOptimizeNote(db, false);
   expect(db.query("SELECT value FROM meta WHERE key = 'fts_optimize_after_delete'").get()).toEqual({
     value: "1",
   });
