@@ -16,12 +16,17 @@ const MAGIC = "SQLite format 3\0";
  * schema, read from its file's header (no connection, no lock); or at the latest schema but owing
  * its FTS5 work (`ftsOwed`). Anything else (no file, a fresh one, a link, a damaged or foreign
  * one, a newer one) is false: today's open handles it on the main loop as before. The header
- * may lag a WAL not yet checkpointed: then the thread finds the schema current and writes nothing.
+ * may lag a WAL not yet checkpointed: then the thread finds the schema current and writes nothing;
+ * a header at 0 with a log that holds anything goes to the thread too.
  */
 export function migrationPending(dataDir: string, options: { withoutFts?: boolean } = {}): boolean {
   const path = join(dataDir, DB_FILE);
   const version = headerVersion(path);
   if (version === SCHEMA_VERSION) return ftsOwed(path, options.withoutFts === true);
+  // Never checkpointed (a core killed at its first start, or one holding it open): the schema is in
+  // its log, which the thread's open reads; on the loop, migrations ran there up to the ~4 MB
+  // auto-checkpoint's worth.
+  if (version === 0) return walHolds(`${path}-wal`);
   return (
     version !== undefined &&
     version > 0 &&
@@ -90,6 +95,16 @@ export function migrateAhead(dataDir: string, options: { withoutFts?: boolean } 
   const thread = new ChunkThread(join(dataDir, DB_FILE), 0);
   const done = thread.openAhead(dataDir, options.withoutFts === true).finally(() => thread.stop());
   return { done, stop: () => thread.stop() };
+}
+
+/** A regular file (never a link, a FIFO) with something in it. */
+function walHolds(path: string): boolean {
+  try {
+    const stat = lstatSync(path);
+    return stat.isFile() && stat.size > 0;
+  } catch {
+    return false;
+  }
 }
 
 function plainOrMissing(path: string): boolean {
