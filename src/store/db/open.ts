@@ -1,5 +1,5 @@
 import type { Database } from "bun:sqlite";
-import { existsSync, lstatSync, renameSync, rmSync, statSync } from "node:fs";
+import { existsSync, lstatSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { CoreError } from "../../protocol/errors.ts";
 import { logger } from "../../util/logger.ts";
@@ -97,8 +97,8 @@ function openOnce(dataDir: string, options: OpenOptions): OpenedStore {
   try {
     const db = connect(path);
     try {
-      const whole =
-        statSync(path).size <= FULL_CHECK_BYTES && !sameStamp(options.checkedAhead, fileStamp(path));
+      const stamp = fileStamp(path);
+      const whole = (stamp?.size ?? 0) <= FULL_CHECK_BYTES && !sameStamp(options.checkedAhead, stamp);
       problem = healthProblem(db, path, whole);
       if (problem === undefined) return { ...prepare(db, path, options), checked: whole };
     } catch (err) {
