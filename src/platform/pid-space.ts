@@ -68,6 +68,21 @@ export function spaceRelation(theirs: string, ours: string): "own" | "previous_b
 }
 
 /**
+ * Whether `theirs` is `ours` as read in part (`cachedSpace`: a passing EMFILE gives a call its
+ * space without that part, the hash of nothing): the host's part equal, each other one equal or
+ * missing. Not proof: another Linux machine of this host's name in its first pid namespace (the
+ * same number on every host) reads so too, so a thing of such a space is acted on only once shown
+ * to be this space's (runtime/pid-file.ts: the very process, by its start time and program).
+ */
+export function partOf(theirs: string, ours: string): boolean {
+  const whole = /^[0-9a-f]{18}$/;
+  if (theirs === ours || !whole.test(theirs) || !whole.test(ours)) return false;
+  const part = (s: string, i: number) => s.slice(i * PART, (i + 1) * PART);
+  if (part(theirs, 0) !== part(ours, 0)) return false;
+  return [1, 2].every((i) => part(theirs, i) === part(ours, i) || part(theirs, i) === NO_BOOT);
+}
+
+/**
  * `spaceRelation`, a previous boot's only where the thing (a lock, a temp, a note, a record) was
  * last written before this boot began (`writtenMs`: its file's or record's time, on its writer's
  * clock): a host's name alone does not tell a reboot from another machine of that name (two VMs

@@ -1,7 +1,7 @@
 import { renameSync, rmSync, unlinkSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { defaultGroupProc, type GroupProcReader } from "../platform/group-live.ts";
-import { pidSpace, writtenRelation } from "../platform/pid-space.ts";
+import { partOf, pidSpace, writtenRelation } from "../platform/pid-space.ts";
 import { drives } from "../util/drive-answers.ts";
 import { logger } from "../util/logger.ts";
 import { namesIn } from "../util/names-in.ts";
@@ -303,9 +303,12 @@ async function reapFile(
   const where = spaceOfRecord(r, deps);
   // This host's previous boot (a crash, a reboot): all its processes are gone, its pids others' now.
   if (where === "previous_boot") return { file, kind, action: "gone", pid };
-  if (where === "other") return { file, kind, action: "other_space", pid };
+  // Our space read in part when written (a passing EMFILE): perhaps ours, perhaps another's.
+  const partial = where === "other" && partOf(r.owner.space as string, deps.space);
+  if (where === "other" && !partial) return { file, kind, action: "other_space", pid };
   if (ownerAlive(r, deps))
     return r.owner.pid === process.pid ? null : { file, kind, action: "owner_alive", pid };
+  if (partial) return await reapIfShown(file, kind, r, configured, deps);
   if (!deps.alive(pid)) return await leaderGone(file, r, configured, "gone", memberDeps(deps));
   const now = deps.identity(pid);
   if (!now) {
@@ -317,6 +320,25 @@ async function reapFile(
   if (v.verdict === "unexplained") return { file, kind, action: "unexplained", pid, reason: v.reason };
   const stopped = await stopLeftover(pid, r.group === true, memberDeps(deps));
   return { file, kind, pid, ...stopped };
+}
+
+/**
+ * A record of our space read in part (platform/pid-space.ts `partOf`): its llama-server stopped
+ * only once shown to be the very process (alive here, its start time and program), else left as
+ * another space's: a pid that names nothing here, or another process, says nothing of a
+ * same-named machine's. Kept as another's, its core's successors never reaped it.
+ */
+async function reapIfShown(
+  file: string,
+  kind: ChildKind,
+  r: PidRecord,
+  configured: readonly string[],
+  deps: Deps,
+): Promise<ReapOutcome> {
+  const now = deps.alive(r.pid) ? deps.identity(r.pid) : null;
+  const v = now ? await judgeAsked(r, now, configured, deps) : null;
+  if (v?.verdict !== "ours") return { file, kind, action: "other_space", pid: r.pid };
+  return { file, kind, pid: r.pid, ...(await stopLeftover(r.pid, r.group === true, memberDeps(deps))) };
 }
 
 const memberDeps = (deps: Deps) => ({

@@ -1,4 +1,4 @@
-import { expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { spaceOf } from "../../src/platform/pid-space.ts";
 import { type PidRecord, pidFilePath, reapLeftover, runDir } from "../../src/runtime/pid-file.ts";
@@ -77,4 +77,61 @@ test("a record of this host's previous boot goes, its pids never signalled", asy
 // An owner's pid is only looked at, never signalled: 1 is a core's as any other.
 test("a record whose owner is pid 1 (a container's core) is read, another space's left", async () => {
   expect(await reap(record("there", 1))).toEqual({ actions: ["other_space"], kept: true });
+});
+
+// A core whose space was read in part (a passing EMFILE on /proc/sys/kernel/random/boot_id, so its
+// boot's part is the hash of nothing: platform/pid-space.ts `cachedSpace`) and that died during
+// llama-server's load left a record its own successors (this host, this boot, this pid namespace)
+// judged another space's and kept for good: that llama-server was never reaped, holding its RAM
+// and GPU. Such a record is acted on only once its process is shown to be the very llama-server
+// (its start time and program); never judged gone by a pid that names nothing here.
+describe("a record whose space was read in part", () => {
+  const ns = "pid:[4026531836]";
+  const here = spaceOf("box", "boot-1", ns);
+  const partial = (space: string): PidRecord => ({ ...record(space), written_at: new Date().toISOString() });
+
+  async function reapPartial(r: PidRecord, startTime = "100") {
+    using dir = tmpdir();
+    mkdirSync(runDir(dir.path), { recursive: true, mode: 0o700 });
+    const file = pidFilePath(dir.path, r.owner.pid);
+    writeFileSync(file, JSON.stringify(r), { mode: 0o600 });
+    const signals: string[] = [];
+    let running = true;
+    const outcomes = await reapLeftover(dir.path, {
+      configured: { "llama-server": ["llama-server"] },
+      alive: (pid) => pid === 4242 && running,
+      identity: (pid) =>
+        pid === 4242 && running
+          ? { start_time: startTime, cmdline: "/opt/llama/llama-server -m m.gguf" }
+          : null,
+      kill: (pid, signal) => {
+        signals.push(`${pid} ${signal}`);
+        running = false;
+      },
+      graceMs: 0,
+      killWaitMs: 0,
+      groupOf: () => null,
+      groupProc: null,
+      driveAnswers: async () => true,
+      space: here,
+    });
+    return { actions: outcomes.map((o): string => o.action), kept: existsSync(file), signals };
+  }
+
+  test("its llama-server, shown to be the very one, is stopped", async () => {
+    expect(await reapPartial(partial(spaceOf("box", "", ns)))).toEqual({
+      actions: ["stopped"],
+      kept: false,
+      signals: ["4242 SIGTERM"],
+    });
+    expect((await reapPartial(partial(spaceOf("box", "boot-1", "")))).actions).toEqual(["stopped"]);
+  });
+
+  test("a pid reused, or another part unlike ours, is left and never signalled", async () => {
+    const left = { actions: ["other_space"], kept: true, signals: [] as string[] };
+    expect(await reapPartial(partial(spaceOf("box", "", ns)), "7")).toEqual(left);
+    expect(await reapPartial(partial(spaceOf("box", "", "pid:[4026532001]")))).toEqual(left);
+    expect(await reapPartial(partial(spaceOf("other", "", ns)))).toEqual(left);
+    expect(await reapPartial(partial(spaceOf("box", "boot-2", ns)))).toEqual(left);
+  });
 });
