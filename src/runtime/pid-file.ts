@@ -9,7 +9,13 @@ import { once } from "../util/once.ts";
 import { ensurePrivateTree, writePrivateFile } from "../util/private-fs.ts";
 import { NotOwnFile } from "../util/read-file.ts";
 import { groupMembers, judgeAsked, leaderGone, procGroupOf, stopLeftover } from "./leftover-stop.ts";
-import { type ChildKind, type PidRecord, readRecord, readRecordText } from "./pid-record-read.ts";
+import {
+  type ChildKind,
+  type PidRecord,
+  readRecord,
+  readRecordText,
+  untouchedLong,
+} from "./pid-record-read.ts";
 import { isAlive, type ProcIdentity, procIdentity } from "./proc-info.ts";
 
 export { readRecord };
@@ -210,6 +216,8 @@ export type ReapOutcome = {
   | { action: "foreign"; uid: number }
   /** Written in another pid space (`PidRecord.owner.space`): its pids name nothing of ours; left. */
   | { action: "other_space"; pid: number }
+  /** Another space's, untouched for `OTHER_SPACE_KEEP_MS`: its file removed, nothing signalled. */
+  | { action: "expired"; pid: number }
 );
 
 export interface ReapOptions {
@@ -277,13 +285,15 @@ export async function reapLeftover(dataDir: string, options: ReapOptions): Promi
   const outcomes = settled.filter((o): o is ReapOutcome => o !== null);
   for (const o of outcomes) {
     // An unreadable record names no process to stop, then or ever: kept, it is met at every start.
-    if (["stopped", "gone", "not_ours", "unreadable"].includes(o.action)) removeRecordFile(o.file);
+    if (["stopped", "gone", "not_ours", "unreadable", "expired"].includes(o.action)) removeRecordFile(o.file);
     const members = "members" in o && o.members ? ` (gone; its group's members ${o.members.join(", ")})` : "";
     const what = `leftover ${o.kind} ${"pid" in o ? o.pid : "?"}${members}`;
     if (o.action === "unexplained")
       logger.warn(`${what} left running and its record kept (${o.file}): ${o.reason}`);
     else if (o.action === "foreign")
       logger.warn(`the process record ${o.file} was written by another user (uid ${o.uid}): left alone`);
+    else if (o.action === "expired")
+      logger.warn(`the process record ${o.file} of another pid space, untouched for 30 days, was removed`);
     else if (o.action !== "gone") logger.info(`${what}: ${o.action}`);
   }
   return outcomes;
@@ -305,7 +315,7 @@ async function reapFile(
   if (where === "previous_boot") return { file, kind, action: "gone", pid };
   // Our space read in part when written (a passing EMFILE): perhaps ours, perhaps another's.
   const partial = where === "other" && partOf(r.owner.space as string, deps.space);
-  if (where === "other" && !partial) return { file, kind, action: "other_space", pid };
+  if (where === "other" && !partial) return otherSpace(file, kind, pid);
   if (ownerAlive(r, deps))
     return r.owner.pid === process.pid ? null : { file, kind, action: "owner_alive", pid };
   if (partial) return await reapIfShown(file, kind, r, configured, deps);
@@ -337,9 +347,17 @@ async function reapIfShown(
 ): Promise<ReapOutcome> {
   const now = deps.alive(r.pid) ? deps.identity(r.pid) : null;
   const v = now ? await judgeAsked(r, now, configured, deps) : null;
-  if (v?.verdict !== "ours") return { file, kind, action: "other_space", pid: r.pid };
+  if (v?.verdict !== "ours") return otherSpace(file, kind, r.pid);
   return { file, kind, pid: r.pid, ...(await stopLeftover(r.pid, r.group === true, memberDeps(deps))) };
 }
+
+/** Another space's record: left, or once long untouched removed (`untouchedLong`). */
+const otherSpace = (file: string, kind: ChildKind, pid: number): ReapOutcome => ({
+  file,
+  kind,
+  pid,
+  action: untouchedLong(file) ? "expired" : "other_space",
+});
 
 const memberDeps = (deps: Deps) => ({
   ...deps,

@@ -1,3 +1,4 @@
+import { lstatSync } from "node:fs";
 import { NotOwnFile, readSmallFile } from "../util/read-file.ts";
 import { type GroupMember, MAX_MEMBERS } from "./leftover-stop.ts";
 
@@ -81,4 +82,21 @@ function validMembers(m: unknown): boolean {
  */
 function isPid(n: unknown): n is number {
   return Number.isSafeInteger(n) && (n as number) > 1;
+}
+
+/**
+ * How long a record of another pid space is kept untouched (its file's time: written at its
+ * server's start and once ready): a container or machine that never comes back left its records
+ * for good, each logged at every start (docs/supervisor.md). Only the file goes, nothing is
+ * signalled; its writer's clock against ours is off by far less than this.
+ */
+export const OTHER_SPACE_KEEP_MS = 30 * 86_400_000;
+
+/** Whether `file` was last written more than `OTHER_SPACE_KEEP_MS` ago; false where unread. */
+export function untouchedLong(file: string, now = Date.now()): boolean {
+  try {
+    return now - lstatSync(file).mtimeMs > OTHER_SPACE_KEEP_MS;
+  } catch {
+    return false;
+  }
 }

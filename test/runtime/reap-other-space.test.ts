@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, utimesSync, writeFileSync } from "node:fs";
 import { spaceOf } from "../../src/platform/pid-space.ts";
 import { type PidRecord, pidFilePath, reapLeftover, runDir } from "../../src/runtime/pid-file.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
@@ -24,11 +24,13 @@ async function reap(
   r: PidRecord,
   here = "here",
   alive = false,
+  writtenMs?: number,
 ): Promise<{ actions: string[]; kept: boolean }> {
   using dir = tmpdir();
   mkdirSync(runDir(dir.path), { recursive: true, mode: 0o700 });
   const file = pidFilePath(dir.path, r.owner.pid);
   writeFileSync(file, JSON.stringify(r), { mode: 0o600 });
+  if (writtenMs !== undefined) utimesSync(file, writtenMs / 1000, writtenMs / 1000);
   const outcomes = await reapLeftover(dir.path, {
     configured: { "llama-server": ["llama-server"] },
     alive: () => alive,
@@ -134,4 +136,18 @@ describe("a record whose space was read in part", () => {
     expect(await reapPartial(partial(spaceOf("other", "", ns)))).toEqual(left);
     expect(await reapPartial(partial(spaceOf("box", "boot-2", ns)))).toEqual(left);
   });
+});
+
+// A container or machine that never comes back left its records under run/ for good, each one
+// logged at every start. Another space's record untouched (its file's time: written at its
+// server's start and once ready) for 30 days goes, logged once; nothing is signalled, its pid
+// never judged here. One of a day's age, or whose time is ahead of ours, stays.
+test("another space's record untouched for 30 days goes, nothing signalled", async () => {
+  const day = 86_400_000;
+  expect(await reap(record("there"), "here", true, Date.now() - 31 * day)).toEqual({
+    actions: ["expired"],
+    kept: false,
+  });
+  for (const at of [Date.now() - day, Date.now() + 40 * day])
+    expect(await reap(record("there"), "here", true, at)).toEqual({ actions: ["other_space"], kept: true });
 });
