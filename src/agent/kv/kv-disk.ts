@@ -58,6 +58,8 @@ export class KvDisk {
      * at each, so a space read in part at start-up is whole once it is (kept then: no read).
      */
     private readonly space: () => string = pidSpace,
+    /** Our monotonic clock: another pid space's temps are timed on it (kv-temps.ts `leftoverTemp`). */
+    private readonly mono: () => number = () => performance.now(),
   ) {}
 
   /** The session's file name, without extension: a bare name, as llama-server takes it. */
@@ -306,7 +308,8 @@ export class KvDisk {
     for (const f of this.listing()) {
       const path = join(this.dir, f);
       try {
-        if (leftoverTemp(f, path, this.space(), this.now())) dropFile(path, this.zeroes);
+        if (leftoverTemp(f, path, this.space(), this.now(), undefined, this.mono()))
+          dropFile(path, this.zeroes);
       } catch {}
     }
   }

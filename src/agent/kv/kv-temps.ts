@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
-import { statSync } from "node:fs";
+import { type Stats, statSync } from "node:fs";
 import { writtenRelation } from "../../platform/pid-space.ts";
+import { LeaseSightings } from "../../store/lease-sightings.ts";
 import { alive } from "./drop-file.ts";
 
 // The KV state folder's temporary names (kv-disk.ts): a save before it is whole, and when one is
@@ -30,6 +31,12 @@ export function tempName(name: string, space: string, ext = ""): string {
   return `${name}.${process.pid}-${randomBytes(4).toString("hex")}-${space}${ext}.tmp`;
 }
 
+/** Another pid space's temp this old by the wall clock goes whatever was seen: no clocks differ by a day. */
+export const FOREIGN_TEMP_MS = 24 * 3_600_000;
+
+/** Another pid space's temps as this core saw them (size, time), on its monotonic clock. */
+const SIGHTINGS = new LeaseSightings();
+
 /**
  * Whether the folder's file `f` (at `path`) is a temporary one no save waits for. Its pid is
  * judged only where it names a process here: a writer of another pid space (another container's
@@ -37,12 +44,29 @@ export function tempName(name: string, space: string, ext = ""): string {
  * names no process here. A name without a space (an earlier core's) is judged by its pid as
  * before; one of this host's previous boot, written before this boot began, goes at once. Throws when `path` cannot be read (the caller leaves it).
  */
-export function leftoverTemp(f: string, path: string, space: string, now: number): boolean {
+export function leftoverTemp(
+  f: string,
+  path: string,
+  space: string,
+  now: number,
+  seen = SIGHTINGS,
+  mono = performance.now(),
+): boolean {
   const m = OWN_TEMP.exec(f);
   if (!m) return UNNAMED_TEMP.test(f);
-  const written = statSync(path).mtimeMs;
-  const where = m[3] === undefined ? "own" : writtenRelation(m[3], space, written);
+  const st = statSync(path);
+  const where = m[3] === undefined ? "own" : writtenRelation(m[3], space, st.mtimeMs);
   // A previous boot's writer is gone, whatever its pid names now.
   if (where === "previous_boot" || (where === "own" && !alive(Number(m[2])))) return true;
-  return now - written > STALE_TEMP_MS;
+  if (where === "other")
+    return stillFor(path, st, seen, mono) >= STALE_TEMP_MS || now - st.mtimeMs > FOREIGN_TEMP_MS;
+  return now - st.mtimeMs > STALE_TEMP_MS;
 }
+
+/**
+ * How long (ms, on our monotonic clock) another space's temp has stood as it is: its time was set
+ * by its writer's or a file server's clock, and one behind ours by over STALE_TEMP_MS made a save
+ * being written read as stale here, removed under its writer (docs/agent.md, "Prompt reuse").
+ */
+const stillFor = (path: string, st: Stats, seen: LeaseSightings, mono: number) =>
+  seen.unchangedFor(path, { owner: String(st.size), expires_at: st.mtimeMs }, mono);
