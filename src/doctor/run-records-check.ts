@@ -1,7 +1,7 @@
 import { lstatSync } from "node:fs";
 import { join } from "node:path";
 import type { Config } from "../config/schema.ts";
-import { pidSpace, spaceRelation } from "../platform/pid-space.ts";
+import { partOf, pidSpace, spaceRelation } from "../platform/pid-space.ts";
 import {
   LLAMA_RECORD_NAME,
   MCP_RECORD_NAME,
@@ -149,11 +149,15 @@ function judge(
   if (!r) return null;
   // Another pid space's (another container's or machine's core): its pids name nothing here, and
   // the reaper leaves it; this host's previous boot's: gone, the reaper removes it (pid-file.ts).
-  if (typeof r.owner.space === "string" && spaceRelation(r.owner.space, pidSpace()) !== "own") return null;
+  // This space read in part (a passing EMFILE): the reaper stops its process once shown to be the
+  // very one (pid-file.ts `reapIfShown`), so only a process of the recorded start time is told.
+  const space = typeof r.owner.space === "string" ? r.owner.space : undefined;
+  const partial = space !== undefined && partOf(space, pidSpace());
+  if (space !== undefined && !partial && spaceRelation(space, pidSpace()) !== "own") return null;
   if (ownerAlive(r, deps) || !deps.alive(r.pid)) return null;
   // Another process at the pid since (a reuse): the next start removes the record.
   const now = deps.identity(r.pid);
-  if (now && now.start_time !== r.start_time) return null;
+  if (now ? now.start_time !== r.start_time : partial) return null;
   return { file, finding: "leftover", pid: r.pid, kind: kindOf(r) };
 }
 
