@@ -1,7 +1,7 @@
 import { lstatSync } from "node:fs";
 import { join } from "node:path";
 import type { Config } from "../config/schema.ts";
-import { partOf, pidSpace, spaceRelation } from "../platform/pid-space.ts";
+import { eitherPartOf, pidSpace, spaceRelation } from "../platform/pid-space.ts";
 import {
   LLAMA_RECORD_NAME,
   MCP_RECORD_NAME,
@@ -152,7 +152,7 @@ function judge(
   // This space read in part (a passing EMFILE): the reaper stops its process once shown to be the
   // very one (pid-file.ts `reapIfShown`), so only a process of the recorded start time is told.
   const space = typeof r.owner.space === "string" ? r.owner.space : undefined;
-  const partial = space !== undefined && partOf(space, pidSpace());
+  const partial = space !== undefined && eitherPartOf(space, pidSpace());
   if (space !== undefined && !partial && spaceRelation(space, pidSpace()) !== "own") return null;
   if (ownerAlive(r, deps) || !deps.alive(r.pid)) return null;
   // Another process at the pid since (a reuse): the next start removes the record.

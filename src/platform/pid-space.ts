@@ -82,6 +82,9 @@ export function partOf(theirs: string, ours: string): boolean {
   return [1, 2].every((i) => part(theirs, i) === part(ours, i) || part(theirs, i) === NO_BOOT);
 }
 
+/** `partOf` either way: the space read in part when written, or by the core reading it now. */
+export const eitherPartOf = (a: string, b: string) => partOf(a, b) || partOf(b, a);
+
 /**
  * `spaceRelation`, a previous boot's only where the thing (a lock, a temp, a note, a record) was
  * last written before this boot began (`writtenMs`: its file's or record's time, on its writer's

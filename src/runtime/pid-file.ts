@@ -1,7 +1,7 @@
 import { renameSync, rmSync, unlinkSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { defaultGroupProc, type GroupProcReader } from "../platform/group-live.ts";
-import { partOf, pidSpace, writtenRelation } from "../platform/pid-space.ts";
+import { eitherPartOf, pidSpace, writtenRelation } from "../platform/pid-space.ts";
 import { drives } from "../util/drive-answers.ts";
 import { logger } from "../util/logger.ts";
 import { namesIn } from "../util/names-in.ts";
@@ -313,8 +313,8 @@ async function reapFile(
   const where = spaceOfRecord(r, deps);
   // This host's previous boot (a crash, a reboot): all its processes are gone, its pids others' now.
   if (where === "previous_boot") return { file, kind, action: "gone", pid };
-  // Our space read in part when written (a passing EMFILE): perhaps ours, perhaps another's.
-  const partial = where === "other" && partOf(r.owner.space as string, deps.space);
+  // Our space read in part, when written or now (a passing EMFILE): perhaps ours, perhaps another's.
+  const partial = where === "other" && eitherPartOf(r.owner.space as string, deps.space);
   if (where === "other" && !partial) return otherSpace(file, kind, pid);
   if (ownerAlive(r, deps))
     return r.owner.pid === process.pid ? null : { file, kind, action: "owner_alive", pid };

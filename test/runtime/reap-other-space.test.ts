@@ -92,7 +92,7 @@ describe("a record whose space was read in part", () => {
   const here = spaceOf("box", "boot-1", ns);
   const partial = (space: string): PidRecord => ({ ...record(space), written_at: new Date().toISOString() });
 
-  async function reapPartial(r: PidRecord, startTime = "100") {
+  async function reapPartial(r: PidRecord, startTime = "100", ours = here) {
     using dir = tmpdir();
     mkdirSync(runDir(dir.path), { recursive: true, mode: 0o700 });
     const file = pidFilePath(dir.path, r.owner.pid);
@@ -115,7 +115,7 @@ describe("a record whose space was read in part", () => {
       groupOf: () => null,
       groupProc: null,
       driveAnswers: async () => true,
-      space: here,
+      space: ours,
     });
     return { actions: outcomes.map((o): string => o.action), kept: existsSync(file), signals };
   }
@@ -127,6 +127,14 @@ describe("a record whose space was read in part", () => {
       signals: ["4242 SIGTERM"],
     });
     expect((await reapPartial(partial(spaceOf("box", "boot-1", "")))).actions).toEqual(["stopped"]);
+  });
+
+  // The reaping core's own read in part at its start (the same passing EMFILE): its dead
+  // predecessor's whole record read as another space's, that llama-server left until a later start.
+  test("read in part by the reaping core, a whole record's shown llama-server is stopped", async () => {
+    const ours = spaceOf("box", "", ns);
+    expect((await reapPartial(partial(here), "100", ours)).actions).toEqual(["stopped"]);
+    expect((await reapPartial(partial(here), "7", ours)).actions).toEqual(["other_space"]);
   });
 
   test("a pid reused, or another part unlike ours, is left and never signalled", async () => {
