@@ -58,9 +58,10 @@ export function leftoverTemp(
   const where = m[3] === undefined ? "own" : writtenRelation(m[3], space, st.mtimeMs);
   // A previous boot's writer is gone, whatever its pid names now.
   if (where === "previous_boot" || (where === "own" && !alive(Number(m[2])))) return true;
-  if (where === "other")
-    return stillFor(path, st, seen, mono) >= STALE_TEMP_MS || now - st.mtimeMs > FOREIGN_TEMP_MS;
-  return now - st.mtimeMs > STALE_TEMP_MS;
+  // This core's own by the age as ever; another live pid's (a second core of this host, or a pid
+  // reused) as another space's: on a network share the file's time is the file server's clock.
+  if (where === "own" && Number(m[2]) === process.pid) return now - st.mtimeMs > STALE_TEMP_MS;
+  return stillFor(path, st, seen, mono) >= STALE_TEMP_MS || now - st.mtimeMs > FOREIGN_TEMP_MS;
 }
 
 /**

@@ -43,3 +43,20 @@ test("another space's temp a day old goes at its first sighting", () => {
   const path = temp(dir.path, now - 25 * 3_600_000);
   expect(leftoverTemp(name, path, here, now, new LeaseSightings(), 0)).toBe(true);
 });
+
+// Two cores of one host on a data folder on a network share: the file's time is the file
+// server's clock, and one behind ours by over 10 minutes made the other core's save (its pid
+// alive) read as stale, removed under it. Another live pid's temp is timed on our monotonic clock
+// too (this core's own are its own to judge by the age, as before).
+test("this space's temp of another live pid, its time 11 minutes behind, is kept until seen still", () => {
+  using dir = tmpdir();
+  const now = Date.now();
+  // The test runner's parent: a live process that is not this one.
+  const sibling = `s-${"b".repeat(32)}.${process.ppid}-0123abcd-${here}.tmp`;
+  const path = join(dir.path, sibling);
+  writeFileSync(path, "part of a save");
+  utimesSync(path, (now - 11 * 60_000) / 1000, (now - 11 * 60_000) / 1000);
+  const seen = new LeaseSightings();
+  expect(leftoverTemp(sibling, path, here, now, seen, 0)).toBe(false);
+  expect(leftoverTemp(sibling, path, here, now, seen, STALE_TEMP_MS)).toBe(true);
+});
