@@ -2,8 +2,10 @@ import { expect, test } from "bun:test";
 import {
   bootStartedAt,
   cachedSpace,
+  eitherPartOf,
   legacySpace,
   legacySpaceOf,
+  partOf,
   pidSpace,
   spaceOf,
   spaceRelation,
@@ -96,4 +98,24 @@ test("writtenRelation: a previous boot's only if written before this boot began"
   expect(writtenRelation(ours, ours, 5_000, 1_000)).toBe("own");
   expect(writtenRelation(spaceOf("elsewhere", "boot-1", ns), ours, 0, 1_000)).toBe("other");
   expect(bootStartedAt()).toBeLessThanOrEqual(Date.now());
+});
+
+// runtime/pid-file.ts acts on a record of a space read in part only once its process is shown to
+// be the very one: what counts as read in part is pinned here (a part missing, every other equal).
+test("a space read in part: the host's part equal, each other one equal or missing", () => {
+  const ns = "pid:[4026531836]";
+  const ours = spaceOf("box", "boot-1", ns);
+  expect(partOf(spaceOf("box", "", ns), ours)).toBe(true);
+  expect(partOf(spaceOf("box", "boot-1", ""), ours)).toBe(true);
+  expect(partOf(spaceOf("box", "", ""), ours)).toBe(true);
+  for (const theirs of [
+    ours,
+    spaceOf("far", "", ns),
+    spaceOf("box", "boot-2", ns),
+    spaceOf("box", "", "pid:[1]"),
+  ])
+    expect(partOf(theirs, ours)).toBe(false);
+  expect(partOf(legacySpaceOf("box", "", ns), ours)).toBe(false);
+  expect(partOf(ours, spaceOf("box", "", ns))).toBe(false);
+  expect(eitherPartOf(ours, spaceOf("box", "", ns))).toBe(true);
 });
