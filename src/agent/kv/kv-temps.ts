@@ -31,10 +31,10 @@ export function tempName(name: string, space: string, ext = ""): string {
   return `${name}.${process.pid}-${randomBytes(4).toString("hex")}-${space}${ext}.tmp`;
 }
 
-/** Another pid space's temp this old by the wall clock goes whatever was seen: no clocks differ by a day. */
+/** A temp this old by the wall clock goes whatever was seen (`leftoverTemp`): no two clocks in use differ by a day. */
 export const FOREIGN_TEMP_MS = 24 * 3_600_000;
 
-/** Another pid space's temps as this core saw them (size, time), on its monotonic clock. */
+/** Temps whose writer may live, as this core saw them (size, time), on its monotonic clock. */
 const SIGHTINGS = new LeaseSightings();
 
 /**
@@ -65,7 +65,7 @@ export function leftoverTemp(
 }
 
 /**
- * How long (ms, on our monotonic clock) another space's temp has stood as it is: its time was set
+ * How long (ms, on our monotonic clock) a temp has stood as it is: its time was set
  * by its writer's or a file server's clock, and one behind ours by over STALE_TEMP_MS made a save
  * being written read as stale here, removed under its writer (docs/agent.md, "Prompt reuse").
  */
