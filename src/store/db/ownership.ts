@@ -20,11 +20,14 @@ const OUR_TABLES = ["meta", "sessions", "messages"];
  * Refuses a database whose file, WAL or shared-memory file is a link or a folder, and creates a
  * missing one owner-only (so its WAL and shared memory, which take its mode, are owner-only too);
  * one found with group or other bits is tightened, its WAL and shared memory with it.
+ * Each name is looked at, then opened by SQLite by name: something planted between the two is not
+ * seen. The window is the database's own (its link check) and cannot be closed from here, SQLite
+ * opening by name; data_dir is owner-only, so only this user or root can plant there.
  */
 export function claimDatabaseFile(path: string): void {
   try {
     for (const p of [path, `${path}-wal`, `${path}-shm`]) refuseLink(p);
-    refuseOddJournal(path);
+    for (const suffix of SIDE_FILES) refuseOddSideFile(path, `${path}${suffix}`);
     closeSync(openPrivateFile(path, constants.O_RDWR | constants.O_CREAT | constants.O_EXCL));
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
@@ -44,23 +47,27 @@ export function claimDatabaseFile(path: string): void {
 }
 
 /**
- * SQLite's first read opens a `-journal` it finds read-only and blocking (a hot journal to roll
- * back): a FIFO there held the main loop for good. A link fails there anyway (SQLITE_CANTOPEN).
+ * The files SQLite opens beside the database. Its first read opens a `-journal` it finds read-only
+ * and blocking (a hot journal to roll back): a FIFO there held the main loop for good. A `-wal`
+ * it cannot open read-write it opens read-only, as blocking (a FIFO of mode 0444); a FIFO at
+ * `-shm` failed as a disk error. A regular file (a hot journal after a crash) is left to SQLite.
  */
-function refuseOddJournal(path: string): void {
-  const journal = `${path}-journal`;
+const SIDE_FILES = ["-journal", "-wal", "-shm"];
+
+/** Throws for a side file that exists and is no regular file (a link, a FIFO, a folder). */
+function refuseOddSideFile(path: string, file: string): void {
   let kind: string | undefined;
   try {
-    const st = lstatSync(journal);
+    const st = lstatSync(file);
     if (!st.isFile()) kind = st.isSymbolicLink() ? "a symbolic link" : "not a regular file";
   } catch {
-    return;
+    return; // Missing (Windows included), or unreadable: SQLite's open says what it finds.
   }
   if (kind === undefined) return;
   throw new CoreError(
     "internal_error",
-    `${journal} is ${kind}; the database's journal must be a file of its own: remove it`,
-    { key: "app.data_dir", path, file: journal, problem: "ENOTFILE" },
+    `${file} is ${kind}; the database's side files must be files of their own: remove it`,
+    { key: "app.data_dir", path, file, problem: "ENOTFILE" },
   );
 }
 
