@@ -27,7 +27,7 @@ const OUR_TABLES = ["meta", "sessions", "messages"];
 export function claimDatabaseFile(path: string): void {
   try {
     for (const p of [path, `${path}-wal`, `${path}-shm`]) refuseLink(p);
-    for (const suffix of SIDE_FILES) refuseOddSideFile(path, `${path}${suffix}`);
+    refuseOddSideFiles(path);
     closeSync(openPrivateFile(path, constants.O_RDWR | constants.O_CREAT | constants.O_EXCL));
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
@@ -54,7 +54,15 @@ export function claimDatabaseFile(path: string): void {
  */
 const SIDE_FILES = ["-journal", "-wal", "-shm"];
 
-/** Throws for a side file that exists and is no regular file (a link, a FIFO, a folder). */
+/**
+ * Throws for a side file that exists and is no regular file (a link, a FIFO, a folder). Also the
+ * store's threads' (store/chunk-worker.ts), before their own connection's first read: one planted
+ * after the main open looked held that thread, and every add, delete and search after it, for good.
+ */
+export function refuseOddSideFiles(path: string): void {
+  for (const suffix of SIDE_FILES) refuseOddSideFile(path, `${path}${suffix}`);
+}
+
 function refuseOddSideFile(path: string, file: string): void {
   let kind: string | undefined;
   try {
