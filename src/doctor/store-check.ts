@@ -59,16 +59,16 @@ export async function storeCheck(
       data: { ...data, problem: odd },
     };
   }
-  // SQLite's first read opens it blocking (a hot journal): a FIFO there held the read to its limit.
-  const journal = `${path}-journal`;
-  const oddJournal = notPlainFile(journal);
-  if (oddJournal && existsSync(path)) {
+  // The core refuses them all (ownership.ts): SQLite's first read opens a `-journal` blocking (a
+  // hot journal), a FIFO there held the read to its limit; one at `-shm` read as a disk error.
+  const side = existsSync(path) ? oddSideFile(path) : undefined;
+  if (side) {
     return {
       id: "store",
       status: "fail",
-      message: `${journal} is ${oddJournal}, not a journal: the core refuses to open the database beside it, so chats, documents.add and deletes fail until it is removed`,
-      fix: `remove ${journal}`,
-      data: { ...data, file: journal, problem: oddJournal },
+      message: `${side.file} is ${side.kind}, not a file of the database's own: the core refuses to open the database beside it, so chats, documents.add and deletes fail until it is removed`,
+      fix: `remove ${side.file}`,
+      data: { ...data, file: side.file, problem: side.kind },
     };
   }
   if (!existsSync(path)) {
@@ -115,6 +115,16 @@ function notPlainFile(path: string): string | undefined {
   } catch {
     return undefined; // A folder this user cannot search: the checks below say so.
   }
+}
+
+/** The first of the database's side files that exists and is no regular file, in words. */
+function oddSideFile(path: string): { file: string; kind: string } | undefined {
+  for (const suffix of ["-journal", "-wal", "-shm"]) {
+    const file = `${path}${suffix}`;
+    const kind = notPlainFile(file);
+    if (kind) return { file, kind };
+  }
+  return undefined;
 }
 
 type Unfinished = { kind: "unfinished"; why: string };
