@@ -61,7 +61,8 @@ export async function storeCheck(
   }
   // The core refuses them all (ownership.ts): SQLite's first read opens a `-journal` blocking (a
   // hot journal), a FIFO there held the read to its limit; one at `-shm` read as a disk error.
-  const side = existsSync(path) ? oddSideFile(path) : undefined;
+  // Beside a database not made yet too: the core refuses before it makes one.
+  const side = oddSideFile(path);
   if (side) {
     return {
       id: "store",

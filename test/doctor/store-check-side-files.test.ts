@@ -25,3 +25,18 @@ describe.skipIf(process.platform === "win32")("doctor: a FIFO at the database's 
     });
   }
 });
+
+// The core refuses a FIFO beside the database before it makes a missing one (ownership.ts
+// `claimDatabaseFile`): doctor said "no conversation database yet" as ok, and the first chat failed.
+describe.skipIf(process.platform === "win32")("doctor: a FIFO beside a database not made yet", () => {
+  test("fails as the core's open does, not ok", async () => {
+    using dir = tmpdir();
+    const file = join(dir.path, `${DB_FILE}-journal`);
+    execFileSync("mkfifo", [file]);
+    const c = await storeCheck(configAt(dir.path), true, { limitMs: 5000 });
+    expect(() => openStore(dir.path)).toThrow(
+      expect.objectContaining({ data: expect.objectContaining({ problem: "ENOTFILE" }) }),
+    );
+    expect(c).toMatchObject({ id: "store", status: "fail", data: { file, problem: "a FIFO" } });
+  });
+});
