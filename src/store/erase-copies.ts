@@ -8,6 +8,7 @@ import { refuseLink } from "../util/private-fs.ts";
 import { fsProblemText } from "./data-dir-problem.ts";
 import { emptyIndexTables, indexOthersOut } from "./db/fts-forget.ts";
 import { ASIDE_INFIX, BUSY_TIMEOUT_MS, DB_FILE, integrityProblem } from "./db/open.ts";
+import { refuseOddSideFiles } from "./db/ownership.ts";
 import { useMemoryForTemp } from "./db/temp-dir.ts";
 import { deleteDocumentRows } from "./document-store.ts";
 import { changesSoFar, deleteRows, hasTable, settleErase } from "./erase.ts";
@@ -128,6 +129,8 @@ function scrub(path: string, remove: (db: Database) => number): number {
   // SQLite would open the link's target, and the fallback below would zero it: the core never
   // sets a copy aside as a link, so one named so is removed (the link only) as unscrubbable.
   refuseLink(path);
+  // A FIFO beside it held SQLite's open, and the store's thread, for good (ownership.ts): removed whole.
+  refuseOddSideFiles(path);
   const db = new Database(path, { readwrite: true, create: false, strict: true });
   try {
     db.run(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
