@@ -129,7 +129,9 @@ function scrub(path: string, remove: (db: Database) => number): number {
   // SQLite would open the link's target, and the fallback below would zero it: the core never
   // sets a copy aside as a link, so one named so is removed (the link only) as unscrubbable.
   refuseLink(path);
-  // A FIFO beside it held SQLite's open, and the store's thread, for good (ownership.ts): removed whole.
+  // A FIFO there or beside it held SQLite's open, and the store's thread, for good (ownership.ts):
+  // a FIFO of mode 0444, SQLite's read-write open refused, tried read-only. Removed whole.
+  if (!lstatSync(path).isFile()) throw new Error(`${path} is not a regular file`);
   refuseOddSideFiles(path);
   const db = new Database(path, { readwrite: true, create: false, strict: true });
   try {

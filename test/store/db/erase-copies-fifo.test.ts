@@ -26,3 +26,17 @@ describe.skipIf(process.platform === "win32")("a FIFO beside a set-aside databas
     expect(existsSync(`${copy}-wal`)).toBe(false);
   });
 });
+
+// The copy's own name as a FIFO of mode 0444 blocked SQLite's open the same way (read-write
+// refused, read-only tried): refused as no regular file before SQLite opens it, then removed.
+describe.skipIf(process.platform === "win32")("a FIFO named as a set-aside database", () => {
+  test("is removed, never opened by SQLite", () => {
+    using dir = tmpdir();
+    const copy = join(dir.path, `${DB_FILE}.corrupt-2026-12-01T10-00-00-000Z`);
+    execFileSync("mkfifo", ["-m", "600", copy]);
+    const [outcome] = eraseFromCopies(dir.path, "u", "s");
+    expect(outcome).toMatchObject({ path: copy, outcome: "removed" });
+    expect((outcome as { problem?: string }).problem).toContain(`${copy} is not a regular file`);
+    expect(existsSync(copy)).toBe(false);
+  });
+});
