@@ -33,6 +33,8 @@ export function claimDatabaseFile(path: string): void {
     const e = err as NodeJS.ErrnoException;
     if (e.code === "EEXIST") {
       refuseFolder(path);
+      // A FIFO of mode 0444: SQLite's read-write open refused, its read-only retry blocked for good.
+      refuseNotFile(path, path);
       // SQLite gives a new WAL and shared memory the database's mode, and keeps theirs when found.
       for (const p of [path, `${path}-wal`, `${path}-shm`]) tightenExistingFile(p);
       return;
@@ -60,10 +62,11 @@ const SIDE_FILES = ["-journal", "-wal", "-shm"];
  * after the main open looked held that thread, and every add, delete and search after it, for good.
  */
 export function refuseOddSideFiles(path: string): void {
-  for (const suffix of SIDE_FILES) refuseOddSideFile(path, `${path}${suffix}`);
+  for (const suffix of SIDE_FILES) refuseNotFile(path, `${path}${suffix}`);
 }
 
-function refuseOddSideFile(path: string, file: string): void {
+/** Throws when `file` (the database or one beside it) exists and is no regular file. */
+function refuseNotFile(path: string, file: string): void {
   let kind: string | undefined;
   try {
     const st = lstatSync(file);
@@ -74,7 +77,7 @@ function refuseOddSideFile(path: string, file: string): void {
   if (kind === undefined) return;
   throw new CoreError(
     "internal_error",
-    `${file} is ${kind}; the database's side files must be files of their own: remove it`,
+    `${file} is ${kind}; local-ai opens its database, its journal, log and shared memory only as regular files: remove it`,
     { key: "app.data_dir", path, file, problem: "ENOTFILE" },
   );
 }

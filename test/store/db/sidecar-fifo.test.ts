@@ -56,3 +56,17 @@ test("a regular hot journal is rolled back by the store's open, not refused", ()
   opened.db.close();
   expect(existsSync(`${path}-journal`)).toBe(false);
 });
+
+// The database's own name as a FIFO of mode 0444: SQLite's read-write open was refused (EACCES)
+// and its read-only retry blocked with no writer, the main loop with it (seen as a non-root user,
+// 2026-12-07); one this user can write read as "the disk failed a read or write".
+describe.skipIf(process.platform === "win32")("a FIFO at the database's own name", () => {
+  test("the store's open refuses it by name", () => {
+    using dir = tmpdir();
+    const path = join(dir.path, DB_FILE);
+    execFileSync("mkfifo", ["-m", "600", path]);
+    expect(() => openStore(dir.path)).toThrow(
+      expect.objectContaining({ data: expect.objectContaining({ file: path, problem: "ENOTFILE" }) }),
+    );
+  });
+});
