@@ -3,7 +3,7 @@ import type { ChunkAnswer, ChunkAsk, OpenedAhead, ThreadWork } from "./chunk-thr
 import { checkFile } from "./db/file-check.ts";
 import { fileStamp } from "./db/file-stamp.ts";
 import { BUSY_TIMEOUT_MS, openStore } from "./db/open.ts";
-import { refuseOddSideFiles } from "./db/ownership.ts";
+import { refuseOddFiles } from "./db/ownership.ts";
 import { StatementDatabase } from "./db/statements.ts";
 import { useMemoryForTemp } from "./db/temp-dir.ts";
 import { DocumentStore, type PendingDocument } from "./document-store.ts";
@@ -46,8 +46,9 @@ self.onmessage = (event: MessageEvent<ChunkAsk>) => {
       return;
     }
     if (!db || !docs) {
-      // As the main open (db/ownership.ts): a FIFO at -journal would hold this first read for good.
-      refuseOddSideFiles(ask.path);
+      // As the main open (db/ownership.ts): a FIFO at -journal, or at the name of a database
+      // replaced since, would hold this open or its first read for good.
+      refuseOddFiles(ask.path);
       db = new StatementDatabase(ask.path, { readwrite: true, create: false, strict: true });
       db.run(`PRAGMA busy_timeout = ${ask.busyWaitMs}`);
       db.run("PRAGMA synchronous = NORMAL");

@@ -47,3 +47,31 @@ describe.skipIf(process.platform === "win32")("a FIFO at -journal planted after 
     }
   });
 });
+
+// The database's own name replaced by a FIFO after the main open (a file replaced under the core:
+// docs/agent.md "Removed while the core runs"): of mode 0444 it held the thread's open as at the
+// main open (store/db/ownership.ts); made writable here, it read as a disk error.
+describe.skipIf(process.platform === "win32")(
+  "the database replaced by a FIFO after the store's open",
+  () => {
+    test("the thread's own open refuses it by name", async () => {
+      using dir = tmpdir();
+      const opened = openStore(dir.path);
+      const path = join(dir.path, DB_FILE);
+      const thread = new ChunkThread(path, 0);
+      try {
+        execFileSync("rm", ["-f", path]);
+        execFileSync("mkfifo", ["-m", "600", path]);
+        const got = await thread.search(true, "u", "hello", 5).then(
+          () => "answered",
+          (err) => err,
+        );
+        expect(got).toMatchObject({ code: "internal_error", data: { file: path, problem: "ENOTFILE" } });
+      } finally {
+        release(path);
+        thread.stop();
+        opened.db.close();
+      }
+    });
+  },
+);

@@ -65,6 +65,12 @@ export function refuseOddSideFiles(path: string): void {
   for (const suffix of SIDE_FILES) refuseNotFile(path, `${path}${suffix}`);
 }
 
+/** The database itself and its side files: a thread's open, the file possibly replaced since the main one. */
+export function refuseOddFiles(path: string): void {
+  refuseNotFile(path, path);
+  refuseOddSideFiles(path);
+}
+
 /** Throws when `file` (the database or one beside it) exists and is no regular file. */
 function refuseNotFile(path: string, file: string): void {
   let kind: string | undefined;
