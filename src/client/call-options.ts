@@ -34,6 +34,18 @@ export function readCallOptions(options: GivenOptions, method: string): ReadCall
   }
 }
 
+/**
+ * A cancel's options: a limit of the caller's own is kept, none (no options, `{}`, null, a NaN) is
+ * `boundMs`. client.cancel(id) handed `{}` on, and with requestTimeoutMs 0 it waited on a stuck core
+ * for good.
+ */
+export function cancelOptions(given: GivenOptions, boundMs: number): ReadCallOptions | LocalAiError {
+  const read = readCallOptions(given, "cancel");
+  if (read instanceof LocalAiError) return read;
+  const own = typeof read.timeoutMs === "number" && !Number.isNaN(read.timeoutMs);
+  return own ? read : { ...read, timeoutMs: boundMs };
+}
+
 /** The call's failure when reading its options threw (`what` failed: `err`). */
 export function unreadable(
   method: string,

@@ -1,6 +1,12 @@
 import { MAX_TIMER_MS } from "../util/timer-limit.ts";
 import { AbortWatch } from "./abort-watch.ts";
-import { checkCallOptions, type GivenOptions, readCallOptions, unreadable } from "./call-options.ts";
+import {
+  cancelOptions,
+  checkCallOptions,
+  type GivenOptions,
+  readCallOptions,
+  unreadable,
+} from "./call-options.ts";
 import { isChatEventName } from "./chat-events.ts";
 import { boundedWaitMs, numberOr } from "./client-options.ts";
 import type { CallShape, ConnectionOptions, Outcome, Pending, Route, Transport } from "./connection-types.ts";
@@ -115,16 +121,10 @@ export class Connection {
     return this.cancelRemote(requestId, options);
   }
 
-  /**
-   * Asks the core to cancel request `id`; resolves with whether it caught it in flight. Sent on its
-   * own (no options), never unbounded (boundedWaitMs): one a stuck core never answered stayed for good.
-   */
+  /** Asks the core to cancel `id`: whether it caught it in flight; never unbounded (`cancelOptions`). */
   async cancelRemote(requestId: RequestId | undefined, given?: GivenOptions): Promise<boolean> {
     const params = requestId === undefined ? {} : { request_id: requestId };
-    const options = readCallOptions(
-      given === undefined ? { timeoutMs: boundedWaitMs(this.options.requestTimeoutMs) } : given,
-      "cancel",
-    );
+    const options = cancelOptions(given, boundedWaitMs(this.options.requestTimeoutMs));
     // Its wait over before it began (a deadline past, an aborted signal), a cancel is still sent:
     // it is what stops the core's work, which went on for no one; the caller hears the refusal.
     const refused = checkCallOptions(options, "cancel");

@@ -1,0 +1,34 @@
+import { afterEach, expect, jest, test } from "bun:test";
+import { LocalAiClient } from "../../src/client/index.ts";
+import { FakeChild } from "./fake-child.ts";
+import { killFakes, track } from "./fake-core-fixture.ts";
+
+afterEach(killFakes);
+
+for (const options of [undefined, {}, null]) {
+  test(`a cancel of another's request, never answered, ends with requestTimeoutMs 0 (options ${JSON.stringify(options)})`, async () => {
+    // requestTimeoutMs 0 is "no limit for my calls"; a cancel is the client's own way out and
+    // is bounded whatever options object (or none, or null from a settings file) came with it.
+    const child = new FakeChild();
+    const client = track(
+      await LocalAiClient.start({ binary: "local-ai", spawn: child.spawn, requestTimeoutMs: 0 }),
+    );
+    const outcomes: string[] = [];
+    jest.useFakeTimers();
+    try {
+      client.cancel("someone-else", options as never).then(
+        (v) => outcomes.push(`ok ${v}`),
+        (e: Error) => outcomes.push(`error ${e.message}`),
+      );
+      for (let turn = 0; turn < 20; turn++) await new Promise((r) => process.nextTick(r));
+      expect(child.requests.map((r) => r.method)).toEqual(["cancel"]);
+      for (let s = 0; s < 70 && outcomes.length === 0; s++) {
+        jest.advanceTimersByTime(1000);
+        for (let turn = 0; turn < 20; turn++) await new Promise((r) => process.nextTick(r));
+      }
+    } finally {
+      jest.useRealTimers();
+    }
+    expect(outcomes).toHaveLength(1);
+  });
+}
