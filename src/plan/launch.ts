@@ -57,15 +57,18 @@ export async function planInputs(config: ModelConfig, deps: PlanDeps): Promise<P
   // unreadable model was told only after it. Workers are asked at every plan, so every start
   // plans on the workers that answer now.
   const server = (deps.findServer ?? llamaServerAsked)(config);
-  const [model, hardware, workers] = await Promise.all([
-    deps.readModel(config.model.path, modelSettingKey(config, "path")),
+  const read = deps.readModel(config.model.path, modelSettingKey(config, "path"));
+  // The projector is looked for once the model is read, beside the probe (its device list, tens
+  // of ms), not after it: a cold chat's spawn waited for both (docs/performance.md).
+  const [model, hardware, workers, projector] = await Promise.all([
+    read,
     server.then((found) => deps.probe(found)),
     rpc.length > 0
       ? server.then((found) => (deps.workers ?? checkWorkers)(rpc, found ? { server: found } : {}))
       : Promise.resolve([]),
+    read.then((model) => projectorOf(config, model, deps)),
   ]);
   const template = templateFile(config, deps);
-  const projector = await projectorOf(config, model, deps);
   return { model, hardware, ...planFor(model, hardware, config, workers, template, projector) };
 }
 

@@ -142,6 +142,24 @@ describe("planInputs asks for the projector of a chat model only", () => {
     expect(seen).toEqual(["/p/mmproj.gguf"]);
   });
 
+  test("the projector is looked for while the probe still runs, not after it", async () => {
+    // The probe's device list takes tens of ms (a process start): a cold chat's spawn waited for
+    // the projector's lookup after it (docs/performance.md, "Parses made once").
+    const { model } = await fixture();
+    let probed: ((h: HardwareSnapshot) => void) | undefined;
+    const seen: string[] = [];
+    const plan = planInputs(config({ mmproj: "auto" }), {
+      ...deps(model, seen),
+      findServer: async () => "/opt/llama/llama-server",
+      probe: () => new Promise<HardwareSnapshot>((resolve) => (probed = resolve)),
+    });
+    for (let i = 0; i < 50 && (seen.length === 0 || !probed); i++) await Promise.resolve();
+    expect(probed).toBeDefined();
+    expect(seen).toEqual(["auto"]);
+    probed?.(hw());
+    expect((await plan).launch).toBeDefined();
+  });
+
   test("an embedding model's plan looks for none", async () => {
     const { model } = await fixture();
     const seen: string[] = [];
