@@ -23,7 +23,7 @@ import {
 import { loadFraction } from "./load-fraction.ts";
 import { dialectFor } from "./load-mode.ts";
 import { earlierLogsRedacted } from "./log-scrub.ts";
-import { type LogTail, RotatingLog } from "./log-sink.ts";
+import { type LogTail, llamaServerLog, type RotatingLog } from "./log-sink.ts";
 import { llamaPrograms, reapLeftover, recordAfterStop } from "./pid-file.ts";
 import { pickFreePort } from "./ports.ts";
 import { childRunning } from "./proc-info.ts";
@@ -262,26 +262,24 @@ export class Launcher {
     const settings = this.options.settings();
     const found = await abortable(Promise.resolve(binary), starting.abort.signal);
     if (!("path" in found)) throw binaryMissing(found);
+    const dataDir = this.options.dataDir();
+    const instance = this.options.instance;
+    // The log's folder and the earlier logs' pass (~1 ms of file work) and the binary's stat are
+    // begun while the plan waits for the probe's device list, not after it (docs/performance.md).
+    this.log ??= llamaServerLog(join(dataDir, "logs"), settings, instance);
+    // Child mode unless this version of the binary showed it has none (child-mode.ts).
+    const childMode = knownChildMode(found.path);
     // Every start, whoever planned it: llama-server refuses a --slot-save-path it cannot use.
     const plan = withSlotFolder(await this.options.plan({ outOfMemory: this.outOfMemory }));
     this.plan = plan;
     this.rpc.begin(plan.rpc_workers, found.path);
-    const dataDir = this.options.dataDir();
-    const instance = this.options.instance;
-    this.log ??= new RotatingLog(
-      join(dataDir, "logs"),
-      settings.logMaxBytes,
-      settings.logFiles,
-      instance ? `llama-server-${instance}.log` : undefined,
-    );
     // An earlier core's logs rewritten before this start's lines are written (log-scrub.ts); a
     // stop gives up the wait (the pass reads on until the shutdown stops it).
     await abortable(earlierLogsRedacted(join(dataDir, "logs")), starting.abort.signal);
     const env = this.options.env ?? process.env;
     // argv is rendered here, once, in the flags this build takes (load-mode.ts).
     const argv = await this.argvOf(found.path, plan);
-    // Child mode unless this version of the binary showed it has none (child-mode.ts).
-    const speaksKnown = await knownChildMode(found.path);
+    const speaksKnown = await childMode;
     const request = {
       binary: found.path,
       argv,

@@ -30,6 +30,16 @@ export class LogTail {
   }
 }
 
+/** The log of a llama-server the core launches: `llama-server-<instance>.log` for a named instance. */
+export function llamaServerLog(
+  dir: string,
+  settings: { logMaxBytes: number; logFiles: number },
+  instance?: string,
+): RotatingLog {
+  const name = instance ? `llama-server-${instance}.log` : undefined;
+  return new RotatingLog(dir, settings.logMaxBytes, settings.logFiles, name);
+}
+
 /**
  * llama-server.log under data_dir/logs, rotated to .1 … .(files-1) once it passes maxBytes.
  * Synchronous writes: the volume is small (a few lines per request) and order must hold.
