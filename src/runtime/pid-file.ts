@@ -1,5 +1,5 @@
-import { renameSync, rmSync, unlinkSync } from "node:fs";
-import { basename, dirname, join } from "node:path";
+import { renameSync, rmSync } from "node:fs";
+import { basename, join } from "node:path";
 import { defaultGroupProc, type GroupProcReader } from "../platform/group-live.ts";
 import { eitherPartOf, pidSpace, writtenRelation } from "../platform/pid-space.ts";
 import { drives } from "../util/drive-answers.ts";
@@ -9,6 +9,7 @@ import { once } from "../util/once.ts";
 import { ensurePrivateTree, writePrivateFile } from "../util/private-fs.ts";
 import { NotOwnFile } from "../util/read-file.ts";
 import { groupMembers, judgeAsked, leaderGone, procGroupOf, stopLeftover } from "./leftover-stop.ts";
+import { forgetOwnRecord, keepOwnRecord, removeRecordFile } from "./own-records.ts";
 import {
   type ChildKind,
   type PidRecord,
@@ -18,7 +19,7 @@ import {
 } from "./pid-record-read.ts";
 import { isAlive, type ProcIdentity, procIdentity } from "./proc-info.ts";
 
-export { readRecord };
+export { readRecord, removeRecordFile };
 
 import { GROUP_EXIT_WAIT_MS, groupEnds } from "./spawn.ts";
 
@@ -115,6 +116,8 @@ export function recordAfterStop(
   const aside = pidFilePath(dataDir, process.pid, `${instance ? `${instance}-` : ""}outlived-${child.pid}`);
   try {
     renameSync(file, aside);
+    forgetOwnRecord(file);
+    keepOwnRecord(aside);
   } catch (err) {
     logger.warn(`the process record ${file} could not be kept aside: ${(err as Error).message}`);
     return;
@@ -148,25 +151,6 @@ export function writeMcpRecord(dataDir: string, child: Launched & { name: string
   }
 }
 
-/**
- * A record removed; one already gone is fine. Never throws: a stop goes on whatever is in
- * run/'s place, and the warning names it (Bun's `rmSync` with `force` reports a file where a
- * folder belongs as EFAULT, so the unlink's own code is read instead).
- */
-export function removeRecordFile(file: string): void {
-  try {
-    unlinkSync(file);
-  } catch (err) {
-    const e = err as NodeJS.ErrnoException;
-    if (e.code === "ENOENT") return;
-    const why =
-      e.code === "ENOTDIR"
-        ? `a file stands on the path of its folder ${dirname(file)}; remove that file so the core can keep its process records there`
-        : e.message;
-    logger.warn(`the process record ${file} could not be removed: ${why}`);
-  }
-}
-
 /** Written atomically (temp file + rename), so a crash mid-write leaves the old or the new one. */
 function writeRecord(
   dataDir: string,
@@ -190,6 +174,7 @@ function writeRecord(
   try {
     writePrivateFile(tmp, `${JSON.stringify(record, null, 2)}\n`);
     renameSync(tmp, file);
+    keepOwnRecord(file);
   } catch (err) {
     // A full disk makes the temp file and refuses its bytes: run/ keeps only the records.
     rmSync(tmp, { force: true });

@@ -1,0 +1,35 @@
+import { expect, test } from "bun:test";
+import { existsSync, utimesSync } from "node:fs";
+import { refreshOwnRecords } from "../../src/runtime/own-records.ts";
+import { reapLeftover, removeRecordFile, writeMcpRecord } from "../../src/runtime/pid-file.ts";
+import { untouchedLong } from "../../src/runtime/pid-record-read.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+// Another pid space's core (a second container or machine on this data folder) removes a record
+// untouched for 30 days (pid-record-read.ts OTHER_SPACE_KEEP_MS). A core's records were written
+// once, at its server's start: one whose MCP server or llama-server ran longer lost its record under
+// it, live, and once that core was killed outright its successor never reaped the orphan. A live
+// core renews its own records' time.
+test("a live core's own record is touched, so another space never expires it", async () => {
+  using dir = tmpdir();
+  const file = writeMcpRecord(dir.path, { pid: process.pid, name: "tool", binary: "tool", argv: [] });
+  expect(file).not.toBeNull();
+  const long = (Date.now() - 31 * 86_400_000) / 1000;
+  utimesSync(file as string, long, long);
+  expect(untouchedLong(file as string)).toBe(true);
+  await refreshOwnRecords();
+  expect(untouchedLong(file as string)).toBe(false);
+  const outcomes = await reapLeftover(dir.path, {
+    configured: { mcp: ["tool"] },
+    kill: () => {
+      throw new Error("never signalled");
+    },
+    space: "elsewhere",
+  });
+  expect(outcomes.map((o) => o.action)).toEqual(["other_space"]);
+  expect(existsSync(file as string)).toBe(true);
+  // Removed by its core: no longer touched (never made again by a touch).
+  removeRecordFile(file as string);
+  await refreshOwnRecords();
+  expect(existsSync(file as string)).toBe(false);
+});
