@@ -8,10 +8,11 @@ import { alive } from "./drop-file.ts";
 // a leftover no save waits for (docs/agent.md, "Prompt reuse").
 
 /**
- * A temporary file older than this has no save left waiting for it. One whose writer (the pid in
- * its name) is no longer a process goes at once: nothing will ever commit it, and it holds a
- * session's tokens (or its prompt record) that a sessions.delete must not leave behind. A pid
- * reused since, or a writer of another pid space, falls back to the age.
+ * A temporary file standing still this long has no save left waiting for it. One whose writer
+ * (the pid in its name) is no longer a process goes at once: nothing will ever commit it, and it
+ * holds a session's tokens (or its prompt record) that a sessions.delete must not leave behind. A
+ * live pid (this core's own, a pid reused) or a writer of another pid space falls back to the time
+ * it is seen unchanged (`leftoverTemp`).
  */
 export const STALE_TEMP_MS = 10 * 60_000;
 
@@ -58,9 +59,9 @@ export function leftoverTemp(
   const where = m[3] === undefined ? "own" : writtenRelation(m[3], space, st.mtimeMs);
   // A previous boot's writer is gone, whatever its pid names now.
   if (where === "previous_boot" || (where === "own" && !alive(Number(m[2])))) return true;
-  // This core's own by the age as ever; another live pid's (a second core of this host, or a pid
-  // reused) as another space's: on a network share the file's time is the file server's clock.
-  if (where === "own" && Number(m[2]) === process.pid) return now - st.mtimeMs > STALE_TEMP_MS;
+  // A live pid's (this core's own, a second core of this host, or a pid reused) as another
+  // space's: on a network share the file's time is the file server's clock, and one behind ours
+  // by over 10 minutes made a save just begun read as stale, this core's own included.
   return stillFor(path, st, seen, mono) >= STALE_TEMP_MS || now - st.mtimeMs > FOREIGN_TEMP_MS;
 }
 

@@ -8,7 +8,7 @@ const realRename = fs.renameSync;
 import { KvDisk } from "../../../src/agent/kv/kv-disk.ts";
 import { entryOf } from "../../../src/agent/kv/kv-entry.ts";
 import { emptyRecord, type PromptRecord } from "../../../src/agent/kv/prompt-record.ts";
-import { spaceOf } from "../../../src/platform/pid-space.ts";
+import { pidSpace, spaceOf } from "../../../src/platform/pid-space.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
 // The KV state folder (docs/agent.md#prompt-reuse): whole files only, owner-only, a disk budget
@@ -198,15 +198,21 @@ describe("KvDisk", () => {
     expect(disk.entry("u", "unrelated")).toBeDefined();
   });
 
+  // This core's own temp is timed on its monotonic clock (kv-temps-skew.test.ts: the file's time
+  // may be a file server's): stale once seen unchanged for 10 minutes, whatever its time reads.
   test("a temporary file a save never finished is swept once stale; a fresh one is left for its save", () => {
     using dir = tmpdir();
-    const disk = new KvDisk(dir.path, 1_000_000);
+    let mono = 0;
+    const disk = new KvDisk(dir.path, 1_000_000, Date.now, pidSpace, () => mono);
     const stale = join(dir.path, disk.tempName(disk.nameOf("u", "a")));
     const fresh = join(dir.path, disk.tempName(disk.nameOf("u", "b")));
     writeFileSync(stale, "half");
-    writeFileSync(fresh, "half");
     const old = new Date(Date.now() - 3_600_000);
     utimesSync(stale, old, old);
+    disk.sweep();
+    expect(existsSync(stale)).toBe(true);
+    mono += 10 * 60_000;
+    writeFileSync(fresh, "half");
     disk.sweep();
     expect(existsSync(stale)).toBe(false);
     expect(existsSync(fresh)).toBe(true);

@@ -44,19 +44,32 @@ test("another space's temp a day old goes at its first sighting", () => {
   expect(leftoverTemp(name, path, here, now, new LeaseSightings(), 0)).toBe(true);
 });
 
-// Two cores of one host on a data folder on a network share: the file's time is the file
-// server's clock, and one behind ours by over 10 minutes made the other core's save (its pid
-// alive) read as stale, removed under it. Another live pid's temp is timed on our monotonic clock
-// too (this core's own are its own to judge by the age, as before).
-test("this space's temp of another live pid, its time 11 minutes behind, is kept until seen still", () => {
+/** A live pid's temp of this space whose time reads 11 minutes behind ours: kept until seen still. */
+function keptUntilStill(pid: number): void {
   using dir = tmpdir();
   const now = Date.now();
-  // The test runner's parent: a live process that is not this one.
-  const sibling = `s-${"b".repeat(32)}.${process.ppid}-0123abcd-${here}.tmp`;
-  const path = join(dir.path, sibling);
+  const f = `s-${"b".repeat(32)}.${pid}-0123abcd-${here}.tmp`;
+  const path = join(dir.path, f);
   writeFileSync(path, "part of a save");
   utimesSync(path, (now - 11 * 60_000) / 1000, (now - 11 * 60_000) / 1000);
   const seen = new LeaseSightings();
-  expect(leftoverTemp(sibling, path, here, now, seen, 0)).toBe(false);
-  expect(leftoverTemp(sibling, path, here, now, seen, STALE_TEMP_MS)).toBe(true);
+  expect(leftoverTemp(f, path, here, now, seen, 0)).toBe(false);
+  expect(leftoverTemp(f, path, here, now, seen, STALE_TEMP_MS - 1)).toBe(false);
+  expect(leftoverTemp(f, path, here, now, seen, STALE_TEMP_MS)).toBe(true);
+}
+
+// Two cores of one host on a data folder on a network share: the file's time is the file
+// server's clock, and one behind ours by over 10 minutes made the other core's save (its pid
+// alive) read as stale, removed under it. Another live pid's temp is timed on our monotonic clock.
+test("this space's temp of another live pid, its time 11 minutes behind, is kept until seen still", () => {
+  // The test runner's parent: a live process that is not this one.
+  keptUntilStill(process.ppid);
+});
+
+// The same share, this core's own save: llama-server writes it under this core's pid, and the
+// file's time is the file server's clock. One behind ours by over 10 minutes made a save just
+// begun read as stale, removed under llama-server by a sweep (any sessions.delete meanwhile), the
+// save lost. This core's own live temp is timed on our monotonic clock as another pid's is.
+test("this core's own temp, its time 11 minutes behind, is kept until seen still", () => {
+  keptUntilStill(process.pid);
 });
