@@ -319,8 +319,9 @@ async function reapFile(
 
 /**
  * A record of our space read in part (platform/pid-space.ts `partOf`): its llama-server stopped
- * only once shown to be the very process (alive here, its start time and program), else left as
- * another space's: a pid that names nothing here, or another process, says nothing of a
+ * only once shown to be the very process (alive here, its start time and program), or its leader
+ * gone, a recorded group member shown so (a wrapper's shell died, its llama-server stuck), else
+ * left as another space's: a pid that names nothing here, or another process, says nothing of a
  * same-named machine's. Kept as another's, its core's successors never reaped it.
  */
 async function reapIfShown(
@@ -330,7 +331,11 @@ async function reapIfShown(
   configured: readonly string[],
   deps: Deps,
 ): Promise<ReapOutcome> {
-  const now = deps.alive(r.pid) ? deps.identity(r.pid) : null;
+  if (!deps.alive(r.pid)) {
+    const g = await leaderGone(file, r, configured, "gone", memberDeps(deps));
+    return g.action === "stopped" || g.action === "failed" ? g : otherSpace(file, kind, r.pid);
+  }
+  const now = deps.identity(r.pid);
   const v = now ? await judgeAsked(r, now, configured, deps) : null;
   if (v?.verdict !== "ours") return otherSpace(file, kind, r.pid);
   return { file, kind, pid: r.pid, ...(await stopLeftover(r.pid, r.group === true, memberDeps(deps))) };

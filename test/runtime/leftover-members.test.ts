@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { spaceOf } from "../../src/platform/pid-space.ts";
 import type { ProcReader } from "../../src/platform/process-tree.ts";
 import { groupMembers } from "../../src/runtime/leftover-stop.ts";
 import { type PidRecord, pidFilePath, reapLeftover } from "../../src/runtime/pid-file.ts";
@@ -75,6 +76,30 @@ describe("a wrapper's llama-server left in the group after its shell died", () =
     ]);
     expect(procs.signals).toEqual([[SERVER, "SIGTERM"]]);
     expect(existsSync(file)).toBe(false);
+  });
+
+  // A record of this core's pid space read in part (a passing EMFILE on the boot id; its core
+  // died during the load): its process is stopped once shown the very one (pid-file.ts
+  // `reapIfShown`), but a wrapper's shell gone left its stuck llama-server running for good, its
+  // record kept as another space's. Its members are shown by their start time and group as ever;
+  // none running, the record stays another space's (its leader's pid says nothing here).
+  test("of a record whose space was read in part, is stopped too; none running, the record stays", async () => {
+    const ns = "pid:[4026531836]";
+    const owner = { pid: OWNER, start_time: "900", space: spaceOf("box", "", ns) };
+    const space = spaceOf("box", "boot-1", ns);
+    await using dir = tmpdir();
+    const file = writeRecord(dir.path, { owner });
+    const procs = fakeProcs({ [SERVER]: "1001" });
+    const opts = { configured: { "llama-server": [WRAPPER] }, graceMs: 0, space };
+    expect((await reapLeftover(dir.path, { ...opts, ...procs })).map((o) => o.action)).toEqual(["stopped"]);
+    expect(procs.signals).toEqual([[SERVER, "SIGTERM"]]);
+    expect(existsSync(file)).toBe(false);
+    writeRecord(dir.path, { owner });
+    const none = fakeProcs({});
+    expect((await reapLeftover(dir.path, { ...opts, ...none })).map((o) => o.action)).toEqual([
+      "other_space",
+    ]);
+    expect(existsSync(file)).toBe(true);
   });
 
   test("one that ignores SIGTERM gets the SIGKILL", async () => {
