@@ -18,7 +18,7 @@ import {
 import { enableFtsSecureDelete, forgetOptimizeNote } from "./fts-secure-delete.ts";
 import { MIGRATIONS, SCHEMA_VERSION } from "./migrations.ts";
 import { claimDatabaseFile, isStamped, refuseForeign, stampOwnership } from "./ownership.ts";
-import { clearResetNote, pendingReset, writeResetNote } from "./reset-note.ts";
+import { ASIDE_INFIX, clearResetNote, pendingReset, writeResetNote } from "./reset-note.ts";
 import { StatementDatabase } from "./statements.ts";
 import { keepTempFilesBeside, useMemoryForTemp } from "./temp-dir.ts";
 
@@ -308,8 +308,8 @@ function addFtsTables(db: Database): void {
   for (const t of FTS_TABLES) rebuildIndex(db, t);
 }
 
-/** What a database set aside is named after (`local-ai.db.corrupt-<time>`); users.delete reaches these too. */
-export const ASIDE_INFIX = ".corrupt-";
+/** Kept where its notes' check reads it (reset-note.ts), and named here for the callers of the open. */
+export { ASIDE_INFIX };
 
 /**
  * The databases set aside (and their logs) made owner-only as the live one is (ownership.ts): one

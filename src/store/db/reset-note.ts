@@ -1,6 +1,10 @@
 import { existsSync, lstatSync, rmSync } from "node:fs";
+import { basename, dirname } from "node:path";
 import { writePrivateFile } from "../../util/private-fs.ts";
 import { readSmallFile } from "../../util/read-file.ts";
+
+/** What a database set aside is named after (`local-ai.db.corrupt-<time>`); users.delete reaches these too. */
+export const ASIDE_INFIX = ".corrupt-";
 
 /**
  * A file beside the database saying a damaged one was moved aside, written before the move and
@@ -37,10 +41,29 @@ export function pendingReset(path: string): PendingReset | undefined {
   if (!existsSync(note)) return undefined;
   try {
     const { aside, problem } = JSON.parse(readSmallFile(note, NOTE_BYTES, { follow: false })) as PendingReset;
-    if (typeof aside === "string" && typeof problem === "string" && lstatSync(aside).isFile()) {
+    if (
+      typeof aside === "string" &&
+      typeof problem === "string" &&
+      ownCopy(path, aside) &&
+      lstatSync(aside).isFile()
+    ) {
       return { aside, problem };
     }
   } catch {}
   clearResetNote(path);
   return undefined;
+}
+
+/**
+ * A copy the core set aside beside this database (open.ts names it `<db>.corrupt-<time>`), never
+ * its log: a note naming any other file (a data_dir copied from elsewhere, a note planted there)
+ * had the host told that file's path as where its conversations were kept.
+ */
+function ownCopy(path: string, aside: string): boolean {
+  const name = basename(aside);
+  return (
+    dirname(aside) === dirname(path) &&
+    name.startsWith(`${basename(path)}${ASIDE_INFIX}`) &&
+    !/-(wal|shm|journal)$/.test(name)
+  );
 }

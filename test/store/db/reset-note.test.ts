@@ -39,3 +39,22 @@ test("a note whose file set aside is not there (a core killed before the move) t
   expect(opened.resetFrom).toBeUndefined();
   expect(existsSync(resetNote(path))).toBe(false);
 });
+
+// A note is only ever the core's own, naming a copy it set aside beside the database. One that
+// names any other file (a data_dir copied from another place, or a note planted there) had the
+// chat's store_reset warning tell the host that file's path as where its conversations were kept.
+test("a note naming a file that is not a copy set aside beside the database tells nothing and goes", () => {
+  using dir = tmpdir();
+  using elsewhere = tmpdir();
+  const path = join(dir.path, DB_FILE);
+  const other = join(elsewhere.path, "tax-return-2026.pdf");
+  writeFileSync(other, "private");
+  for (const aside of [other, join(elsewhere.path, `${DB_FILE}.corrupt-x`), join(dir.path, "notes.txt")]) {
+    writeFileSync(aside, "x");
+    writeFileSync(resetNote(path), JSON.stringify({ aside, problem: "x" }));
+    const opened = openStore(dir.path, { withoutFts: true });
+    opened.db.close();
+    expect(opened.resetFrom).toBeUndefined();
+    expect(existsSync(resetNote(path))).toBe(false);
+  }
+});
