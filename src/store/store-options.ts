@@ -29,4 +29,6 @@ export interface StoreOptions extends OpenOptions {
 export interface StoreReset {
   aside: string;
   problem: string;
+  /** The copy set aside was removed since (an erase): the warning names no kept file. */
+  removed?: true;
 }

@@ -5,7 +5,7 @@ import { whileBusy } from "./busy-retry.ts";
 import { ChunkThread } from "./chunk-thread.ts";
 import { Conversations } from "./conversations.ts";
 import { DB_FILE, openStore, storeError } from "./db/open.ts";
-import { clearResetNote } from "./db/reset-note.ts";
+import { asTold, clearResetNote } from "./db/reset-note.ts";
 import { DbIdentity } from "./db-identity.ts";
 import { DiskReserve } from "./disk-reserve.ts";
 import { DocumentStore, type PendingDocument } from "./document-store.ts";
@@ -135,7 +135,7 @@ export class Store {
     const r = this.reset;
     this.reset = undefined;
     if (r) clearResetNote(this.path);
-    return r;
+    return r && asTold(r);
   }
 
   /**

@@ -5,6 +5,7 @@ import { CoreError } from "../../protocol/errors.ts";
 import { type Checkpoint, checkpointBody, INPUT_APART_CHARS } from "../../store/checkpoint.ts";
 import type { CheckpointWrite } from "../../store/checkpoint-rows.ts";
 import { indexesLong, type TurnMessage } from "../../store/conversations.ts";
+import { resetMessage } from "../../store/db/reset-note.ts";
 import type { Store } from "../../store/store.ts";
 import type { TurnMark } from "../../store/turn-mark.ts";
 import { logger } from "../../util/logger.ts";
@@ -82,10 +83,7 @@ export class TurnSession {
   ): TurnSession {
     const reset = store.takeReset();
     if (reset) {
-      warnings.push({
-        code: "store_reset",
-        message: `the conversation database could not be used (${reset.problem}); it was moved aside to ${reset.aside} and a fresh one started`,
-      });
+      warnings.push({ code: "store_reset", message: resetMessage(reset) });
     }
     const mark = { since: store.guard(() => store.conversations.erasureMark()), owner: store.leases.owner };
     const read = store.guard(() => readCheckpoint(store, key, warnings));

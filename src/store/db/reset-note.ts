@@ -67,3 +67,20 @@ function ownCopy(path: string, aside: string): boolean {
     !/-(wal|shm|journal)$/.test(name)
   );
 }
+
+/**
+ * The reset as a chat tells it: its copy removed since (users.delete removes a damaged one whole,
+ * erase-copies.ts) is said to be gone, never named as where the conversations are kept.
+ */
+export function asTold<R extends PendingReset>(reset: R): R & { removed?: true } {
+  try {
+    if (lstatSync(reset.aside).isFile()) return reset;
+  } catch {}
+  return { ...reset, removed: true };
+}
+
+/** The chat's `store_reset` warning: the kept copy named, or said erased since (asTold). */
+export function resetMessage(reset: PendingReset & { removed?: true }): string {
+  const where = reset.removed ? ", that copy has since been erased," : ` to ${reset.aside}`;
+  return `the conversation database could not be used (${reset.problem}); it was moved aside${where} and a fresh one started`;
+}

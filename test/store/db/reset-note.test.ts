@@ -1,8 +1,8 @@
 import { expect, test } from "bun:test";
-import { existsSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { DB_FILE, openStore } from "../../../src/store/db/open.ts";
-import { resetNote } from "../../../src/store/db/reset-note.ts";
+import { resetMessage, resetNote } from "../../../src/store/db/reset-note.ts";
 import { Store } from "../../../src/store/store.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
@@ -57,4 +57,19 @@ test("a note naming a file that is not a copy set aside beside the database tell
     expect(opened.resetFrom).toBeUndefined();
     expect(existsSync(resetNote(path))).toBe(false);
   }
+});
+
+// A damaged copy fails its quick_check, so a users.delete removes it whole (erase-copies.ts): the
+// next chat's store_reset warning still named it as where the conversations were kept, the host
+// telling its user that erased data was there to find.
+test("a reset whose copy an erase removed since is told without naming a kept file", () => {
+  using dir = tmpdir();
+  writeFileSync(join(dir.path, DB_FILE), Buffer.alloc(4096, 7));
+  const store = Store.open(dir.path, { withoutFts: true, chunkThread: false });
+  const aside = readdirSync(dir.path).find((n) => n.includes(".corrupt-")) as string;
+  rmSync(join(dir.path, aside));
+  const told = store.takeReset();
+  store.close();
+  expect(told?.removed).toBe(true);
+  expect(resetMessage(told as NonNullable<typeof told>)).not.toContain(aside);
 });
