@@ -1,6 +1,7 @@
 import type { Database } from "bun:sqlite";
 import { logger } from "../util/logger.ts";
 import { forgettingRows, indexedRows, roomToMerge } from "./db/fts-forget.ts";
+import { forgetOptimizeNote } from "./db/fts-secure-delete.ts";
 import { BUSY_TIMEOUT_MS } from "./db/open.ts";
 import { withTempFiles } from "./db/temp-dir.ts";
 import { recordErasure } from "./erasures.ts";
@@ -202,6 +203,7 @@ export function settleErase(db: Database, rewrite = false): boolean {
   if (optimize?.value === "1") {
     // A SQLite without FTS5 secure-delete: merging the segments drops the deleted rows' words.
     for (const t of ["messages_fts", "memory_fts"]) db.run(`INSERT INTO ${t}(${t}) VALUES ('optimize')`);
+    forgetOptimizeNote(db);
   }
   // After the merge: its own writes move the index's cells as the deletes moved the rows'.
   const rewritten = !rewrite || rewritePages(db);

@@ -1,4 +1,5 @@
 import type { Database } from "bun:sqlite";
+import { ftsSecureDeleteSet } from "./fts-forget.ts";
 
 /** Whether this SQLite's FTS5 has 'secure-delete' (3.42.0 and later). */
 export function secureDeleteKnown(db: Database): boolean {
@@ -34,14 +35,15 @@ function note(db: Database): void {
 }
 
 /**
- * Secure-delete found on (a newer SQLite turned it on, or this open did): the note goes, else every
- * delete paid an FTS5 'optimize' (erase.ts `settleErase`) for good. Only where this SQLite knows
- * secure-delete: an older one honours no such setting and still needs its optimize. Read first, so
- * an open writes nothing when there is no note; a lock held elsewhere leaves it for the next open.
+ * Secure-delete found on (a newer SQLite turned it on): the note goes, else every delete paid an
+ * FTS5 'optimize' (erase.ts `settleErase`) for good. Only after that erase's 'optimize': words a
+ * delete made before secure-delete was on left in the segments (its own optimize cut off by a
+ * kill) are out of reach of secure-delete, and dropped at the open the note left them for good.
+ * Only where this SQLite knows secure-delete: an older one honours no such setting.
  */
 export function forgetOptimizeNote(db: Database, known = secureDeleteKnown(db)): void {
-  if (!known || db.query("SELECT 1 FROM meta WHERE key = ?").get(NOTE) === null) return;
+  if (!known || !ftsSecureDeleteSet(db)) return;
   try {
     db.run("DELETE FROM meta WHERE key = ?", [NOTE]);
-  } catch {}
+  } catch {} // A lock held elsewhere: the next erase's optimize, then this again.
 }

@@ -15,7 +15,7 @@ import {
   indexOthersOut,
   rebuildIndex,
 } from "./fts-forget.ts";
-import { enableFtsSecureDelete, forgetOptimizeNote } from "./fts-secure-delete.ts";
+import { enableFtsSecureDelete } from "./fts-secure-delete.ts";
 import { MIGRATIONS, SCHEMA_VERSION } from "./migrations.ts";
 import { claimDatabaseFile, isStamped, refuseForeign, stampOwnership } from "./ownership.ts";
 import { ASIDE_INFIX, clearResetNote, pendingReset, writeResetNote } from "./reset-note.ts";
@@ -245,7 +245,6 @@ export function hasFts5(db: Database): boolean {
 function migrate(db: Database, fts: boolean): void {
   if (!current(db, fts)) upgrade(db, fts);
   if (fts && !ftsSecureDeleteSet(db)) enableFtsSecureDelete(db);
-  if (fts && ftsSecureDeleteSet(db)) forgetOptimizeNote(db);
 }
 
 /** Nothing for `upgrade` to write: ours, the latest schema, its FTS5 indexes as this SQLite can have them. */
