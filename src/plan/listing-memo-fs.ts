@@ -1,0 +1,68 @@
+import { renameSync, rmSync } from "node:fs";
+import { opendir, readFile, realpath, stat } from "node:fs/promises";
+import { join } from "node:path";
+import { bootStartedAt } from "../platform/pid-space.ts";
+import { allowedEnv } from "../util/child-allowlist.ts";
+import { logger } from "../util/logger.ts";
+import { ensurePrivateTree, writePrivateFile } from "../util/private-fs.ts";
+import { readSmallFileAsync } from "../util/read-file.ts";
+import { MEMO_FOLDER, MEMO_NAME, type MemoEdges } from "./listing-memo.ts";
+
+/** The listing memo's edges as the core runs them (plan/listing-memo.ts). */
+export const realMemoEdges: MemoEdges = {
+  platform: process.platform,
+  arch: process.arch,
+  realpath: (path) => realpath(path),
+  stat: async (path) => {
+    const s = await stat(path);
+    return { size: s.size, mtimeMs: s.mtimeMs, ino: s.ino };
+  },
+  names: async (dir, max) => {
+    const names: string[] = [];
+    const listing = await opendir(dir);
+    try {
+      for (let entry = await listing.read(); entry; entry = await listing.read()) {
+        if (names.length >= max) return null;
+        names.push(entry.name);
+      }
+    } finally {
+      await listing.close().catch(() => {});
+    }
+    return names;
+  },
+  boot: async () => {
+    if (process.platform === "linux") {
+      const id = await readFile("/proc/sys/kernel/random/boot_id", "utf8").catch(() => "");
+      if (id.trim()) return id.trim();
+    }
+    // Elsewhere the boot's start, to the minute: a clock step reads as a reboot, a re-probe only.
+    return String(Math.round(bootStartedAt() / 60_000));
+  },
+  env: () => allowedEnv(process.env),
+  read: async (path, max) => {
+    try {
+      // Not through a link: a memo's name is the core's own (util/private-fs.ts).
+      return await readSmallFileAsync(path, max, { follow: false });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
+      throw err;
+    }
+  },
+  write: (dataDir, text) => {
+    // Each folder under data_dir made owner-only, none followed if it is a link.
+    const dir = ensurePrivateTree(dataDir, MEMO_FOLDER);
+    const tmp = join(dir, `${MEMO_NAME}.${process.pid}.tmp`);
+    try {
+      writePrivateFile(tmp, text);
+      renameSync(tmp, join(dir, MEMO_NAME));
+    } catch (err) {
+      rmSync(tmp, { force: true });
+      throw err;
+    }
+  },
+  remove: (path) => rmSync(path, { force: true }),
+  setTimer: (fn, ms) => {
+    setTimeout(fn, ms).unref?.();
+  },
+  info: (message) => logger.info(message),
+};

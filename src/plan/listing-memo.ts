@@ -1,0 +1,207 @@
+import { createHash } from "node:crypto";
+import { dirname, join } from "node:path";
+import { within } from "../util/within.ts";
+import type { ListedDevice } from "./listed-devices.ts";
+
+/**
+ * A CPU build's `--list-devices` answer, `(none)`, remembered across core starts: the listing is
+ * the largest single step of a cold chat's way to its spawn (a process start, 20-40 ms on two
+ * cores: docs/performance.md, "A cold chat's way to the spawn"). Only `(none)`: a listing with
+ * devices carries free VRAM, which moves, and is never remembered. The memo holds for one key
+ * (`listingKey`): the binary and its backend libraries as files, the boot, the device-choosing
+ * environment the probe's child sees, the OS and arch. What no key sees (a Vulkan ICD or a GPU
+ * driver installed without a reboot, an eGPU plugged in) is caught by asking the binary again a
+ * while after a plan that used the memo (`recheck`). docs/plan.md, "Which GPUs".
+ */
+
+export const MEMO_VERSION = 1;
+/** Under data_dir: small state of the core's that is safe to lose. */
+export const MEMO_FOLDER = "cache";
+export const MEMO_NAME = "list-devices.json";
+/** A memo is a line of JSON; anything longer is not one. */
+export const MAX_MEMO_BYTES = 4096;
+/** The binary's folder read up to this many names; a bigger one (a PATH folder) is no memo. */
+export const MAX_FOLDER_ENTRIES = 200;
+/** The memo's reads wait this long at most (a data_dir on a dead share): then asked as before. */
+export const RECALL_WAIT_MS = 300;
+/** How long after a plan that used the memo the binary is asked again, in the background. */
+export const RECHECK_AFTER_MS = 15_000;
+
+/** The OS edges the memo reads and writes through (listing-memo-fs.ts; tests hand in fakes). */
+export interface MemoEdges {
+  platform: string;
+  arch: string;
+  realpath(path: string): Promise<string>;
+  /** Links followed: a library's name links to its versioned file. */
+  stat(path: string): Promise<{ size: number; mtimeMs: number; ino: number }>;
+  /** Up to `max` names in `dir`; null when there are more. */
+  names(dir: string, max: number): Promise<string[] | null>;
+  /** This boot: Linux's boot_id, elsewhere its start on the wall clock to the minute. */
+  boot(): Promise<string>;
+  /** What the probe's child sees of the environment (util/child-allowlist.ts). */
+  env(): Record<string, string>;
+  /** The memo's text; null when there is none. Throws on a link, a non-file, or over `max` bytes. */
+  read(path: string, max: number): Promise<string | null>;
+  /** data_dir/cache/list-devices.json, atomically, owner-only, never through a link. */
+  write(dataDir: string, text: string): void;
+  remove(path: string): void;
+  setTimer(fn: () => void, ms: number): void;
+  info(message: string): void;
+}
+
+/** Which names in the binary's folder are what it loads at start (libggml-cpu-*.so, ggml-vulkan.dll…). */
+const BACKEND = /ggml|llama/i;
+
+/** The key a memo holds for: a hash, so the file keeps no paths or environment values. */
+export async function listingKey(binary: string, edges: MemoEdges): Promise<string | null> {
+  const real = await edges.realpath(binary);
+  const folder = dirname(real);
+  const names = await edges.names(folder, MAX_FOLDER_ENTRIES);
+  if (!names) return null;
+  const paths = [real, ...names.filter((n) => BACKEND.test(n)).map((n) => join(folder, n))];
+  const uniq = [...new Set(paths)].sort();
+  const files = await Promise.all(
+    uniq.map(async (p) => {
+      const s = await edges.stat(p);
+      return [p, s.size, s.mtimeMs, s.ino];
+    }),
+  );
+  const env = Object.entries(edges.env()).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const parts = {
+    v: MEMO_VERSION,
+    os: edges.platform,
+    arch: edges.arch,
+    boot: await edges.boot(),
+    files,
+    env,
+  };
+  return createHash("sha256").update(JSON.stringify(parts)).digest("hex");
+}
+
+/** What the memo said for one probe: `key` null, nothing is written after it (no memo here). */
+export interface Recall {
+  /** The memo holds `(none)` for this key: the binary is not asked. */
+  hit: boolean;
+  /** The memo held for this key (a probe that asks anyway: doctor, the recheck). */
+  held: boolean;
+  key: string | null;
+}
+
+const NO_MEMO: Recall = { hit: false, held: false, key: null };
+
+/** The probe's side of the memo (probe.ts `probeListed`). */
+export interface ListingHooks {
+  /** The memo answered this probe's listing (doctor then asks the binary: plan/probe-ahead.ts). */
+  readonly answered: boolean;
+  recall(binary: string): Promise<Recall>;
+  learned(binary: string, recall: Recall, listed: ListedDevice[] | null): void;
+}
+
+export class ListingMemo {
+  private where: { dataDir: string; stopping: () => boolean } | null = null;
+  private pending = false;
+
+  constructor(
+    private readonly edges: MemoEdges,
+    /** Asks the binary again, one `--list-devices` at a time (plan/probe-ahead.ts `recheck`). */
+    private readonly recheck: (binary: string) => void,
+    private readonly waitMs = RECALL_WAIT_MS,
+  ) {}
+
+  /**
+   * The memo on, in `dataDir`: serve-stdio's read-ahead turns it on. `local-ai plan` and
+   * `doctor` run without it, and always ask the binary.
+   */
+  serve(dataDir: string, stopping: () => boolean): void {
+    this.where = { dataDir, stopping };
+  }
+
+  /** Hooks for one probe; `ask`: the binary is asked whatever the memo holds (it is still kept current). */
+  hooks(ask: boolean): ListingHooks {
+    const hooks = {
+      answered: false,
+      recall: async (binary: string) => {
+        const recall = await this.recall(binary, ask);
+        if (recall.hit) hooks.answered = true;
+        return recall;
+      },
+      learned: (binary: string, recall: Recall, listed: ListedDevice[] | null) =>
+        this.learned(binary, recall, listed),
+    };
+    return hooks;
+  }
+
+  private async recall(binary: string, ask: boolean): Promise<Recall> {
+    const where = this.where;
+    // A stopping core neither reads nor writes it: its data_dir may be going (a test's, a host's).
+    if (!where || where.stopping()) return NO_MEMO;
+    const read = async (): Promise<Recall> => {
+      const key = await listingKey(binary, this.edges).catch(() => null);
+      if (!key) return NO_MEMO;
+      let text: string | null;
+      try {
+        text = await this.edges.read(memoPath(where.dataDir), MAX_MEMO_BYTES);
+      } catch {
+        return { hit: false, held: false, key }; // a link, a FIFO, too long: replaced
+      }
+      const held = text !== null && holds(text, key);
+      return { hit: held && !ask, held, key };
+    };
+    // Late: neither used nor written (the drive may not take a write either).
+    const recall = await within(
+      read().catch(() => NO_MEMO),
+      this.waitMs,
+      NO_MEMO,
+    );
+    if (recall.hit) this.later(binary);
+    return recall;
+  }
+
+  private learned(binary: string, recall: Recall, listed: ListedDevice[] | null): void {
+    const where = this.where;
+    if (!where || !recall.key || recall.hit) return;
+    const none = listed !== null && listed.length === 0;
+    try {
+      if (none) {
+        if (!recall.held) this.edges.write(where.dataDir, memoText(recall.key));
+        return;
+      }
+      this.edges.remove(memoPath(where.dataDir));
+    } catch {
+      return; // a memo unwritten is a listing asked next time
+    }
+    if (recall.held)
+      this.edges.info(
+        `llama-server now lists ${listed ? `devices (${listed.map((d) => `${d.name}: ${d.description}`).join(", ")})` : "no device list"} where it listed none: the next model load plans with them (${binary})`,
+      );
+  }
+
+  /** Once per plan that used the memo, unless one is already waiting. */
+  private later(binary: string): void {
+    if (this.pending) return;
+    this.pending = true;
+    this.edges.setTimer(() => {
+      this.pending = false;
+      if (this.where && !this.where.stopping()) this.recheck(binary);
+    }, RECHECK_AFTER_MS);
+  }
+}
+
+export function memoPath(dataDir: string): string {
+  return join(dataDir, MEMO_FOLDER, MEMO_NAME);
+}
+
+function memoText(key: string): string {
+  return `${JSON.stringify({ version: MEMO_VERSION, key, devices: "none" })}\n`;
+}
+
+function holds(text: string, key: string): boolean {
+  try {
+    const memo = JSON.parse(text) as unknown;
+    if (!memo || typeof memo !== "object") return false;
+    const m = memo as Record<string, unknown>;
+    return m.version === MEMO_VERSION && m.key === key && m.devices === "none";
+  } catch {
+    return false;
+  }
+}
