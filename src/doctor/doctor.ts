@@ -36,7 +36,8 @@ export interface DoctorDeps extends PlanDeps {
 /** Diagnosing loads nothing: the shared probe looked at, `initialize`'s read-ahead left to the first chat. */
 export const defaultDoctorDeps: DoctorDeps = {
   ...defaultPlanDeps,
-  probe: (binary) => probeAhead.look(binary),
+  // The binary's own answer, never the listing memo's (plan/listing-memo.ts).
+  probe: (binary) => probeAhead.look(binary, true),
   run: runWithTimeout,
 };
 

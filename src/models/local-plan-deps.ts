@@ -1,5 +1,8 @@
 import { homedir } from "node:os";
+import type { HardwareSnapshot } from "../plan/hardware.ts";
 import type { PlanDeps } from "../plan/launch.ts";
+import { ListingMemo } from "../plan/listing-memo.ts";
+import { realMemoEdges } from "../plan/listing-memo-fs.ts";
 import { ModelMemo } from "../plan/model-memo.ts";
 import { probeHardware } from "../plan/probe.ts";
 import { ProbeAhead } from "../plan/probe-ahead.ts";
@@ -23,8 +26,21 @@ export const modelMemo = new ModelMemo((path, key) => resolveModelPath(path, pro
     path.startsWith(HF_PREFIX) ? hubCacheDir(process.env, process.env.HOME || homedir()) : null,
 });
 
+/** A CPU build's `(none)` across core starts; serve-stdio turns it on (server/chat-read-ahead.ts). */
+export const listingMemo = new ListingMemo(realMemoEdges, (binary) => probeAhead.recheck(binary));
+
 /** The process's probe made ahead: `initialize` starts it, the first plan takes it. */
-export const probeAhead = new ProbeAhead((binary) => probeHardware(undefined, binary));
+const answered = new WeakSet<HardwareSnapshot>();
+export const probeAhead = new ProbeAhead(
+  async (binary, ask) => {
+    const hooks = listingMemo.hooks(ask);
+    const snapshot = await probeHardware(undefined, binary, hooks);
+    if (hooks.answered) answered.add(snapshot);
+    return snapshot;
+  },
+  undefined,
+  (snapshot) => answered.has(snapshot),
+);
 
 export const defaultPlanDeps: PlanDeps = {
   probe: (binary) => probeAhead.take(binary),

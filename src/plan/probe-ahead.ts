@@ -31,14 +31,25 @@ export class ProbeAhead {
   private last: Probed | undefined;
 
   constructor(
-    private readonly probe: (binary?: string) => Promise<HardwareSnapshot>,
+    /** `ask`: the binary's devices asked whatever the listing memo holds (listing-memo.ts). */
+    private readonly probe: (binary: string | undefined, ask: boolean) => Promise<HardwareSnapshot>,
     private readonly now: () => number = () => performance.now(),
+    /** Whether the listing memo answered the snapshot's device list (listing-memo.ts). */
+    private readonly remembered: (snapshot: HardwareSnapshot) => boolean = () => false,
   ) {}
 
   start(binary: string | undefined): void {
     // One running for another binary is waited for (`fresh`), not taken for this one's.
     if (this.recent(binary) || (this.last?.running && this.last.binary === binary)) return;
     this.fresh(binary, false);
+  }
+
+  /**
+   * The binary asked its devices again, after the listing memo answered a plan (a GPU driver
+   * installed since): after the probe running, and left made ahead for the next plan.
+   */
+  recheck(binary: string): void {
+    this.fresh(binary, false, true);
   }
 
   /**
@@ -61,11 +72,12 @@ export class ProbeAhead {
    * ahead is left to the plan after it. A host listing the models between `initialize` and its
    * first chat took it, and that chat probed again before its spawn.
    */
-  look(binary?: string): Promise<HardwareSnapshot> {
-    return this.use(binary, false);
+  look(binary?: string, ask = false): Promise<HardwareSnapshot> {
+    return this.use(binary, false, ask);
   }
 
-  private use(binary: string | undefined, taking: boolean): Promise<HardwareSnapshot> {
+  /** `ask`: `doctor` tells the binary's own answer, never the memo's. */
+  private use(binary: string | undefined, taking: boolean, ask = false): Promise<HardwareSnapshot> {
     const last = this.last;
     if (
       last &&
@@ -75,11 +87,13 @@ export class ProbeAhead {
     ) {
       if (taking) last.taken = true;
       // Failed: probed again once, by the first to meet it; the others join that probe.
-      return last.snapshot.catch(() =>
-        this.last === last ? this.fresh(binary, true) : this.use(binary, taking),
+      const joined = last.snapshot.catch(() =>
+        this.last === last ? this.fresh(binary, true, ask) : this.use(binary, taking, ask),
       );
+      // One the memo answered is asked of the binary after it ends, one listing at a time.
+      return ask ? joined.then((s) => (this.remembered(s) ? this.fresh(binary, true, true) : s)) : joined;
     }
-    return this.fresh(binary, true);
+    return this.fresh(binary, true, ask);
   }
 
   private recent(binary: string | undefined): boolean {
@@ -87,9 +101,9 @@ export class ProbeAhead {
   }
 
   /** A new probe, after the one still running (for another binary) has ended. */
-  private fresh(binary: string | undefined, taken: boolean): Promise<HardwareSnapshot> {
+  private fresh(binary: string | undefined, taken: boolean, ask = false): Promise<HardwareSnapshot> {
     const before = this.last?.running ? this.last.snapshot.catch(() => undefined) : undefined;
-    const snapshot = before ? before.then(() => this.probe(binary)) : this.probe(binary);
+    const snapshot = before ? before.then(() => this.probe(binary, ask)) : this.probe(binary, ask);
     const probed: Probed = { binary, at: this.now(), snapshot, taken, running: true };
     const ended = () => {
       probed.running = false;

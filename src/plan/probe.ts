@@ -14,6 +14,7 @@ import {
 } from "./hardware.ts";
 import { kernelTextReader, procMountinfo } from "./kernel-text.ts";
 import { type ListedDevice, parseListDevices, reconcileGpus } from "./listed-devices.ts";
+import type { ListingHooks } from "./listing-memo.ts";
 import { type RunResult, runWithTimeout } from "./run-probe.ts";
 
 export { type RunResult, runWithTimeout };
@@ -267,6 +268,19 @@ async function probeApple(
 async function probeListed(
   env: ProbeEnv,
   binary: string,
+  memo?: ListingHooks,
+): Promise<{ value: ListedDevice[] | null; report: Omit<ProbeReport, "id" | "ms"> }> {
+  const recall = memo ? await memo.recall(binary) : null;
+  // A CPU build's `(none)` remembered (listing-memo.ts): its process start spared a cold chat.
+  if (recall?.hit) return { value: [], report: { status: "ok", message: "" } };
+  const asked = await askListed(env, binary);
+  if (memo && recall) memo.learned(binary, recall, asked.value);
+  return asked;
+}
+
+async function askListed(
+  env: ProbeEnv,
+  binary: string,
 ): Promise<{ value: ListedDevice[] | null; report: Omit<ProbeReport, "id" | "ms"> }> {
   const timeoutMs = listDevicesTimeoutMs();
   const r = await env.run(binary, ["--list-devices"], timeoutMs);
@@ -292,11 +306,13 @@ async function probeListed(
  * Runs every probe at once but the binary's device list, which follows the memory readings;
  * resolves within about PROBE_TIMEOUT_MS whatever the tools do (with the binary, that and
  * LIST_DEVICES_TIMEOUT_MS). `binary`: the llama-server that will run, asked which devices it can
- * use (docs/plan.md "Which GPUs"); absent, the vendor tools alone decide.
+ * use (docs/plan.md "Which GPUs"); absent, the vendor tools alone decide. `memo`: its `(none)`
+ * remembered across core starts (listing-memo.ts); absent, always asked.
  */
 export async function probeHardware(
   env: ProbeEnv = realProbeEnv,
   binary?: string,
+  memo?: ListingHooks,
 ): Promise<HardwareSnapshot> {
   const ramProbe = timed(env, "ram", () => probeRam(env));
   const ramReading = ramProbe.then(
@@ -310,7 +326,7 @@ export async function probeHardware(
     binary === undefined
       ? null
       : Promise.all([ramProbe, nvidiaProbe, rocmProbe]).then(() =>
-          timed(env, LIST_DEVICES_PROBE, () => probeListed(env, binary)),
+          timed(env, LIST_DEVICES_PROBE, () => probeListed(env, binary, memo)),
         );
   const [cpu, ram, nvidia, rocm, listed] = await Promise.all([
     timed(env, "cpu", () => probeCpu(env)),

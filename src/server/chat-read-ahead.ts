@@ -59,8 +59,10 @@ async function probeMachine(deps: ReadAheadDeps): Promise<void> {
   }
   const { llamaServerAsked } =
     require("../config/find-binary-asked.ts") as typeof import("../config/find-binary-asked.ts");
-  const { modelMemo, probeAhead } =
+  const { listingMemo, modelMemo, probeAhead } =
     require("../models/local-plan-deps.ts") as typeof import("../models/local-plan-deps.ts");
+  // The listing memo lives in data_dir, read async with a bounded wait (listing-memo.ts).
+  listingMemo.serve(config.app.data_dir, deps.stopping);
   const asked = llamaServerAsked(config).then((server) => probeAhead.start(server));
   modelMemo.read(config.model.path).catch(() => {});
   await asked.catch(() => {});

@@ -1,5 +1,5 @@
 import { describe, expect, spyOn, test } from "bun:test";
-import { chmodSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import * as configLoad from "../../src/config/load.ts";
 import { defaultPlanDeps, modelMemo, probeAhead } from "../../src/models/local-plan-deps.ts";
@@ -146,10 +146,18 @@ describe("the composition root", () => {
     const hw = await defaultPlanDeps.probe(binary);
     expect(hw.probes.find((p) => p.id === "llama-server")?.message).toBe("llama-server lists no GPU device");
     expect(lines()).toEqual(["--list-devices"]);
-    // Taken once: the next plan asks again.
+    // Taken once: the next plan probes again, but a CPU build's `(none)` is remembered in
+    // data_dir/cache (plan/listing-memo.ts): the binary is not started for it.
+    expect(existsSync(join(dir.path, "data", "cache", "list-devices.json"))).toBe(true);
+    const again = await defaultPlanDeps.probe(binary);
+    expect(again.probes.find((p) => p.id === "llama-server")?.message).toBe(
+      "llama-server lists no GPU device",
+    );
+    expect(lines()).toEqual(["--list-devices"]);
+    await services.stop();
+    // Stopping: the memo is neither read nor written, and the binary asked as before.
     await defaultPlanDeps.probe(binary);
     expect(lines()).toEqual(["--list-devices", "--list-devices"]);
-    await services.stop();
   });
 });
 

@@ -1,0 +1,332 @@
+import { describe, expect, spyOn, test } from "bun:test";
+import {
+  ListingMemo,
+  MAX_FOLDER_ENTRIES,
+  MAX_MEMO_BYTES,
+  type MemoEdges,
+  memoPath,
+  RECALL_WAIT_MS,
+} from "../../src/plan/listing-memo.ts";
+import { type ProbeEnv, probeHardware, type RunResult } from "../../src/plan/probe.ts";
+import { ProbeAhead } from "../../src/plan/probe-ahead.ts";
+
+const GIB = 2 ** 30;
+const BINARY = "/opt/llama/bin/llama-server";
+const DATA = "/data";
+// llama-server --list-devices of a CPU build (test/fixtures/llama-server/transcripts/84).
+const NONE = "Available devices:\n  (none)\n";
+const VULKAN = "Available devices:\n  Vulkan0: AMD Radeon RX 7600 (8176 MiB, 7900 MiB free)\n";
+
+type Stat = { size: number; mtimeMs: number; ino: number };
+
+/** An in-memory machine: the binary's folder, the memo file, timers held for the test to fire. */
+function machine() {
+  const files = new Map<string, Stat>([
+    [BINARY, { size: 100, mtimeMs: 1, ino: 10 }],
+    ["/opt/llama/bin/libggml-cpu-haswell.so", { size: 200, mtimeMs: 1, ino: 11 }],
+    ["/opt/llama/bin/libllama.so", { size: 300, mtimeMs: 1, ino: 12 }],
+  ]);
+  const state = {
+    names: ["llama-server", "libggml-cpu-haswell.so", "libllama.so", "README.md"],
+    memo: null as string | null,
+    memoKind: "file" as "file" | "link" | "fifo",
+    boot: "boot-a",
+    env: { PATH: "/usr/bin", CUDA_VISIBLE_DEVICES: "0" } as Record<string, string>,
+    platform: "linux",
+    timers: [] as { fn: () => void; ms: number }[],
+    infos: [] as string[],
+    writes: 0,
+    hangRead: false,
+  };
+  const edges: MemoEdges = {
+    get platform() {
+      return state.platform;
+    },
+    arch: "x64",
+    realpath: async (p) => p,
+    stat: async (p) => {
+      const s = files.get(p);
+      if (!s) throw Object.assign(new Error(`ENOENT ${p}`), { code: "ENOENT" });
+      return s;
+    },
+    names: async (_dir, max) => (state.names.length > max ? null : [...state.names]),
+    boot: async () => state.boot,
+    env: () => ({ ...state.env }),
+    read: async (p, max) => {
+      if (state.hangRead) return new Promise<string | null>(() => {});
+      expect(p).toBe(memoPath(DATA));
+      if (state.memo === null) return null;
+      if (state.memoKind !== "file") throw new Error(`ELOOP or not a file: ${state.memoKind}`);
+      if (state.memo.length > max) throw new Error("too large");
+      return state.memo;
+    },
+    write: (dir, text) => {
+      expect(dir).toBe(DATA);
+      state.writes++;
+      state.memo = text;
+      state.memoKind = "file";
+    },
+    remove: () => {
+      state.memo = null;
+    },
+    setTimer: (fn, ms) => {
+      state.timers.push({ fn, ms });
+    },
+    info: (m) => {
+      state.infos.push(m);
+    },
+  };
+  return { files, state, edges };
+}
+
+function probeEnv(listing: () => string) {
+  const calls: string[][] = [];
+  const env: ProbeEnv = {
+    platform: "linux",
+    arch: "x64",
+    run: async (cmd, args): Promise<RunResult> => {
+      calls.push([cmd, ...args]);
+      return cmd === BINARY ? { kind: "exit", code: 0, stdout: listing(), stderr: "" } : { kind: "absent" };
+    },
+    readText: async (path) =>
+      path === "/proc/meminfo" ? "MemTotal: 32768000 kB\nMemAvailable: 20000000 kB\n" : null,
+    cpus: () => [{ model: "Fake CPU" }],
+    totalmem: () => 32 * GIB,
+    freemem: () => 4 * GIB,
+    now: () => 0,
+  };
+  const listed = () => calls.filter((c) => c[0] === BINARY).length;
+  return { env, listed };
+}
+
+function setup(listing = () => NONE) {
+  const m = machine();
+  const p = probeEnv(listing);
+  const rechecks: string[] = [];
+  // A short wait for the memo's read: the dead-share test waits it out.
+  const memo = new ListingMemo(m.edges, (b) => rechecks.push(b), 5);
+  memo.serve(DATA, () => false);
+  const probe = (ask = false) => probeHardware(p.env, BINARY, memo.hooks(ask));
+  return { ...m, ...p, memo, probe, rechecks };
+}
+
+describe("the listing memo (a CPU build's (none) across core starts)", () => {
+  test("a memo hit skips the --list-devices run", async () => {
+    const s = setup();
+    await s.probe();
+    expect(s.listed()).toBe(1);
+    expect(s.state.memo).toContain('"devices":"none"');
+    const second = await s.probe();
+    expect(s.listed()).toBe(1);
+    expect(second.gpus).toEqual([]);
+    expect(second.probes.find((r) => r.id === "llama-server")?.status).toBe("ok");
+  });
+
+  test("not served (local-ai plan, doctor from the CLI): always asked, nothing written", async () => {
+    const m = machine();
+    const p = probeEnv(() => NONE);
+    const memo = new ListingMemo(m.edges, () => {});
+    await probeHardware(p.env, BINARY, memo.hooks(false));
+    await probeHardware(p.env, BINARY, memo.hooks(false));
+    expect(p.listed()).toBe(2);
+    expect(m.state.writes).toBe(0);
+  });
+
+  test("a stopping core neither reads nor writes the memo: it asks", async () => {
+    const s = setup();
+    await s.probe();
+    s.memo.serve(DATA, () => true);
+    s.state.memo = null;
+    await s.probe();
+    expect(s.listed()).toBe(2);
+    expect(s.state.writes).toBe(1);
+    expect(s.state.memo).toBeNull();
+  });
+
+  const changes: [string, (s: ReturnType<typeof setup>) => void][] = [
+    ["the binary's size", (s) => s.files.set(BINARY, { size: 101, mtimeMs: 1, ino: 10 })],
+    ["the binary's mtime", (s) => s.files.set(BINARY, { size: 100, mtimeMs: 2, ino: 10 })],
+    ["the binary's inode", (s) => s.files.set(BINARY, { size: 100, mtimeMs: 1, ino: 99 })],
+    [
+      "a backend library's mtime",
+      (s) => s.files.set("/opt/llama/bin/libggml-cpu-haswell.so", { size: 200, mtimeMs: 5, ino: 11 }),
+    ],
+    [
+      "a backend library added (ggml-vulkan)",
+      (s) => {
+        s.state.names.push("libggml-vulkan.so");
+        s.files.set("/opt/llama/bin/libggml-vulkan.so", { size: 1, mtimeMs: 1, ino: 13 });
+      },
+    ],
+    ["the boot", (s) => (s.state.boot = "boot-b")],
+    ["CUDA_VISIBLE_DEVICES", (s) => (s.state.env.CUDA_VISIBLE_DEVICES = "1")],
+    ["VK_ICD_FILENAMES set", (s) => (s.state.env.VK_ICD_FILENAMES = "/etc/vulkan/icd.d/radeon.json")],
+    ["the OS", (s) => (s.state.platform = "darwin")],
+  ];
+  for (const [part, change] of changes) {
+    test(`${part} changed: asked again`, async () => {
+      const s = setup();
+      await s.probe();
+      change(s);
+      await s.probe();
+      expect(s.listed()).toBe(2);
+      // Rewritten for the new key: the next probe is a hit.
+      await s.probe();
+      expect(s.listed()).toBe(2);
+    });
+  }
+
+  test("a README's change is no key part; a folder past the bound is no memo", async () => {
+    const s = setup();
+    await s.probe();
+    s.state.names.push("notes.txt");
+    await s.probe();
+    expect(s.listed()).toBe(1);
+    s.state.names = Array.from({ length: MAX_FOLDER_ENTRIES + 1 }, (_, i) => `f${i}`);
+    await s.probe();
+    await s.probe();
+    expect(s.listed()).toBe(3);
+  });
+
+  test("a listing with devices is never remembered, and removes a memo", async () => {
+    let text = NONE;
+    const s = setup(() => text);
+    await s.probe();
+    expect(s.state.memo).not.toBeNull();
+    text = VULKAN;
+    await s.probe(true);
+    expect(s.state.memo).toBeNull();
+    await s.probe();
+    await s.probe();
+    expect(s.listed()).toBe(4);
+    expect(s.state.writes).toBe(1);
+  });
+
+  const bad: [string, (s: ReturnType<typeof setup>) => void][] = [
+    ["corrupt", (s) => (s.state.memo = "{not json")],
+    ["oversized", (s) => (s.state.memo = `${s.state.memo}${" ".repeat(MAX_MEMO_BYTES)}`)],
+    ["a symbolic link", (s) => (s.state.memoKind = "link")],
+    ["a FIFO", (s) => (s.state.memoKind = "fifo")],
+    ["another version's", (s) => (s.state.memo = s.state.memo!.replace('"version":1', '"version":2'))],
+  ];
+  for (const [what, spoil] of bad) {
+    test(`a memo file that is ${what} is ignored and replaced`, async () => {
+      const s = setup();
+      await s.probe();
+      spoil(s);
+      await s.probe();
+      expect(s.listed()).toBe(2);
+      expect(s.state.memoKind).toBe("file");
+      expect(JSON.parse(s.state.memo!).version).toBe(1);
+    });
+  }
+
+  test("a memo read that never answers (a dead share) is waited for a bounded time, then asked", async () => {
+    expect(RECALL_WAIT_MS).toBeLessThanOrEqual(300);
+    const s = setup();
+    await s.probe();
+    s.state.hangRead = true;
+    const before = s.state.writes;
+    await s.probe();
+    expect(s.listed()).toBe(2);
+    // Nothing written to a drive that does not answer.
+    expect(s.state.writes).toBe(before);
+  });
+
+  test("a hit asks again once, RECHECK_AFTER_MS later; skipped while the core stops", async () => {
+    const s = setup();
+    await s.probe();
+    await s.probe();
+    await s.probe();
+    expect(s.state.timers.length).toBe(1);
+    s.state.timers[0]!.fn();
+    expect(s.rechecks).toEqual([BINARY]);
+    const m = machine();
+    let stopping = false;
+    const rechecks: string[] = [];
+    const memo = new ListingMemo(m.edges, (b) => rechecks.push(b));
+    memo.serve(DATA, () => stopping);
+    const p = probeEnv(() => NONE);
+    await probeHardware(p.env, BINARY, memo.hooks(false));
+    await probeHardware(p.env, BINARY, memo.hooks(false));
+    stopping = true;
+    m.state.timers[0]!.fn();
+    expect(rechecks).toEqual([]);
+  });
+
+  test("the recheck finds a GPU: memo removed, info logged, the next plan takes that probe", async () => {
+    let text = NONE;
+    const m = machine();
+    const p = probeEnv(() => text);
+    let now = 0;
+    const ahead: { probe?: ProbeAhead } = {};
+    const memo = new ListingMemo(m.edges, (b) => ahead.probe!.recheck(b));
+    memo.serve(DATA, () => false);
+    const probeAhead = new ProbeAhead(
+      (binary, ask) => probeHardware(p.env, binary, memo.hooks(ask)),
+      () => now,
+    );
+    ahead.probe = probeAhead;
+    await probeAhead.take(BINARY);
+    now += 60_000;
+    expect((await probeAhead.take(BINARY)).gpus).toEqual([]);
+    expect(p.listed()).toBe(1);
+    // A Vulkan driver installed since, no reboot: no key part changed.
+    text = VULKAN;
+    now += 15_000;
+    m.state.timers[0]!.fn();
+    const next = await probeAhead.take(BINARY);
+    expect(p.listed()).toBe(2);
+    expect(next.gpus.map((g) => g.name)).toEqual(["AMD Radeon RX 7600"]);
+    expect(m.state.memo).toBeNull();
+    expect(m.state.infos.join("\n")).toContain("now lists devices (Vulkan0: AMD Radeon RX 7600)");
+    // Later plans ask the binary: nothing remembered of a listing with devices.
+    now += 60_000;
+    await probeAhead.take(BINARY);
+    expect(p.listed()).toBe(3);
+  });
+
+  test("doctor's look asks the binary even where the memo holds, and a probe made ahead on it", async () => {
+    const m = machine();
+    const p = probeEnv(() => NONE);
+    const memo = new ListingMemo(m.edges, () => {});
+    memo.serve(DATA, () => false);
+    let now = 0;
+    const answered = new WeakSet<object>();
+    const probeAhead = new ProbeAhead(
+      async (binary, ask) => {
+        const hooks = memo.hooks(ask);
+        const snapshot = await probeHardware(p.env, binary, hooks);
+        if (hooks.answered) answered.add(snapshot);
+        return snapshot;
+      },
+      () => now,
+      (snapshot) => answered.has(snapshot),
+    );
+    // The first start: the memo is empty, the binary asked; doctor joins that answer.
+    probeAhead.start(BINARY);
+    await probeAhead.look(BINARY, true);
+    expect(p.listed()).toBe(1);
+    await probeAhead.take(BINARY);
+    expect(p.listed()).toBe(1);
+    // A later start: the memo answers the probe made ahead; doctor asks the binary after it.
+    now += 60_000;
+    probeAhead.start(BINARY);
+    await probeAhead.look(BINARY);
+    expect(p.listed()).toBe(1);
+    await probeAhead.look(BINARY, true);
+    expect(p.listed()).toBe(2);
+  });
+});
+
+test("doctor's probe asks the binary (look with ask), never the memo's answer", async () => {
+  const { defaultDoctorDeps } = await import("../../src/doctor/doctor.ts");
+  const { probeAhead } = await import("../../src/models/local-plan-deps.ts");
+  const look = spyOn(probeAhead, "look").mockImplementation(async () => ({}) as never);
+  try {
+    await defaultDoctorDeps.probe(BINARY);
+    expect(look).toHaveBeenCalledWith(BINARY, true);
+  } finally {
+    look.mockRestore();
+  }
+});
