@@ -42,7 +42,8 @@ export const realMemoEdges: MemoEdges = {
   read: async (path, max) => {
     try {
       // Not through a link: a memo's name is the core's own (util/private-fs.ts).
-      return await readSmallFileAsync(path, max, { follow: false });
+      // And the core's user's only: another's planted there is no memo of this core's.
+      return await readSmallFileAsync(path, max, { follow: false, owner: process.getuid?.() });
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
       throw err;

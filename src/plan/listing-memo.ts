@@ -78,12 +78,18 @@ export async function listingKey(binary: string, edges: MemoEdges): Promise<stri
   return createHash("sha256").update(JSON.stringify(parts)).digest("hex");
 }
 
+/** The listing report's note on a plan the memo answered (docs/plan.md, "Which GPUs"). */
+export const REMEMBERED =
+  "remembered from an earlier start (a build with no GPU backend); the binary is asked again in the background";
+
 /** What the memo said for one probe: `key` null, nothing is written after it (no memo here). */
 export interface Recall {
   /** The memo holds `(none)` for this key: the binary is not asked. */
   hit: boolean;
   /** The memo held for this key (a probe that asks anyway: doctor, the recheck). */
   held: boolean;
+  /** A memo file was there (removed when the listing is not `(none)`; else nothing is touched). */
+  present?: boolean;
   key: string | null;
 }
 
@@ -142,10 +148,10 @@ export class ListingMemo {
       try {
         text = await this.edges.read(memoPath(where.dataDir), MAX_MEMO_BYTES);
       } catch {
-        return { hit: false, held: false, key }; // a link, a FIFO, too long: replaced
+        return { hit: false, held: false, present: true, key }; // a link, a FIFO, too long: replaced
       }
       const held = text !== null && holds(text, key);
-      return { hit: held && !ask, held, key };
+      return { hit: held && !ask, held, present: text !== null, key };
     };
     // Late: neither used nor written (the drive may not take a write either).
     const recall = await within(
@@ -166,6 +172,8 @@ export class ListingMemo {
         if (!recall.held) this.edges.write(where.dataDir, memoText(recall.key));
         return;
       }
+      // A GPU machine's probes touch no file at all.
+      if (!recall.present) return;
       this.edges.remove(memoPath(where.dataDir));
     } catch {
       return; // a memo unwritten is a listing asked next time

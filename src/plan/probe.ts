@@ -14,7 +14,7 @@ import {
 } from "./hardware.ts";
 import { kernelTextReader, procMountinfo } from "./kernel-text.ts";
 import { type ListedDevice, parseListDevices, reconcileGpus } from "./listed-devices.ts";
-import type { ListingHooks } from "./listing-memo.ts";
+import { type ListingHooks, REMEMBERED } from "./listing-memo.ts";
 import { type RunResult, runWithTimeout } from "./run-probe.ts";
 
 export { type RunResult, runWithTimeout };
@@ -272,7 +272,7 @@ async function probeListed(
 ): Promise<{ value: ListedDevice[] | null; report: Omit<ProbeReport, "id" | "ms"> }> {
   const recall = memo ? await memo.recall(binary) : null;
   // A CPU build's `(none)` remembered (listing-memo.ts): its process start spared a cold chat.
-  if (recall?.hit) return { value: [], report: { status: "ok", message: "" } };
+  if (recall?.hit) return { value: [], report: { status: "ok", message: REMEMBERED } };
   const asked = await askListed(env, binary);
   if (memo && recall) memo.learned(binary, recall, asked.value);
   return asked;
@@ -358,6 +358,9 @@ export async function probeHardware(
     gpus,
     ...(unused.length > 0 ? { gpus_unused: unused } : {}),
     ...(left.length > 0 ? { devices_left_out: left } : {}),
-    probes: [...probes, { ...listed.report, message }],
+    probes: [
+      ...probes,
+      { ...listed.report, message: listed.report.message ? `${message}; ${listed.report.message}` : message },
+    ],
   };
 }

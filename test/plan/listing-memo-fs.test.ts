@@ -1,4 +1,4 @@
-import { describe, expect, test } from "bun:test";
+import { describe, expect, spyOn, test } from "bun:test";
 import { mkdirSync, readdirSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { listingKey, MEMO_FOLDER, MEMO_NAME, memoPath } from "../../src/plan/listing-memo.ts";
@@ -27,6 +27,19 @@ describe("the listing memo's real edges", () => {
     expect(await Bun.file(elsewhere).text()).toBe('{"version":1}');
     writeFileSync(memoPath(dir.path), "x".repeat(5000));
     await expect(realMemoEdges.read(memoPath(dir.path), 4096)).rejects.toThrow();
+  });
+
+  test("read as the core's own file only: another user's is refused", async () => {
+    using dir = tmpdir();
+    realMemoEdges.write(dir.path, "mine\n");
+    const uid = process.getuid?.();
+    if (uid === undefined) return;
+    const getuid = spyOn(process, "getuid").mockReturnValue(uid + 1);
+    try {
+      await expect(realMemoEdges.read(memoPath(dir.path), 4096)).rejects.toThrow("another user");
+    } finally {
+      getuid.mockRestore();
+    }
   });
 
   test("a folder of more names than the bound is no listing; the key sees a backend library", async () => {

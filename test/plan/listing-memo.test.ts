@@ -143,6 +143,30 @@ describe("the listing memo (a CPU build's (none) across core starts)", () => {
     expect(s.state.memo).toBeNull();
   });
 
+  test("a GPU machine's probes touch no memo file: nothing to remove where none was", async () => {
+    const s = setup(() => VULKAN);
+    let removes = 0;
+    s.edges.remove = () => {
+      removes++;
+    };
+    await s.probe();
+    await s.probe();
+    expect(removes).toBe(0);
+    expect(s.state.writes).toBe(0);
+  });
+
+  test("a plan on the memo's answer says so in the listing's report", async () => {
+    const s = setup();
+    const first = await s.probe();
+    expect(first.probes.find((r) => r.id === "llama-server")?.message).toBe(
+      "llama-server lists no GPU device",
+    );
+    const second = await s.probe();
+    expect(second.probes.find((r) => r.id === "llama-server")?.message).toContain(
+      "remembered from an earlier start",
+    );
+  });
+
   const changes: [string, (s: ReturnType<typeof setup>) => void][] = [
     ["the binary's size", (s) => s.files.set(BINARY, { size: 101, mtimeMs: 1, ino: 10 })],
     ["the binary's mtime", (s) => s.files.set(BINARY, { size: 100, mtimeMs: 2, ino: 10 })],
