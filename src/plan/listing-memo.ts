@@ -54,6 +54,9 @@ const BACKEND = /ggml|llama/i;
 
 /** The key a memo holds for: a hash, so the file keeps no paths or environment values. */
 export async function listingKey(binary: string, edges: MemoEdges): Promise<string | null> {
+  // The boot beside the files: each await is a turn of a loop that a cold start keeps busy.
+  const boot = edges.boot();
+  boot.catch(() => {});
   const real = await edges.realpath(binary);
   const folder = dirname(real);
   const names = await edges.names(folder, MAX_FOLDER_ENTRIES);
@@ -71,7 +74,7 @@ export async function listingKey(binary: string, edges: MemoEdges): Promise<stri
     v: MEMO_VERSION,
     os: edges.platform,
     arch: edges.arch,
-    boot: await edges.boot(),
+    boot: await boot,
     files,
     env,
   };
@@ -142,11 +145,14 @@ export class ListingMemo {
     // A stopping core neither reads nor writes it: its data_dir may be going (a test's, a host's).
     if (!where || where.stopping()) return NO_MEMO;
     const read = async (): Promise<Recall> => {
+      // The memo read beside the key, not after it (a cold start's loop is busy: docs/plan.md).
+      const memo = this.edges.read(memoPath(where.dataDir), MAX_MEMO_BYTES);
+      memo.catch(() => {});
       const key = await listingKey(binary, this.edges).catch(() => null);
       if (!key) return NO_MEMO;
       let text: string | null;
       try {
-        text = await this.edges.read(memoPath(where.dataDir), MAX_MEMO_BYTES);
+        text = await memo;
       } catch {
         return { hit: false, held: false, present: true, key }; // a link, a FIFO, too long: replaced
       }
