@@ -26,10 +26,11 @@
  * BENCH_GATHER_MS the core's app.stream_gather_ms (docs/performance.md, "Joined pieces");
  * BENCH_SETTLE_MS (10) how long every process must have been quiet before a warm side starts
  * (0: back to back, as before; docs/performance.md, "The side before");
+ * BENCH_COLD_MEMO=1 seeds each later cold core's data_dir with the listing memo (below);
  * LOCAL_AI_BENCH_CORE runs another build of the core. With
  * no real server given it runs against the stand-in as a smoke run, and says so.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ensureBinary } from "../test/fixtures/core-process.ts";
@@ -153,8 +154,20 @@ async function coldDirect(argv: string[]): Promise<ColdDirect> {
   }
 }
 
+/**
+ * BENCH_COLD_MEMO=1: each cold core after the first finds the first one's listing memo in its
+ * data_dir, as a core restarted on one data_dir does (plan/listing-memo.ts: a CPU build's `(none)`);
+ * else every cold core asks llama-server --list-devices, as a first start does.
+ */
+const COLD_MEMO = process.env.BENCH_COLD_MEMO === "1";
+
 async function coldCore(run: number): Promise<CoreChat> {
   const { dir, config } = coreDir(`cold-${run}`, COLD_MAX_TOKENS, true);
+  const memo = join(work, "cold-0", "cache", "list-devices.json");
+  if (COLD_MEMO && run > 0 && existsSync(memo)) {
+    mkdirSync(join(work, `cold-${run}`, "cache"), { recursive: true, mode: 0o700 });
+    copyFileSync(memo, join(work, `cold-${run}`, "cache", "list-devices.json"));
+  }
   const proc = CoreProcess.spawn(core, dir, config);
   try {
     await proc.request("initialize", { protocol_versions: [1] });
