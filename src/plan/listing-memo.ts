@@ -171,7 +171,8 @@ export class ListingMemo {
 
   private learned(binary: string, recall: Recall, listed: ListedDevice[] | null): void {
     const where = this.where;
-    if (!where || !recall.key || recall.hit) return;
+    // Stopping since it was read: its data_dir may be removed next, and a write would make it again.
+    if (!where || !recall.key || recall.hit || where.stopping()) return;
     const none = listed !== null && listed.length === 0;
     try {
       if (none) {

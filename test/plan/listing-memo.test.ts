@@ -167,6 +167,21 @@ describe("the listing memo (a CPU build's (none) across core starts)", () => {
     );
   });
 
+  test("a core that began stopping while the binary was asked writes no memo", async () => {
+    let stopping = false;
+    const m = machine();
+    const p = probeEnv(() => {
+      // The host's shutdown came while --list-devices ran: its data_dir may be removed next.
+      stopping = true;
+      return NONE;
+    });
+    const memo = new ListingMemo(m.edges, () => {});
+    memo.serve(DATA, () => stopping);
+    await probeHardware(p.env, BINARY, memo.hooks(false));
+    expect(p.listed()).toBe(1);
+    expect(m.state.writes).toBe(0);
+  });
+
   const changes: [string, (s: ReturnType<typeof setup>) => void][] = [
     ["the binary's size", (s) => s.files.set(BINARY, { size: 101, mtimeMs: 1, ino: 10 })],
     ["the binary's mtime", (s) => s.files.set(BINARY, { size: 100, mtimeMs: 2, ino: 10 })],
