@@ -50,7 +50,10 @@ export const realMemoEdges: MemoEdges = {
     }
   },
   write: (dataDir, text) => {
-    // Each folder under data_dir made owner-only, none followed if it is a link.
+    // As runtime/pid-file.ts writes its records, not store/atomic.ts writeFileAtomic: its two
+    // fsyncs would sit on a first cold chat's way to its spawn, for a file whose loss (or a torn
+    // one, read as corrupt) costs one listing. Each folder under data_dir made owner-only, none
+    // followed if it is a link.
     const dir = ensurePrivateTree(dataDir, MEMO_FOLDER);
     const tmp = join(dir, `${MEMO_NAME}.${process.pid}.tmp`);
     try {
