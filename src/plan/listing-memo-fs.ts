@@ -55,7 +55,9 @@ export const realMemoEdges: MemoEdges = {
     // one, read as corrupt) costs one listing. Each folder under data_dir made owner-only, none
     // followed if it is a link.
     const dir = ensurePrivateTree(dataDir, MEMO_FOLDER);
-    const tmp = join(dir, `${MEMO_NAME}.${process.pid}.tmp`);
+    // One name for every core: one killed mid-write leaves at most this one file, the next write
+    // reuses it. Two cores writing at once may tear it: read as corrupt, a listing asked again.
+    const tmp = join(dir, `${MEMO_NAME}.tmp`);
     try {
       writePrivateFile(tmp, text);
       renameSync(tmp, join(dir, MEMO_NAME));

@@ -14,6 +14,15 @@ describe("the listing memo's real edges", () => {
     expect(readdirSync(join(dir.path, MEMO_FOLDER))).toEqual([MEMO_NAME]);
   });
 
+  test("a temp left by a core killed mid-write is reused, not one more left beside it", async () => {
+    using dir = tmpdir();
+    mkdirSync(join(dir.path, MEMO_FOLDER));
+    writeFileSync(join(dir.path, MEMO_FOLDER, `${MEMO_NAME}.tmp`), "half");
+    realMemoEdges.write(dir.path, "whole\n");
+    expect(readdirSync(join(dir.path, MEMO_FOLDER))).toEqual([MEMO_NAME]);
+    expect(await realMemoEdges.read(memoPath(dir.path), 4096)).toBe("whole\n");
+  });
+
   test("missing: null; a link or an oversized file: refused; a link replaced by the next write", async () => {
     using dir = tmpdir();
     expect(await realMemoEdges.read(memoPath(dir.path), 4096)).toBeNull();
