@@ -1,5 +1,5 @@
 import { renameSync, rmSync } from "node:fs";
-import { opendir, readFile, realpath, stat } from "node:fs/promises";
+import { readdir, readFile, realpath, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { bootStartedAt } from "../platform/pid-space.ts";
 import { allowedEnv } from "../util/child-allowlist.ts";
@@ -17,18 +17,11 @@ export const realMemoEdges: MemoEdges = {
     const s = await stat(path);
     return { size: s.size, mtimeMs: s.mtimeMs, ino: s.ino };
   },
+  // One read, not an opendir's open, reads and close: each a turn of a cold start's busy loop. A
+  // binary's folder is small; a PATH folder's few thousand names are read, then refused.
   names: async (dir, max) => {
-    const names: string[] = [];
-    const listing = await opendir(dir);
-    try {
-      for (let entry = await listing.read(); entry; entry = await listing.read()) {
-        if (names.length >= max) return null;
-        names.push(entry.name);
-      }
-    } finally {
-      await listing.close().catch(() => {});
-    }
-    return names;
+    const names = await readdir(dir);
+    return names.length > max ? null : names;
   },
   boot: async () => {
     if (process.platform === "linux") {

@@ -57,9 +57,12 @@ export async function listingKey(binary: string, edges: MemoEdges): Promise<stri
   // The boot beside the files: each await is a turn of a loop that a cold start keeps busy.
   const boot = edges.boot();
   boot.catch(() => {});
+  // The folder as named read beside its realpath: most often the same one, one turn less.
+  const named = edges.names(dirname(binary), MAX_FOLDER_ENTRIES);
+  named.catch(() => {});
   const real = await edges.realpath(binary);
   const folder = dirname(real);
-  const names = await edges.names(folder, MAX_FOLDER_ENTRIES);
+  const names = await (folder === dirname(binary) ? named : edges.names(folder, MAX_FOLDER_ENTRIES));
   if (!names) return null;
   const paths = [real, ...names.filter((n) => BACKEND.test(n)).map((n) => join(folder, n))];
   const uniq = [...new Set(paths)].sort();
