@@ -14,6 +14,10 @@ export interface ReadAheadDeps {
   store(): unknown;
   /** The core's shutdown has begun: the database is not opened for a chat that will not come. */
   stopping(): boolean;
+  /** A chat has begun: it loads what it needs itself, its turn's modules once it has spawned. */
+  chatBegun?(): boolean;
+  /** A test's stand-in for the modules' evaluation (loadChatModules). */
+  loadModules?(): void;
 }
 
 /**
@@ -70,7 +74,15 @@ async function probeMachine(deps: ReadAheadDeps): Promise<void> {
 
 /** The chat method's, the supervisor's and the turn's modules (their first evaluation). */
 function loadChatModules(deps: ReadAheadDeps): void {
-  if (deps.stopping()) return;
+  // A chat sent at once has begun meanwhile: it has its method's and the supervisor's modules,
+  // and loads the turn's once llama-server is spawned. Evaluated here (~25 ms on the one thread)
+  // they held its plan's awaits and so its spawn, most of all when the listing memo answered the
+  // probe and no `--list-devices` ran for them to overlap (docs/performance.md).
+  if (deps.stopping() || deps.chatBegun?.()) return;
+  if (deps.loadModules) {
+    deps.loadModules();
+    return;
+  }
   void METHODS.find((m) => m.name === "chat")
     ?.load()
     .catch(() => {});

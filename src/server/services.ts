@@ -65,6 +65,8 @@ export class CoreServices implements Services {
   /** Memory's embedder: undefined until asked, null when there is none; the chats running, every embedder's. */
   private embedder: MemoryEmbedder | null | undefined;
   private readonly chats = new ChatsRunning();
+  /** A chat has begun: the read-ahead leaves the modules to it (chat-read-ahead.ts). */
+  private chatSeen = false;
   private readonly shutdown = new ShutdownOrder();
   readonly erasing = new ErasureWatch();
   private prepared = false;
@@ -165,6 +167,7 @@ export class CoreServices implements Services {
           .then(() => this.shutdown.begun || this.store())
           .catch(() => {}),
       stopping: () => this.shutdown.begun,
+      chatBegun: () => this.chatSeen,
     });
   }
 
@@ -279,6 +282,7 @@ export class CoreServices implements Services {
 
   /** Counted for memory's job whether or not it is made yet: one made later knows it runs (embed-room.ts). */
   chatBegan(): () => void {
+    this.chatSeen = true;
     return this.embedder?.chatBegan() ?? this.chats.begin();
   }
 
