@@ -23,7 +23,7 @@ import {
 import { loadFraction } from "./load-fraction.ts";
 import { dialectFor } from "./load-mode.ts";
 import { earlierLogsRedacted } from "./log-scrub.ts";
-import { type LogTail, llamaServerLog, type RotatingLog } from "./log-sink.ts";
+import { type LogTail, llamaServerLog, llamaServerLogAhead, type RotatingLog } from "./log-sink.ts";
 import { llamaPrograms, reapLeftover, recordAfterStop } from "./pid-file.ts";
 import { pickFreePort } from "./ports.ts";
 import { childRunning } from "./proc-info.ts";
@@ -264,13 +264,15 @@ export class Launcher {
     if (!("path" in found)) throw binaryMissing(found);
     const dataDir = this.options.dataDir();
     const instance = this.options.instance;
-    // The log's folder and the earlier logs' pass (~1 ms of file work) and the binary's stat are
-    // begun while the plan waits for the probe's device list, not after it (docs/performance.md).
-    this.log ??= llamaServerLog(join(dataDir, "logs"), settings, instance);
+    // The log's folder and earlier logs' pass, and the binary's stat, begun beside the plan's probe.
+    this.log ??= llamaServerLogAhead(join(dataDir, "logs"), settings, instance);
     // Child mode unless this version of the binary showed it has none (child-mode.ts).
     const childMode = knownChildMode(found.path);
     // Every start, whoever planned it: llama-server refuses a --slot-save-path it cannot use.
     const plan = withSlotFolder(await this.options.plan({ outOfMemory: this.outOfMemory }));
+    // One not made before the plan, tried again (its error after the plan's), but not after a stop.
+    if (!starting.abort.signal.aborted)
+      this.log ??= llamaServerLog(join(dataDir, "logs"), settings, instance);
     this.plan = plan;
     this.rpc.begin(plan.rpc_workers, found.path);
     // An earlier core's logs rewritten before this start's lines are written (log-scrub.ts); a

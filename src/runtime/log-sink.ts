@@ -41,6 +41,24 @@ export function llamaServerLog(
 }
 
 /**
+ * llamaServerLog made before the plan, so its file work overlaps the probe's: none where it cannot
+ * be made (a `logs` that is a file, a read-only data_dir), and the launcher makes it again after
+ * the plan. Its mkdir error came first, and a user with a missing model was told of an EEXIST,
+ * not model_missing naming the model.
+ */
+export function llamaServerLogAhead(
+  dir: string,
+  settings: { logMaxBytes: number; logFiles: number },
+  instance?: string,
+): RotatingLog | undefined {
+  try {
+    return llamaServerLog(dir, settings, instance);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * llama-server.log under data_dir/logs, rotated to .1 … .(files-1) once it passes maxBytes.
  * Synchronous writes: the volume is small (a few lines per request) and order must hold.
  * The folder is 0700 and the files 0600: the log quotes prompts and paths.
