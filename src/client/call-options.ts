@@ -37,13 +37,14 @@ export function readCallOptions(options: GivenOptions, method: string): ReadCall
 /**
  * A cancel's options: a limit of the caller's own is kept, none (no options, `{}`, null, a NaN) is
  * `boundMs`. client.cancel(id) handed `{}` on, and with requestTimeoutMs 0 it waited on a stuck core
- * for good.
+ * for good. One that is no number (text from a settings file) is kept too, for checkCallOptions to
+ * refuse as it does every call's: replaced by the bound, it was ignored without a word.
  */
 export function cancelOptions(given: GivenOptions, boundMs: number): ReadCallOptions | LocalAiError {
   const read = readCallOptions(given, "cancel");
   if (read instanceof LocalAiError) return read;
-  const own = typeof read.timeoutMs === "number" && !Number.isNaN(read.timeoutMs);
-  return own ? read : { ...read, timeoutMs: boundMs };
+  const none = read.timeoutMs == null || Number.isNaN(read.timeoutMs);
+  return none ? { ...read, timeoutMs: boundMs } : read;
 }
 
 /** The call's failure when reading its options threw (`what` failed: `err`). */

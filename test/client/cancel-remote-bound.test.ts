@@ -32,3 +32,18 @@ for (const options of [undefined, {}, null]) {
     expect(outcomes).toHaveLength(1);
   });
 }
+
+test("a cancel of another's request whose timeoutMs is text is refused, as every call's is", async () => {
+  // A "5000" from a settings file: checkCallOptions refuses it (it silently took the default);
+  // cancelOptions replaced it with the bound, so this one cancel sent with 60 s, unlike a cancel
+  // of the client's own call, which rejects.
+  const child = new FakeChild();
+  const client = track(await LocalAiClient.start({ binary: "local-ai", spawn: child.spawn }));
+  const err = await client.cancel("someone-else", { timeoutMs: "5000" } as never).then(
+    () => null,
+    (e: Error & { code?: string }) => e,
+  );
+  expect(err?.code).toBe("invalid_request");
+  expect(err?.message).toContain("timeoutMs must be a number");
+  expect(child.requests.map((r) => r.method)).toEqual([]);
+});
