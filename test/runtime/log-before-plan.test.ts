@@ -2,6 +2,7 @@ import { afterEach, expect, test } from "bun:test";
 import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CoreError } from "../../src/protocol/errors.ts";
+import { earlierLogsRedacted, earlierLogsSettled } from "../../src/runtime/log-scrub.ts";
 import { Supervisor } from "../../src/runtime/supervisor.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { rejection, SETTINGS, testPlan } from "./helpers/harness.ts";
@@ -79,4 +80,33 @@ test("a stop during the plan makes no log after it, the folder made usable meanw
   await stopping;
   expect(err.code).toBe("cancelled");
   expect(existsSync(join(dataDir, "logs"))).toBe(false);
+});
+
+/** A pass under way hands out its one promise each time; none, a fresh resolved one. */
+function passUnderWay(dir: string): boolean {
+  const first = earlierLogsRedacted(dir);
+  return earlierLogsRedacted(dir) === first;
+}
+
+test("a stop during the plan finds the earlier logs' pass already begun, for the shutdown to wait for", async () => {
+  // The shutdown waits for the passes under way (earlierLogsSettled, services.ts). Begun after
+  // the plan, as before 46596b33, a stop during the plan let one begin after the shutdown's wait.
+  using dir = tmpdir();
+  const dataDir = join(dir.path, "data");
+  const logs = join(dataDir, "logs");
+  mkdirSync(logs, { recursive: true });
+  writeFileSync(join(logs, "llama-server.log"), "an earlier core's line quoting a reply\n");
+  let begun = false;
+  let stopping: Promise<void> | undefined;
+  const s = supervisor(dataDir, async () => {
+    begun = passUnderWay(logs);
+    stopping = s.stop();
+    return testPlan("/m.gguf") as never;
+  });
+  const err = await rejection(s.acquire(new AbortController().signal));
+  await stopping;
+  await earlierLogsSettled();
+  expect(err.code).toBe("cancelled");
+  expect(begun).toBe(true);
+  expect(passUnderWay(logs)).toBe(false);
 });
