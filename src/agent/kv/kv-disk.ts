@@ -207,9 +207,12 @@ export class KvDisk {
     this.erase(() => false, this.nameOf(userId, sessionId));
   }
 
-  /** Every file of a user (`users.delete`). */
-  removeUser(userId: string): void {
-    this.erase((e) => e.user_id === userId);
+  /**
+   * Every file of a user (`users.delete`), and the temporary files of `sessions` (those of it this
+   * core knows): a first save's has no sidecar to tell whose it is, and stayed past the answer.
+   */
+  removeUser(userId: string, sessions: readonly string[] = []): void {
+    this.erase((e) => e.user_id === userId, ...sessions.map((s) => this.nameOf(userId, s)));
   }
 
   /**
@@ -285,10 +288,10 @@ export class KvDisk {
    * The files of the sessions `matches` picks, and of `also`, temporary ones included, whatever
    * their age; then what saves cut short left (a crash's temporary files carry no sidecar).
    */
-  private erase(matches: (e: KvEntry) => boolean, also?: string): void {
+  private erase(matches: (e: KvEntry) => boolean, ...also: string[]): void {
     const described = this.entries();
     const names = new Set(described.flatMap(({ name, entry }) => (matches(entry) ? [name] : [])));
-    if (also) names.add(also);
+    for (const name of also) names.add(name);
     for (const name of names) this.remove(name);
     // A state without a readable sidecar is never restored and whose it is cannot be told: each
     // erase takes it, quietly (one that stays may be any session's, not this erase's to fail).

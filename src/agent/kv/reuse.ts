@@ -252,10 +252,13 @@ export class PromptReuse {
   forget(userId: string, sessionId?: string, edited = false): void {
     const mine = (k: string) =>
       k.startsWith(`${userId}/`) && (sessionId === undefined || k === `${userId}/${sessionId}`);
+    // A first save (under way, or kept until the stop) has no sidecar, by which removeUser finds a session.
+    const known = [...this.records.keys(), ...this.inRam.keys(), ...this.underWay.holders()].filter(mine);
+    const sessions = known.map((k) => keyOf(k).sessionId);
     for (const k of this.records.keys()) if (mine(k)) this.records.delete(k);
     this.erase(`${userId}/`, mine, sessionId === undefined ? undefined : `session:${sessionId}`);
     if (edited) return; // its file is the editing core's, or gone with the edit (`forgetEdited`)
-    if (sessionId === undefined) this.deps.disk?.removeUser(userId);
+    if (sessionId === undefined) this.deps.disk?.removeUser(userId, sessions);
     else this.deps.disk?.removeSession(userId, sessionId);
   }
 

@@ -31,6 +31,11 @@ export class UnderWay {
     return quotingNotes(record).some((n) => n.sources.some((s) => work.sources.has(s)));
   }
 
+  /** The sessions (key texts) with a save or turn under way. */
+  holders(): string[] {
+    return [...this.all].map((w) => w.holder);
+  }
+
   /** What `gone` picks is erased; with `source`, what of `prefix`'s (a user's) quotes it too. */
   erase(gone: (holder: string) => boolean, prefix: string, source: string | undefined): void {
     for (const work of this.all) {

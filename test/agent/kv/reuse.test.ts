@@ -247,6 +247,22 @@ describe("prompt reuse with the stand-in", () => {
     expect(kvFiles(h).some((f) => f.endsWith(".tmp"))).toBe(false);
   });
 
+  test("users.delete while a session's first save waits for the stop: its temporary file goes before the answer", async () => {
+    // A first save has no sidecar yet, the only way removeUser found a session's files: its
+    // temporary file (the conversation's tokens) stayed past the delete's answer until the stop.
+    await using h = harness();
+    await say(h, "first", "my code word is ORYX-5521");
+    const stopped = Promise.withResolvers<void>();
+    await h.services.promptReuse().saveBeforeUnload(stopped.promise);
+    expect(kvFiles(h).filter((f) => f.endsWith(".tmp"))).toHaveLength(1);
+    h.send("d", "users.delete", { user_id: "default_user" });
+    expect((await h.terminal("d")).type).toBe("result");
+    expect(kvFiles(h)).toEqual([]);
+    stopped.resolve();
+    await Bun.sleep(0);
+    expect(kvFiles(h)).toEqual([]);
+  });
+
   test("a file cut short: the restore fails, the prompt is processed, the file goes", async () => {
     await using h = harness({ standIn: { cacheRamMib: 0 } });
     await say(h, "a", "tell me about the sea and the waves");
