@@ -14,13 +14,15 @@ import { logger } from "../util/logger.ts";
  */
 export const REFRESH_MS = 86_400_000;
 
-const kept = new Set<string>();
+/** Each kept record, by the count of its keep: a touch's ENOENT forgets only the keep it touched. */
+const kept = new Map<string, number>();
+let keeps = 0;
 let timer: ReturnType<typeof setInterval> | undefined;
 let refreshing = false;
 
 /** `file` is this core's record now: its time renewed daily until `forgetOwnRecord`. */
 export function keepOwnRecord(file: string): void {
-  kept.add(file);
+  kept.set(file, ++keeps);
   if (timer) return;
   timer = setInterval(() => void refreshOwnRecords(), REFRESH_MS);
   timer.unref?.();
@@ -37,18 +39,20 @@ export function forgetOwnRecord(file: string): void {
 /**
  * Renews each kept record's time, off the loop (a share gone offline holds a pool thread, never
  * ping or cancel) and one round at a time; never through a link. One gone (removed by hand) is
- * forgotten, never written again by a touch.
+ * forgotten, never written again by a touch, unless kept again meanwhile: a llama-server
+ * restarted under the same name while the touch was out had its new record never renewed.
  */
 export async function refreshOwnRecords(now = new Date()): Promise<void> {
   if (refreshing) return;
   refreshing = true;
   try {
     await Promise.all(
-      [...kept].map(async (file) => {
+      [...kept].map(async ([file, keep]) => {
         try {
           await lutimes(file, now, now);
         } catch (err) {
-          if ((err as NodeJS.ErrnoException).code === "ENOENT") kept.delete(file);
+          if ((err as NodeJS.ErrnoException).code === "ENOENT" && kept.get(file) === keep)
+            forgetOwnRecord(file);
         }
       }),
     );

@@ -1,6 +1,8 @@
-import { expect, test } from "bun:test";
-import { existsSync, utimesSync } from "node:fs";
-import { refreshOwnRecords } from "../../src/runtime/own-records.ts";
+import { expect, spyOn, test } from "bun:test";
+import { existsSync, utimesSync, writeFileSync } from "node:fs";
+import * as fsp from "node:fs/promises";
+import { join } from "node:path";
+import { keepOwnRecord, refreshOwnRecords } from "../../src/runtime/own-records.ts";
 import { reapLeftover, removeRecordFile, writeMcpRecord } from "../../src/runtime/pid-file.ts";
 import { untouchedLong } from "../../src/runtime/pid-record-read.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
@@ -32,4 +34,29 @@ test("a live core's own record is touched, so another space never expires it", a
   removeRecordFile(file as string);
   await refreshOwnRecords();
   expect(existsSync(file as string)).toBe(false);
+});
+
+test("a record written again while a touch of its old file was under way stays renewed", async () => {
+  using dir = tmpdir();
+  // llama-server restarted under one name (pid-file.ts pidFilePath): the old record removed, the
+  // new one written, while the daily touch of the old (slow on a share) was still out.
+  const file = join(dir.path, "llama-server-1.json");
+  writeFileSync(file, "{}");
+  keepOwnRecord(file);
+  const touch = spyOn(fsp, "lutimes").mockImplementationOnce(async () => {
+    removeRecordFile(file);
+    writeFileSync(file, "{}");
+    keepOwnRecord(file);
+    throw Object.assign(new Error("gone"), { code: "ENOENT" });
+  });
+  try {
+    await refreshOwnRecords();
+  } finally {
+    touch.mockRestore();
+  }
+  const long = (Date.now() - 31 * 86_400_000) / 1000;
+  utimesSync(file, long, long);
+  await refreshOwnRecords();
+  expect(untouchedLong(file)).toBe(false);
+  removeRecordFile(file);
 });
