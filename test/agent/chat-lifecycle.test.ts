@@ -284,6 +284,20 @@ describe("chat: failures and disk", () => {
     expect((next.terminal.result as { warnings: unknown[] }).warnings).toEqual([]);
   });
 
+  test("a chat refused before its turn begins (nothing to resume) leaves store_reset to the next chat", async () => {
+    // A host back from a crash resumes first; the database was reset, so nothing is there to
+    // resume. The refusal carries no warnings: the reset, taken by it, was never told at all.
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    mkdirSync(h.dataDir, { recursive: true });
+    writeFileSync(join(h.dataDir, "local-ai.db"), "{ this is not a database \u0000".repeat(200));
+    h.llama.script({ content: ["fresh"] });
+    const resumed = await h.chat("r", { session_id: "bad", resume: true });
+    expect(resumed.terminal).toMatchObject({ type: "error", data: { reason: "nothing_to_resume" } });
+    const { terminal } = await h.chat("n", { input: "hello", session_id: "bad" });
+    const result = terminal.result as { warnings: { code: string }[] };
+    expect(result.warnings.map((w) => w.code)).toEqual(["store_reset"]);
+  });
+
   test("ids that could escape the data directory are invalid_request naming the field", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain" }] });
     const cases: [Record<string, unknown>, string][] = [

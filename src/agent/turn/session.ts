@@ -81,10 +81,6 @@ export class TurnSession {
     warnings: Warning[],
     now: () => Date,
   ): TurnSession {
-    const reset = store.takeReset();
-    if (reset) {
-      warnings.push({ code: "store_reset", message: resetMessage(reset) });
-    }
     const mark = { since: store.guard(() => store.conversations.erasureMark()), owner: store.leases.owner };
     const read = store.guard(() => readCheckpoint(store, key, warnings));
     const prior = read === "dropped" ? undefined : read;
@@ -111,6 +107,11 @@ export class TurnSession {
     session.settleSetAside =
       read === "dropped" || (prior !== undefined && !resumed && refsOf(stateOf(prior).turn).length > 0);
     session.stageIn(hasRow);
+    // Taken once the turn begins, told first: a chat refused above (a resume with nothing to
+    // resume, as a host sends after the very crash a reset note outlives) carries no warnings, and
+    // had the host's only word of the reset (docs/agent.md, The store) go with it.
+    const reset = store.takeReset();
+    if (reset) warnings.unshift({ code: "store_reset", message: resetMessage(reset) });
     return session;
   }
 
