@@ -256,10 +256,11 @@ export class PromptReuse {
     const known = [...this.records.keys(), ...this.inRam.keys(), ...this.underWay.holders()].filter(mine);
     const sessions = known.map((k) => keyOf(k).sessionId);
     for (const k of this.records.keys()) if (mine(k)) this.records.delete(k);
-    this.erase(`${userId}/`, mine, sessionId === undefined ? undefined : `session:${sessionId}`);
+    const held = this.erase(`${userId}/`, mine, sessionId === undefined ? undefined : `session:${sessionId}`);
     if (edited) return; // its file is the editing core's, or gone with the edit (`forgetEdited`)
     if (sessionId === undefined) this.deps.disk?.removeUser(userId, sessions);
     else this.deps.disk?.removeSession(userId, sessionId);
+    this.removeHeld(held);
   }
 
   /** An edit of the session committed here: its slot (the edited prompt) stays; one another session took
@@ -273,8 +274,15 @@ export class PromptReuse {
 
   /** What notes quote erased (`document:<id>`; `file:<path>`, every user's: `userId` undefined), as `forget`. */
   forgetSource(userId: string | undefined, ...sources: string[]): void {
-    for (const source of sources) this.erase(userId === undefined ? "" : `${userId}/`, () => false, source);
+    const prefix = userId === undefined ? "" : `${userId}/`;
+    const held = sources.flatMap((source) => this.erase(prefix, () => false, source));
     this.deps.disk?.removeSource(userId, ...sources);
+    this.removeHeld(held);
+  }
+
+  /** A first save has no sidecar to say what it quotes: each session whose record quotes it, taken by name. */
+  private removeHeld(held: string[]): void {
+    for (const k of held) this.deps.disk?.removeSession(keyOf(k).userId, keyOf(k).sessionId, false);
   }
 
   /** Whether all the record's notes quote is still stored (another core's erase reaches only its own
@@ -288,12 +296,13 @@ export class PromptReuse {
   }
 
   /** The sessions `mine` picks, and those under `prefix` whose records quote `source`: out of every slot and save. */
-  private erase(prefix: string, mine: (k: string) => boolean, source: string | undefined): void {
+  private erase(prefix: string, mine: (k: string) => boolean, source: string | undefined): string[] {
     const holding = source ? dropSource(this.records, prefix, source) : new Set<string>();
     const gone = (k: string) => mine(k) || holding.has(k);
     for (const k of this.inRam.keys()) if (gone(k)) this.inRam.delete(k);
     if (this.server) clearSlots(this.server.launch, this.server.launch.slots.forget(gone));
     this.underWay.erase(gone, prefix, source);
+    return [...holding];
   }
 
   /**

@@ -512,7 +512,7 @@ describe("an erased document in other sessions' saved state", () => {
     expect(filesHolding(join(h.dataDir, "kv"), PASSAGE)).toEqual([]);
   }, 20_000);
 
-  test("a save under way when the document goes is not kept", async () => {
+  test("a save under way when the document goes is not kept; its temporary file goes before the answer", async () => {
     await using h = harness({ quietMs: FIRED_BY_TEST, ...withMemory, standIn: { cacheRamMib: 0 } });
     // z's first save is the one under way: no sidecar of z names the document yet.
     const doc = await recalled(h, false);
@@ -523,6 +523,13 @@ describe("an erased document in other sessions' saved state", () => {
       expect(await waitFor(save.held, { timeoutMs: 5000 })).toBe(true);
       h.send("d", "documents.delete", { document_id: doc });
       expect((await h.terminal("d")).result).toEqual({ deleted: true });
+      // No sidecar names what a first save quotes, by which removeSource found a session: the
+      // delete answered with z's temporary file, the passage in its tokens, still on disk.
+      const tokens = (f: string) => readFileSync(join(h.dataDir, "kv", f), "utf8").split("\n")[1] ?? "{}";
+      const holding = kvFiles(h).filter((f) =>
+        (JSON.parse(tokens(f)).tokens ?? []).join("").includes(PASSAGE),
+      );
+      expect(holding).toEqual([]);
       save.open();
       await b;
     }
