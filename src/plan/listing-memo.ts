@@ -49,8 +49,13 @@ export interface MemoEdges {
   info(message: string): void;
 }
 
-/** Which names in the binary's folder are what it loads at start (libggml-cpu-*.so, ggml-vulkan.dll…). */
-const BACKEND = /ggml|llama/i;
+/**
+ * Which names in the binary's folder are what it loads at start: its backends (libggml-cpu-*.so,
+ * ggml-vulkan.dll…) and any shared library, for the GPU runtimes unpacked beside it
+ * (cudart64_12.dll, from llama.cpp's separate cudart zip, without which ggml-cuda.dll fails to
+ * load and the listing says `(none)`; libvulkan.so.1). A README or a log is no key part.
+ */
+const BACKEND = /ggml|llama|\.(dll|dylib|so)$|\.so\./i;
 
 /** The key a memo holds for: a hash, so the file keeps no paths or environment values. */
 export async function listingKey(binary: string, edges: MemoEdges): Promise<string | null> {

@@ -227,6 +227,26 @@ describe("the listing memo (a CPU build's (none) across core starts)", () => {
     expect(s.listed()).toBe(3);
   });
 
+  test("a GPU runtime library added beside the binary (cudart64_12.dll): asked again", async () => {
+    // llama.cpp's Windows CUDA release needs its cudart zip unpacked beside llama-server.exe:
+    // without it ggml-cuda.dll fails to load and the listing says (none). Unpacked later, the
+    // memo answered (none) on, and that boot's first loads planned a GPU machine on the CPU.
+    const s = setup();
+    await s.probe();
+    s.state.names.push("cudart64_12.dll");
+    s.files.set("/opt/llama/bin/cudart64_12.dll", { size: 5, mtimeMs: 1, ino: 14 });
+    await s.probe();
+    expect(s.listed()).toBe(2);
+    // One replaced in place (a newer runtime unpacked over it) too.
+    s.files.set("/opt/llama/bin/cudart64_12.dll", { size: 6, mtimeMs: 2, ino: 15 });
+    await s.probe();
+    expect(s.listed()).toBe(3);
+    s.state.names.push("libvulkan.so.1");
+    s.files.set("/opt/llama/bin/libvulkan.so.1", { size: 7, mtimeMs: 1, ino: 16 });
+    await s.probe();
+    expect(s.listed()).toBe(4);
+  });
+
   test("a listing with devices is never remembered, and removes a memo", async () => {
     let text = NONE;
     const s = setup(() => text);
