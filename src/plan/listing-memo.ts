@@ -117,6 +117,8 @@ export interface ListingHooks {
 export class ListingMemo {
   private where: { dataDir: string; stopping: () => boolean } | null = null;
   private pending = false;
+  /** A memo read that outlived its wait, still unanswered: none begun beside it (`recall`). */
+  private late: Promise<unknown> | null = null;
 
   constructor(
     private readonly edges: MemoEdges,
@@ -167,12 +169,26 @@ export class ListingMemo {
       const held = text !== null && holds(text, key);
       return { hit: held && !ask, held, present: text !== null, key };
     };
+    // One that hangs (a dead share) holds a thread of the runtime's pool until it answers: no
+    // other is begun meanwhile, else each plan after held one more, and the core's other file work
+    // waited for a free one.
+    if (this.late) return NO_MEMO;
+    const reading = read().catch(() => NO_MEMO);
+    let settled = false;
     // Late: neither used nor written (the drive may not take a write either).
     const recall = await within(
-      read().catch(() => NO_MEMO),
+      reading.finally(() => {
+        settled = true;
+      }),
       this.waitMs,
       NO_MEMO,
     );
+    if (!settled) {
+      const late = reading.finally(() => {
+        if (this.late === late) this.late = null;
+      });
+      this.late = late;
+    }
     if (recall.hit) this.later(binary);
     return recall;
   }

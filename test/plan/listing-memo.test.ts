@@ -292,6 +292,35 @@ describe("the listing memo (a CPU build's (none) across core starts)", () => {
     expect(s.state.writes).toBe(before);
   });
 
+  test("a late memo read is not begun again while it hangs: one stuck thread, not one a plan", async () => {
+    // Each read of a dead share holds a thread of the runtime's pool until the share answers:
+    // every plan after (each cold start, wake, restart, models' fit verdicts) held another, until
+    // none was left for the core's other file work.
+    const s = setup();
+    await s.probe();
+    let answer: (text: string | null) => void = () => {};
+    let reads = 0;
+    const read = s.edges.read;
+    s.edges.read = () => {
+      reads++;
+      return new Promise<string | null>((resolve) => {
+        answer = resolve;
+      });
+    };
+    await s.probe();
+    await s.probe();
+    await s.probe();
+    expect(reads).toBe(1);
+    expect(s.listed()).toBe(4);
+    // The share answers: the next probe reads it again (and the memo answers).
+    s.edges.read = read;
+    answer(null);
+    // Its settling runs on microtasks, all of them run before a macrotask's turn.
+    await new Promise((resolve) => setImmediate(resolve));
+    await s.probe();
+    expect(s.listed()).toBe(4);
+  });
+
   test("a hit asks again once, RECHECK_AFTER_MS later; skipped while the core stops", async () => {
     const s = setup();
     await s.probe();
