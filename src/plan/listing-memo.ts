@@ -69,15 +69,28 @@ export async function listingKey(binary: string, edges: MemoEdges): Promise<stri
   const folder = dirname(real);
   const names = await (folder === dirname(binary) ? named : edges.names(folder, MAX_FOLDER_ENTRIES));
   if (!names) return null;
+  const seen = edges.env();
   const paths = [real, ...names.filter((n) => BACKEND.test(n)).map((n) => join(folder, n))];
   const uniq = [...new Set(paths)].sort();
-  const files = await Promise.all(
-    uniq.map(async (p) => {
+  // The out-of-tree backend ggml loads from GGML_BACKEND_PATH, wherever it is (ggml-backend-reg.cpp
+  // `ggml_backend_load_all_from_path`): one rebuilt in place changes no other key part. Missing,
+  // its absence is the key part (made later, it is asked again).
+  const plugin = Object.entries(seen).find(([name]) => name.toUpperCase() === "GGML_BACKEND_PATH")?.[1];
+  const files = await Promise.all([
+    ...uniq.map(async (p) => {
       const s = await edges.stat(p);
       return [p, s.size, s.mtimeMs, s.ino];
     }),
-  );
-  const env = Object.entries(edges.env()).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    ...(plugin
+      ? [
+          edges.stat(plugin).then(
+            (s) => ["GGML_BACKEND_PATH", s.size, s.mtimeMs, s.ino],
+            () => ["GGML_BACKEND_PATH", null],
+          ),
+        ]
+      : []),
+  ]);
+  const env = Object.entries(seen).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   const parts = {
     v: MEMO_VERSION,
     os: edges.platform,

@@ -247,6 +247,30 @@ describe("the listing memo (a CPU build's (none) across core starts)", () => {
     expect(s.listed()).toBe(4);
   });
 
+  test("the out-of-tree backend GGML_BACKEND_PATH names, rebuilt in place: asked again", async () => {
+    // ggml loads the file GGML_BACKEND_PATH names besides its own backends
+    // (ggml-backend-reg.cpp ggml_backend_load_all_from_path): one that failed to start gave
+    // (none), and its fixed build at the same path met a memo whose key held.
+    const s = setup();
+    const plugin = "/home/u/ggml-npu/build/libggml-npu.so";
+    s.state.env.GGML_BACKEND_PATH = plugin;
+    s.files.set(plugin, { size: 50, mtimeMs: 1, ino: 30 });
+    await s.probe();
+    await s.probe();
+    expect(s.listed()).toBe(1);
+    s.files.set(plugin, { size: 51, mtimeMs: 2, ino: 30 });
+    await s.probe();
+    expect(s.listed()).toBe(2);
+    // Not there at all: still a key (its absence), so a memo; made later, asked again.
+    s.files.delete(plugin);
+    await s.probe();
+    await s.probe();
+    expect(s.listed()).toBe(3);
+    s.files.set(plugin, { size: 52, mtimeMs: 3, ino: 31 });
+    await s.probe();
+    expect(s.listed()).toBe(4);
+  });
+
   test("a listing with devices is never remembered, and removes a memo", async () => {
     let text = NONE;
     const s = setup(() => text);
