@@ -222,10 +222,13 @@ export class ListingMemo {
     } catch {
       return; // a memo unwritten is a listing asked next time
     }
-    if (recall.held)
-      this.edges.info(
-        `llama-server now lists ${listed ? `devices (${listed.map((d) => `${d.name}: ${d.description}`).join(", ")})` : "no device list"} where it listed none: the next model load plans with them (${binary})`,
-      );
+    if (!recall.held) return;
+    // A failed listing plans the vendor tools' GPUs, not "them": its own words (docs/plan.md).
+    this.edges.info(
+      listed
+        ? `llama-server now lists devices (${listed.map((d) => `${d.name}: ${d.description}`).join(", ")}) where it listed none: the next model load plans with them (${binary})`
+        : `llama-server --list-devices gave no device list where it listed none: the remembered answer is dropped and the next model load asks it again (${binary})`,
+    );
   }
 
   /** Once per plan that used the memo, unless one is already waiting. */

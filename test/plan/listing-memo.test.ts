@@ -271,6 +271,20 @@ describe("the listing memo (a CPU build's (none) across core starts)", () => {
     expect(s.listed()).toBe(4);
   });
 
+  test("a re-check whose listing fails drops the memo and says so, not that it lists devices", async () => {
+    let text = NONE;
+    const s = setup(() => text);
+    await s.probe();
+    // A hung GPU backend's crash (an exit, no device list) on the background re-check's ask.
+    text = "ggml_vulkan: device lost\n";
+    await s.probe(true);
+    expect(s.state.memo).toBeNull();
+    const said = s.state.infos.join("\n");
+    expect(said).not.toContain("now lists no device list");
+    expect(said).not.toContain("plans with them");
+    expect(said).toContain("gave no device list where it listed none");
+  });
+
   test("a listing with devices is never remembered, and removes a memo", async () => {
     let text = NONE;
     const s = setup(() => text);
