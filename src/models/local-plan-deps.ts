@@ -27,7 +27,9 @@ export const modelMemo = new ModelMemo((path, key) => resolveModelPath(path, pro
 });
 
 /** A CPU build's `(none)` across core starts; serve-stdio turns it on (server/chat-read-ahead.ts). */
-export const listingMemo = new ListingMemo(realMemoEdges, (binary) => probeAhead.recheck(binary));
+export const listingMemo = new ListingMemo(realMemoEdges, (binary, going) =>
+  probeAhead.recheck(binary, going),
+);
 
 /** The process's probe made ahead: `initialize` starts it, the first plan takes it. */
 const answered = new WeakSet<HardwareSnapshot>();

@@ -135,8 +135,11 @@ export class ListingMemo {
 
   constructor(
     private readonly edges: MemoEdges,
-    /** Asks the binary again, one `--list-devices` at a time (plan/probe-ahead.ts `recheck`). */
-    private readonly recheck: (binary: string) => void,
+    /**
+     * Asks the binary again, one `--list-devices` at a time (plan/probe-ahead.ts `recheck`);
+     * `going`: whether the core still runs when its turn comes, after the probe running.
+     */
+    private readonly recheck: (binary: string, going: () => boolean) => void,
     private readonly waitMs = RECALL_WAIT_MS,
   ) {}
 
@@ -237,7 +240,8 @@ export class ListingMemo {
     this.pending = true;
     this.edges.setTimer(() => {
       this.pending = false;
-      if (this.where && !this.where.stopping()) this.recheck(binary);
+      const going = () => this.where !== null && !this.where.stopping();
+      if (going()) this.recheck(binary, going);
     }, RECHECK_AFTER_MS);
   }
 }

@@ -48,8 +48,8 @@ export class ProbeAhead {
    * The binary asked its devices again, after the listing memo answered a plan (a GPU driver
    * installed since): after the probe running, and left made ahead for the next plan.
    */
-  recheck(binary: string): void {
-    this.fresh(binary, false, true);
+  recheck(binary: string, going: () => boolean = () => true): void {
+    this.fresh(binary, false, true, going);
   }
 
   /**
@@ -101,9 +101,17 @@ export class ProbeAhead {
   }
 
   /** A new probe, after the one still running (for another binary) has ended. */
-  private fresh(binary: string | undefined, taken: boolean, ask = false): Promise<HardwareSnapshot> {
+  /** `going`: checked when its turn comes; false, nothing is run (a core that began stopping). */
+  private fresh(
+    binary: string | undefined,
+    taken: boolean,
+    ask = false,
+    going: () => boolean = () => true,
+  ): Promise<HardwareSnapshot> {
     const before = this.last?.running ? this.last.snapshot.catch(() => undefined) : undefined;
-    const snapshot = before ? before.then(() => this.probe(binary, ask)) : this.probe(binary, ask);
+    const run = () =>
+      going() ? this.probe(binary, ask) : Promise.reject(new Error("not probed: the core is stopping"));
+    const snapshot = before ? before.then(run) : run();
     const probed: Probed = { binary, at: this.now(), snapshot, taken, running: true };
     const ended = () => {
       probed.running = false;

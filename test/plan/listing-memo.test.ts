@@ -380,6 +380,33 @@ describe("the listing memo (a CPU build's (none) across core starts)", () => {
     expect(rechecks).toEqual([]);
   });
 
+  test("a re-check waiting behind a running probe starts none once the core began stopping", async () => {
+    const m = machine();
+    let stopping = false;
+    const probed: boolean[] = [];
+    let finish: () => void = () => {};
+    const ahead: { probe?: ProbeAhead } = {};
+    const memo = new ListingMemo(m.edges, (b, going) => ahead.probe!.recheck(b, going));
+    memo.serve(DATA, () => stopping);
+    const p = probeEnv(() => NONE);
+    ahead.probe = new ProbeAhead(async (binary, ask) => {
+      probed.push(ask);
+      // The first: a plan's probe the test holds running (a second model's, a fit verdict's).
+      if (probed.length === 3) await new Promise<void>((resolve) => (finish = resolve));
+      return probeHardware(p.env, binary, memo.hooks(ask));
+    });
+    await ahead.probe.take(BINARY);
+    await ahead.probe.take(BINARY); // a hit: the timer set
+    const running = ahead.probe.take(BINARY);
+    m.state.timers[0]!.fn(); // fired before the stop: waits behind the running probe
+    stopping = true;
+    finish();
+    await running;
+    await new Promise((resolve) => setImmediate(resolve));
+    // No nvidia-smi, rocm-smi or --list-devices of a core that is stopping.
+    expect(probed).toEqual([false, false, false]);
+  });
+
   test("the recheck finds a GPU: memo removed, info logged, the next plan takes that probe", async () => {
     let text = NONE;
     const m = machine();
