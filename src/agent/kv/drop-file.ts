@@ -138,6 +138,26 @@ export class Zeroes {
     for (const go of w.parked) go();
   }
 
+  /**
+   * `remove(path)` for each path `picks` of the saves of this core under way, once that save is
+   * over, `done` waiting for it and its zeroing: a save asked before an erase whose task had not run
+   * yet had no file for the erase to find, and llama-server wrote it after (docs/agent.md, The store).
+   */
+  removeOnceSettled(picks: (path: string) => boolean, remove: (path: string) => void): void {
+    for (const [path, { parked }] of this.writing) {
+      if (!picks(path)) continue;
+      const removed = Promise.withResolvers<void>();
+      // Run within `settled`, before the save's own code goes on (its discard, its commit).
+      parked.push(() => {
+        const before = new Set(this.pending);
+        remove(path);
+        removed.resolve(Promise.all([...this.pending].filter((p) => !before.has(p))).then(() => {}));
+      });
+      const work = removed.promise.finally(() => this.pending.delete(work));
+      this.pending.add(work);
+    }
+  }
+
   zero(fd: number, path: string): void {
     const parked = this.writing.get(path)?.parked;
     this.track(parked ? new Promise<void>((go) => parked.push(go)) : Promise.resolve(), fd, path);

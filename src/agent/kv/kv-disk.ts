@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { chmodSync, existsSync, lstatSync, readdirSync, renameSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { pidSpace } from "../../platform/pid-space.ts";
 import { type StagedWrite, stageFileAtomic, syncFolderAsync } from "../../store/atomic.ts";
 import { type FileIdentity, fileBytes, fileIdentity, sameFile } from "../../util/file-identity.ts";
@@ -299,10 +299,11 @@ export class KvDisk {
       if (names.has(name) || !dropFile(this.binOf(name), this.zeroes)) continue;
       dropFile(this.sidecarOf(name), this.zeroes);
     }
-    for (const f of this.listing()) {
-      const m = OWN_TEMP.exec(f);
-      if (m && names.has(m[1] as string)) this.drop(join(this.dir, f));
-    }
+    // Their temporary files; and a save's asked before, whose file llama-server had yet to make:
+    // taken once that save is over (the answer waits for it).
+    const erased = (path: string) => names.has(OWN_TEMP.exec(basename(path))?.[1] ?? "");
+    for (const f of this.listing()) if (erased(f)) this.drop(join(this.dir, f));
+    this.zeroes.removeOnceSettled(erased, (path) => this.drop(path));
     this.dropLeftovers();
   }
 

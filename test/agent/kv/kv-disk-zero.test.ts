@@ -100,6 +100,30 @@ describe("an erase's KV state files are zeroed on the disk", () => {
     expect(kept.zeroed()).toEqual({ size: bytes, allZero: true });
   });
 
+  // A save asked just before the erase (its task queued behind another slot's prefill in
+  // llama-server) had no file yet for the erase to find: nothing was parked, the delete answered at
+  // once, and the file llama-server then wrote (the erased tokens) stayed until the save ended, or,
+  // a save before an unload, until the server stopped.
+  test("a save's temporary file not yet made at the erase goes, zeroed, before the answer", async () => {
+    using dir = tmpdir();
+    const disk = new KvDisk(dir.path, 10_000_000);
+    const temp = join(dir.path, disk.tempName(disk.nameOf("u", "s")));
+    disk.zeroes.begin(temp); // the save asked (save-slot.ts), its task not yet run
+    disk.removeSession("u", "s");
+    let over = false;
+    const done = disk.zeroes.done().then(() => {
+      over = true;
+    });
+    fs.writeFileSync(temp, TOKENS); // the task runs: the file made after the erase looked
+    const kept = holdOpen(temp);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(over).toBe(false);
+    disk.zeroes.settled(temp);
+    await done;
+    expect(fs.existsSync(temp)).toBe(false);
+    expect(kept.zeroed()).toEqual({ size: bytes, allZero: true });
+  });
+
   test("the delete answers only once the zeroing is done", async () => {
     let finish = () => {};
     const zeroing = new Promise<void>((resolve) => {
