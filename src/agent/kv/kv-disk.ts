@@ -10,6 +10,7 @@ import { readSmallFile } from "../../util/read-file.ts";
 import { dropFile, replaceZeroed, Zeroes } from "./drop-file.ts";
 import { type KvEntry, SidecarSchema, sameSave } from "./kv-entry.ts";
 import { leftoverTemp, OWN_TEMP, tempName } from "./kv-temps.ts";
+import type { SessionKey } from "./session-key.ts";
 
 export type { KvEntry };
 
@@ -203,22 +204,23 @@ export class KvDisk {
     this.erase(
       (e) =>
         e.user_id === userId && (e.session_id === sessionId || (quoting && e.note_sources.includes(source))),
+      this.nameOf(userId, sessionId),
     );
-    this.erase(() => false, this.nameOf(userId, sessionId));
   }
 
-  /**
-   * Every file of a user (`users.delete`), and the temporary files of `sessions` (those of it this
-   * core knows): a first save's has no sidecar to tell whose it is, and stayed past the answer.
-   */
+  /** The files of `sessions` by name, temporary ones included, in one pass (reuse.ts `removeHeld`). */
+  removeNamed(sessions: readonly SessionKey[]): void {
+    this.erase(() => false, ...sessions.map((s) => this.nameOf(s.userId, s.sessionId)));
+  }
+
+  /** Every file of a user (`users.delete`), and by name those of `sessions` (a first save has no sidecar). */
   removeUser(userId: string, sessions: readonly string[] = []): void {
     this.erase((e) => e.user_id === userId, ...sessions.map((s) => this.nameOf(userId, s)));
   }
 
   /**
-   * Something a note quoted is erased (`documents.delete`: `document:<id>`; a memory folder's
-   * file gone or changed: `file:<path>`, any user's, `userId` undefined): every session of the
-   * user whose saved tokens hold a passage of it loses its files, so nothing of it stays on disk.
+   * Something a note quoted is erased (`documents.delete`: `document:<id>`; a memory folder's file gone
+   * or changed: `file:<path>`, any user's, `userId` undefined): the files of each session quoting it.
    */
   removeSource(userId: string | undefined, ...sources: string[]): void {
     const erased = new Set(sources);
@@ -299,8 +301,7 @@ export class KvDisk {
       if (names.has(name) || !dropFile(this.binOf(name), this.zeroes)) continue;
       dropFile(this.sidecarOf(name), this.zeroes);
     }
-    // Their temporary files; and a save's asked before, whose file llama-server had yet to make:
-    // taken once that save is over (the answer waits for it).
+    // Their temporary files, and (once it is over) a save's asked before, its file not yet made.
     const erased = (path: string) => names.has(OWN_TEMP.exec(basename(path))?.[1] ?? "");
     for (const f of this.listing()) if (erased(f)) this.drop(join(this.dir, f));
     this.zeroes.removeOnceSettled(erased, (path) => this.drop(path));

@@ -280,9 +280,9 @@ export class PromptReuse {
     this.removeHeld(held);
   }
 
-  /** A first save has no sidecar to say what it quotes: each session whose record quotes it, taken by name. */
+  /** A first save has no sidecar: the sessions whose records quote what went, by name, in one pass. */
   private removeHeld(held: string[]): void {
-    for (const k of held) this.deps.disk?.removeSession(keyOf(k).userId, keyOf(k).sessionId, false);
+    if (held.length > 0) this.deps.disk?.removeNamed(held.map(keyOf));
   }
 
   /** Whether all the record's notes quote is still stored (another core's erase reaches only its own
