@@ -298,6 +298,21 @@ describe("chat: failures and disk", () => {
     expect(result.warnings.map((w) => w.code)).toEqual(["store_reset"]);
   });
 
+  test("a chat that fails once its turn has begun (llama-server's 5xx) leaves store_reset to the next", async () => {
+    // An error carries no warnings: taken as the turn began, the reset went with the failure and
+    // the host was never told its conversations had been moved aside.
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    mkdirSync(h.dataDir, { recursive: true });
+    writeFileSync(join(h.dataDir, "local-ai.db"), "{ this is not a database \u0000".repeat(200));
+    h.llama.script({ error: { status: 503, message: "Loading model" } }, { content: ["fresh"] });
+    const failed = await h.chat("f", { input: "hello", session_id: "bad" });
+    expect(failed.terminal).toMatchObject({ type: "error", code: "internal_error" });
+    const { terminal } = await h.chat("n", { input: "hello", session_id: "bad" });
+    const result = terminal.result as { warnings: { code: string }[] };
+    // The failed turn's checkpoint is set aside by this one: said too, after the reset.
+    expect(result.warnings.map((w) => w.code)).toEqual(["store_reset", "checkpoint_discarded"]);
+  });
+
   test("ids that could escape the data directory are invalid_request naming the field", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain" }] });
     const cases: [Record<string, unknown>, string][] = [

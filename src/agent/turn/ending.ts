@@ -3,6 +3,7 @@ import type { ChatResult, LoopAbortReason, WarningCode } from "../../protocol/ch
 import { CoreError } from "../../protocol/errors.ts";
 import type { Source } from "../../protocol/sources.ts";
 import type { TurnMessage } from "../../store/conversations.ts";
+import { resetMessage } from "../../store/db/reset-note.ts";
 import { logger } from "../../util/logger.ts";
 import { cutText } from "../../util/text-cut.ts";
 import { type AnswerError, SHOWN_ANSWER_ERRORS } from "../json-validator.ts";
@@ -267,6 +268,10 @@ async function commit(ctx: TurnContext, closing: Closing & { session: "commit" }
   // does; the checkpoint says that too, for the resume that finishes it.
   const { replace_from_seq, set_aside } = ctx.session.state;
   if (replace_from_seq !== undefined || set_aside) ctx.deps.edited?.(replace_from_seq !== undefined);
+  // The database's reset told here, first: an error carries no warnings, so a chat refused or
+  // failed (a resume with nothing to resume after a crash, a 5xx) leaves it (docs/agent.md, The store).
+  const reset = ctx.deps.store().takeReset();
+  if (reset) ctx.warnings.unshift({ code: "store_reset", message: resetMessage(reset) });
   return {
     response,
     reasoning,

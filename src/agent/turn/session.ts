@@ -5,7 +5,6 @@ import { CoreError } from "../../protocol/errors.ts";
 import { type Checkpoint, checkpointBody, INPUT_APART_CHARS } from "../../store/checkpoint.ts";
 import type { CheckpointWrite } from "../../store/checkpoint-rows.ts";
 import { indexesLong, type TurnMessage } from "../../store/conversations.ts";
-import { resetMessage } from "../../store/db/reset-note.ts";
 import type { Store } from "../../store/store.ts";
 import type { TurnMark } from "../../store/turn-mark.ts";
 import { logger } from "../../util/logger.ts";
@@ -107,11 +106,6 @@ export class TurnSession {
     session.settleSetAside =
       read === "dropped" || (prior !== undefined && !resumed && refsOf(stateOf(prior).turn).length > 0);
     session.stageIn(hasRow);
-    // Taken once the turn begins, told first: a chat refused above (a resume with nothing to
-    // resume, as a host sends after the very crash a reset note outlives) carries no warnings, and
-    // had the host's only word of the reset (docs/agent.md, The store) go with it.
-    const reset = store.takeReset();
-    if (reset) warnings.unshift({ code: "store_reset", message: resetMessage(reset) });
     return session;
   }
 
