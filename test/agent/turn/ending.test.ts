@@ -23,6 +23,8 @@ async function turnAt(options: { settles?: boolean; aborted?: boolean } = {}) {
     signal: abort.signal,
     settle: () => options.settles ?? true,
     now: () => new Date(0),
+    // The turn's own store: its ending takes the database's reset there (docs/agent.md, The store).
+    store: () => store,
   } as unknown as TurnDeps;
   const store = Store.open(dir.path);
   const key = { userId: "u", sessionId: "s" };
