@@ -47,8 +47,8 @@ export class KvDisk {
   /** Each removed file zeroed off the loop (drop-file.ts); an erase's answer waits for `done()`. */
   readonly zeroes = new Zeroes();
   private use: KvUse | undefined;
-  /** Files a removal failed on (EACCES, EBUSY…) while an erase runs (`unremovedBy`). */
-  private failing: Set<string> | undefined;
+  /** Files a removal failed on (EACCES, EBUSY…) while an erase runs, and what it answers (`unremovedBy`). */
+  private failing: { paths: Set<string>; left: string[] } | undefined;
 
   constructor(
     readonly dir: string,
@@ -234,17 +234,18 @@ export class KvDisk {
    * of its files a removal failed on that are still there: a saved state the erase could not take
    * (the folder not writable, the file held open on Windows), which `sessions.delete` and
    * `users.delete` must not answer ok over (docs/agent.md#prompt-reuse). Another session's file
-   * stuck meanwhile is not this erase's.
+   * stuck meanwhile is not this erase's; a save's file it takes once the save is over, added then.
    */
   unremovedBy(erase: () => void): string[] {
-    const failing = new Set<string>();
+    const failing = { paths: new Set<string>(), left: [] as string[] };
     this.failing = failing;
     try {
       erase();
     } finally {
       this.failing = undefined;
     }
-    return [...failing].filter((path) => existsSync(path));
+    failing.left.push(...[...failing.paths].filter((path) => existsSync(path)));
+    return failing.left;
   }
 
   /** Drops each of `kept` still the file it was, never one saved since, a sidecar once its state
@@ -259,7 +260,7 @@ export class KvDisk {
   }
 
   private drop(path: string): void {
-    if (!dropFile(path, this.zeroes)) this.failing?.add(path);
+    if (!dropFile(path, this.zeroes)) this.failing?.paths.add(path);
   }
 
   /** What the saved states take now (`status`), counted once and kept up to date by this core. */
@@ -286,10 +287,7 @@ export class KvDisk {
     this.dropLeftovers();
   }
 
-  /**
-   * The files of the sessions `matches` picks, and of `also`, temporary ones included, whatever
-   * their age; then what saves cut short left (a crash's temporary files carry no sidecar).
-   */
+  /** The files of the sessions `matches` picks and of `also`, temps of any age; then crashes' leftover temps. */
   private erase(matches: (e: KvEntry) => boolean, ...also: string[]): void {
     const described = this.entries();
     const names = new Set(described.flatMap(({ name, entry }) => (matches(entry) ? [name] : [])));
@@ -304,7 +302,8 @@ export class KvDisk {
     // Their temporary files, and (once it is over) a save's asked before, its file not yet made.
     const erased = (path: string) => names.has(OWN_TEMP.exec(basename(path))?.[1] ?? "");
     for (const f of this.listing()) if (erased(f)) this.drop(join(this.dir, f));
-    this.zeroes.removeOnceSettled(erased, (path) => this.drop(path));
+    const late = this.failing?.left; // a removal failing then is this erase's still: its delete awaits `done()`
+    this.zeroes.removeOnceSettled(erased, (p) => dropFile(p, this.zeroes) || !existsSync(p) || late?.push(p));
     this.dropLeftovers();
   }
 
