@@ -53,9 +53,11 @@ export interface MemoEdges {
  * Which names in the binary's folder are what it loads at start: its backends (libggml-cpu-*.so,
  * ggml-vulkan.dll…) and any shared library, for the GPU runtimes unpacked beside it
  * (cudart64_12.dll, from llama.cpp's separate cudart zip, without which ggml-cuda.dll fails to
- * load and the listing says `(none)`; libvulkan.so.1). A README or a log is no key part.
+ * load and the listing says `(none)`; libvulkan.so.1). Only those: a README, a log, a lock or a
+ * model beside it is no key part, even named `llama…` (one rewritten at each start, a
+ * `--log-file`, made a key that no start met again, and the memo never answered).
  */
-const BACKEND = /ggml|llama|\.(dll|dylib|so)$|\.so\./i;
+const BACKEND = /\.(dll|dylib)$|\.so(\.\d+)*$/i;
 
 /** The key a memo holds for: a hash, so the file keeps no paths or environment values. */
 export async function listingKey(binary: string, edges: MemoEdges): Promise<string | null> {

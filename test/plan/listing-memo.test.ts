@@ -227,6 +227,20 @@ describe("the listing memo (a CPU build's (none) across core starts)", () => {
     expect(s.listed()).toBe(3);
   });
 
+  test("a log or a model beside the binary, rewritten at each start, is no key part", async () => {
+    // Only what llama-server loads is: a name with "llama" in it is not (its --log-file, a lock,
+    // a model being downloaded there). One rewritten at each start made a key no start met again.
+    const s = setup();
+    s.state.names.push("llama-server.log", "Llama-3.2-1B-Q4_K_M.gguf.part");
+    s.files.set("/opt/llama/bin/llama-server.log", { size: 1, mtimeMs: 1, ino: 20 });
+    s.files.set("/opt/llama/bin/Llama-3.2-1B-Q4_K_M.gguf.part", { size: 1, mtimeMs: 1, ino: 21 });
+    await s.probe();
+    s.files.set("/opt/llama/bin/llama-server.log", { size: 2, mtimeMs: 2, ino: 20 });
+    s.files.set("/opt/llama/bin/Llama-3.2-1B-Q4_K_M.gguf.part", { size: 9, mtimeMs: 2, ino: 21 });
+    await s.probe();
+    expect(s.listed()).toBe(1);
+  });
+
   test("a GPU runtime library added beside the binary (cudart64_12.dll): asked again", async () => {
     // llama.cpp's Windows CUDA release needs its cudart zip unpacked beside llama-server.exe:
     // without it ggml-cuda.dll fails to load and the listing says (none). Unpacked later, the
