@@ -78,19 +78,17 @@ export async function listingKey(binary: string, edges: MemoEdges): Promise<stri
   // `ggml_backend_load_all_from_path`): one rebuilt in place changes no other key part. Missing,
   // its absence is the key part (made later, it is asked again).
   const plugin = Object.entries(seen).find(([name]) => name.toUpperCase() === "GGML_BACKEND_PATH")?.[1];
+  // A file whose stat fails (a dangling link to a removed driver's library, loaded by no one) is
+  // its error's code: the key holds while it stays so, where one failure threw the key away and
+  // the memo never answered on that machine.
+  const part = (path: string, name = path) =>
+    edges.stat(path).then(
+      (s) => [name, s.size, s.mtimeMs, s.ino],
+      (err) => [name, (err as { code?: unknown } | null)?.code ?? null],
+    );
   const files = await Promise.all([
-    ...uniq.map(async (p) => {
-      const s = await edges.stat(p);
-      return [p, s.size, s.mtimeMs, s.ino];
-    }),
-    ...(plugin
-      ? [
-          edges.stat(plugin).then(
-            (s) => ["GGML_BACKEND_PATH", s.size, s.mtimeMs, s.ino],
-            () => ["GGML_BACKEND_PATH", null],
-          ),
-        ]
-      : []),
+    ...uniq.map((p) => part(p)),
+    ...(plugin ? [part(plugin, "GGML_BACKEND_PATH")] : []),
   ]);
   const env = Object.entries(seen).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   const parts = {

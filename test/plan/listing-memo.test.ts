@@ -241,6 +241,20 @@ describe("the listing memo (a CPU build's (none) across core starts)", () => {
     expect(s.listed()).toBe(1);
   });
 
+  test("a library beside the binary whose stat fails (a dangling link) still makes a key", async () => {
+    // libvulkan.so.1 linked to a driver package since removed: the loader skips it as if absent.
+    // Its failed stat threw the whole key away, and the memo never answered on that machine.
+    const s = setup();
+    s.state.names.push("libvulkan.so.1");
+    await s.probe();
+    await s.probe();
+    expect(s.listed()).toBe(1);
+    // The link's target installed: asked again.
+    s.files.set("/opt/llama/bin/libvulkan.so.1", { size: 7, mtimeMs: 1, ino: 16 });
+    await s.probe();
+    expect(s.listed()).toBe(2);
+  });
+
   test("a GPU runtime library added beside the binary (cudart64_12.dll): asked again", async () => {
     // llama.cpp's Windows CUDA release needs its cudart zip unpacked beside llama-server.exe:
     // without it ggml-cuda.dll fails to load and the listing says (none). Unpacked later, the
