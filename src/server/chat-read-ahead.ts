@@ -54,7 +54,7 @@ export function readAheadForChat(deps: ReadAheadDeps): void {
  * plan waits for its end (docs/performance.md, "A cold chat's way to the spawn").
  */
 async function probeMachine(deps: ReadAheadDeps): Promise<void> {
-  if (deps.standIn) return;
+  if (deps.standIn || deps.stopping()) return;
   let config: Config;
   try {
     config = deps.config();
@@ -67,7 +67,11 @@ async function probeMachine(deps: ReadAheadDeps): Promise<void> {
     require("../models/local-plan-deps.ts") as typeof import("../models/local-plan-deps.ts");
   // The listing memo lives in data_dir, read async with a bounded wait (listing-memo.ts).
   listingMemo.serve(config.app.data_dir, deps.stopping);
-  const asked = llamaServerAsked(config).then((server) => probeAhead.start(server));
+  // Not once the core began stopping (a shutdown right after initialize, a lookup slow on its
+  // drive): the probe runs nvidia-smi, rocm-smi and `--list-devices` for a core on its way out.
+  const asked = llamaServerAsked(config).then((server) => {
+    if (!deps.stopping()) probeAhead.start(server);
+  });
   modelMemo.read(config.model.path).catch(() => {});
   await asked.catch(() => {});
 }
