@@ -358,6 +358,24 @@ describe("the listing memo (a CPU build's (none) across core starts)", () => {
     expect(s.state.writes).toBe(before);
   });
 
+  test("a GGML_BACKEND_PATH file on a dead share: its stat is within the read's bound", async () => {
+    const s = setup();
+    s.state.env.GGML_BACKEND_PATH = "/mnt/share/libggml-npu.so";
+    await s.probe();
+    let stats = 0;
+    const stat = s.edges.stat;
+    s.edges.stat = (p) => {
+      if (p !== "/mnt/share/libggml-npu.so") return stat(p);
+      stats++;
+      return new Promise(() => {});
+    };
+    await s.probe();
+    await s.probe();
+    // Asked each time, nothing written, and the hung stat not begun again.
+    expect(s.listed()).toBe(3);
+    expect(stats).toBe(1);
+  });
+
   test("a late memo read is not begun again while it hangs: one stuck thread, not one a plan", async () => {
     // Each read of a dead share holds a thread of the runtime's pool until the share answers:
     // every plan after (each cold start, wake, restart, models' fit verdicts) held another, until
