@@ -1,10 +1,10 @@
-import { renameSync, rmSync } from "node:fs";
+import { rmSync } from "node:fs";
 import { readdir, readFile, realpath, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { bootStartedAt } from "../platform/pid-space.ts";
 import { allowedEnv } from "../util/child-allowlist.ts";
 import { logger } from "../util/logger.ts";
-import { ensurePrivateTree, writePrivateFile } from "../util/private-fs.ts";
+import { ensurePrivateTree, replacePrivateFile } from "../util/private-fs.ts";
 import { readSmallFileAsync } from "../util/read-file.ts";
 import { MEMO_FOLDER, MEMO_NAME, type MemoEdges } from "./listing-memo.ts";
 
@@ -50,14 +50,7 @@ export const realMemoEdges: MemoEdges = {
     const dir = ensurePrivateTree(dataDir, MEMO_FOLDER);
     // One name for every core: one killed mid-write leaves at most this one file, the next write
     // reuses it. Two cores writing at once may tear it: read as corrupt, a listing asked again.
-    const tmp = join(dir, `${MEMO_NAME}.tmp`);
-    try {
-      writePrivateFile(tmp, text);
-      renameSync(tmp, join(dir, MEMO_NAME));
-    } catch (err) {
-      rmSync(tmp, { force: true });
-      throw err;
-    }
+    replacePrivateFile(join(dir, `${MEMO_NAME}.tmp`), join(dir, MEMO_NAME), text);
   },
   remove: (path) => rmSync(path, { force: true }),
   setTimer: (fn, ms) => {

@@ -118,6 +118,8 @@ export interface Recall {
 }
 
 const NO_MEMO: Recall = { hit: false, held: false, key: null };
+/** A memo read that outlived its wait (`recall`). */
+const LATE = Symbol("late");
 
 /** The probe's side of the memo (probe.ts `probeListed`). */
 export interface ListingHooks {
@@ -190,20 +192,14 @@ export class ListingMemo {
     // waited for a free one.
     if (this.late) return NO_MEMO;
     const reading = read().catch(() => NO_MEMO);
-    let settled = false;
+    const recall = await within(reading, this.waitMs, LATE);
     // Late: neither used nor written (the drive may not take a write either).
-    const recall = await within(
-      reading.finally(() => {
-        settled = true;
-      }),
-      this.waitMs,
-      NO_MEMO,
-    );
-    if (!settled) {
+    if (recall === LATE) {
       const late = reading.finally(() => {
         if (this.late === late) this.late = null;
       });
       this.late = late;
+      return NO_MEMO;
     }
     if (recall.hit) this.later(binary);
     return recall;

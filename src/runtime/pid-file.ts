@@ -1,4 +1,4 @@
-import { renameSync, rmSync } from "node:fs";
+import { renameSync } from "node:fs";
 import { basename, join } from "node:path";
 import { defaultGroupProc, type GroupProcReader } from "../platform/group-live.ts";
 import { eitherPartOf, pidSpace, writtenRelation } from "../platform/pid-space.ts";
@@ -6,7 +6,7 @@ import { drives } from "../util/drive-answers.ts";
 import { logger } from "../util/logger.ts";
 import { namesIn } from "../util/names-in.ts";
 import { once } from "../util/once.ts";
-import { ensurePrivateTree, writePrivateFile } from "../util/private-fs.ts";
+import { ensurePrivateTree, replacePrivateFile } from "../util/private-fs.ts";
 import { NotOwnFile } from "../util/read-file.ts";
 import { groupMembers, judgeAsked, leaderGone, procGroupOf, stopLeftover } from "./leftover-stop.ts";
 import { forgetOwnRecord, keepOwnRecord, removeRecordFile } from "./own-records.ts";
@@ -171,15 +171,8 @@ function writeRecord(
   };
   // Each folder under data_dir made here, none followed if it is a link (util/private-fs.ts).
   const tmp = join(ensurePrivateTree(dataDir, ...folders), `${basename(file)}.tmp`);
-  try {
-    writePrivateFile(tmp, `${JSON.stringify(record, null, 2)}\n`);
-    renameSync(tmp, file);
-    keepOwnRecord(file);
-  } catch (err) {
-    // A full disk makes the temp file and refuses its bytes: run/ keeps only the records.
-    rmSync(tmp, { force: true });
-    throw err;
-  }
+  replacePrivateFile(tmp, file, `${JSON.stringify(record, null, 2)}\n`);
+  keepOwnRecord(file);
   return record;
 }
 

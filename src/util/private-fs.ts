@@ -6,6 +6,8 @@ import {
   lstatSync,
   mkdirSync,
   openSync,
+  renameSync,
+  rmSync,
   writeSync,
 } from "node:fs";
 import { join } from "node:path";
@@ -124,6 +126,21 @@ export function writePrivateFile(path: string, data: string): void {
     writeAllSync(fd, data);
   } finally {
     closeSync(fd);
+  }
+}
+
+/**
+ * `data` written owner-only to `tmp`, then renamed over `dest`: a crash mid-write leaves the old
+ * file or the new one, never half of one; the temp is removed when either step fails.
+ */
+export function replacePrivateFile(tmp: string, dest: string, data: string): void {
+  try {
+    writePrivateFile(tmp, data);
+    renameSync(tmp, dest);
+  } catch (err) {
+    // A full disk makes the temp file and refuses its bytes: only the old file is left.
+    rmSync(tmp, { force: true });
+    throw err;
   }
 }
 
