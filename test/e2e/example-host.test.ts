@@ -1,7 +1,6 @@
 import { beforeAll, describe, expect, test } from "bun:test";
-import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { buildClient, CLIENT_DIST } from "../../scripts/build-client.ts";
+import { clientBuilt } from "../client/client-built.ts";
 import { hostBinary } from "../client/host-binary.ts";
 import { writeStack } from "../fixtures/stack.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
@@ -14,7 +13,7 @@ const node = Bun.which("node");
 
 beforeAll(async () => {
   hostBinary();
-  if (!existsSync(join(CLIENT_DIST, "index.mjs"))) await buildClient();
+  await clientBuilt();
 }, 60_000);
 
 async function runExample(cwd: string, env: Record<string, string | undefined>) {
