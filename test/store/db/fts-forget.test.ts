@@ -48,6 +48,18 @@ function indexIntact(db: Database): void {
 const aboutTurn = (store: Store, u: string, s: string, text: string) =>
   commitNotedTurn(store, u, s, text, `about ${text}`);
 
+/**
+ * `n` turns by `add`, 50 to a transaction: the index still grows by many segments and merges,
+ * at a fraction of a commit per turn (most of these tests' time).
+ */
+function turns(store: Store, n: number, add: (i: number) => void): void {
+  for (let i = 0; i < n; i += 50) {
+    dbOf(store).transaction(() => {
+      for (let j = i; j < Math.min(n, i + 50); j++) add(j);
+    })();
+  }
+}
+
 describe("an erase's words forgotten (store/db/fts-forget.ts)", () => {
   test("users.delete of most of the index merges it: no word left in any file, the rest still found, secure-delete on again", async () => {
     using dir = tmpdir();
@@ -143,11 +155,11 @@ describe("an erase's words forgotten (store/db/fts-forget.ts)", () => {
     const plain = (u: string, s: string, text: string) => aboutTurn(store, u, s, text);
     const secret = (who: string, m: number) =>
       Array.from({ length: 600 }, (_, k) => `qz${who}${m * 600 + k}`).join(" ");
-    for (let i = 0; i < 3000; i++) plain("bob", `b${i % 20}`, filler());
+    turns(store, 3000, (i) => plain("bob", `b${i % 20}`, filler()));
     // 30 rows each (under BULK_MIN_ROWS): secure-delete, row by row. 600 words each: some begin pages.
     for (let m = 0; m < 10; m++) plain("ann", "private", secret("ann", m));
     for (let m = 0; m < 10; m++) plain("dan", "private", secret("dan", m));
-    for (let i = 0; i < 1000; i++) plain("bob", `b${i % 20}`, filler());
+    turns(store, 1000, (i) => plain("bob", `b${i % 20}`, filler()));
     const keys = (who: string) =>
       dbOf(store)
         .query(
@@ -184,7 +196,7 @@ describe("an erase's words forgotten (store/db/fts-forget.ts)", () => {
     const letter = () => "абвгдежзиклмнопрстуфхцчшщыэюя"[(next() >> 8) % 29];
     const text = () =>
       Array.from({ length: 60 }, () => Array.from({ length: 3 + (next() % 6) }, letter).join("")).join(" ");
-    for (let i = 0; i < 1500; i++) aboutTurn(store, "ivan", `s${i % 10}`, text());
+    turns(store, 1500, (i) => aboutTurn(store, "ivan", `s${i % 10}`, text()));
     const multiByteCut = dbOf(store)
       .query(
         "SELECT count(*) AS n FROM messages_fts_idx WHERE CAST(term AS TEXT) LIKE '%' || char(65533) || '%'",
