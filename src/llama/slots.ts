@@ -1,5 +1,13 @@
 import { z } from "zod";
-import { errorBody, errorText, LlmError, notJson, SlotError, statusError } from "./errors.ts";
+import {
+  ConnectionRefused,
+  errorBody,
+  errorText,
+  LlmError,
+  notJson,
+  SlotError,
+  statusError,
+} from "./errors.ts";
 import { answerText, call, type LlamaEndpoint } from "./http.ts";
 
 /**
@@ -61,6 +69,17 @@ export const SlotErasedSchema = z.object({ id_slot: count, n_erased: count });
  */
 export function eraseSlot(server: LlamaEndpoint, id: number, signal?: AbortSignal): Promise<unknown> {
   return slotAction(server, id, "erase", SlotErasedSchema, signal, "");
+}
+
+/**
+ * Whether a failed slot action left no task of it in llama-server: it answered with an error
+ * status (its slot actions answer once their task is over, 93b), or the connection was refused
+ * (the request never reached it). Any other failure (a reset or cut connection, a timeout, a
+ * cancel, an answer unreadable) may leave the task queued there, to run to its end later.
+ */
+export function noTaskLeft(err: unknown): boolean {
+  if (err instanceof SlotError || err instanceof ConnectionRefused) return true;
+  return err instanceof LlmError && err.status !== undefined;
 }
 
 type Action = "save" | "restore" | "erase";

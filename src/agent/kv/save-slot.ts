@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { type SlotSaved, saveSlot } from "../../llama/slots.ts";
+import { noTaskLeft, type SlotSaved, saveSlot } from "../../llama/slots.ts";
 import type { LaunchView } from "../../runtime/launch.ts";
 import { logger } from "../../util/logger.ts";
 import type { KvDisk } from "./kv-disk.ts";
@@ -59,12 +59,13 @@ export async function saveSlotState(s: SlotSave): Promise<void> {
     s.underWay.end(job);
     disk.discard(temp);
     launch.slots.saveFailed(slot, holder);
-    // Past its limit, llama-server writes on (into the file just removed, or a new one it has yet
-    // to open): zeroed once an erase queued behind it answers, a file made since removed then.
-    // Its server stopping (`died` is told as the stop begins), it may end the save before its
-    // exit: zeroed once that is seen.
+    // With no HTTP answer (past its limit, a reset or cut connection), llama-server may write on,
+    // or run the queued save later (into the file just removed, or a new one it has yet to open):
+    // zeroed once an erase queued behind it answers, a file made since removed then. Its server
+    // stopping (`died` is told as the stop begins), it may end the save before its exit: zeroed
+    // once that is seen.
     const stopping = launch.died.aborted;
-    writing = limit.aborted || stopping;
+    writing = stopping || !noTaskLeft(err);
     const over = () => {
       disk.discard(temp);
       disk.zeroes.settled(path);

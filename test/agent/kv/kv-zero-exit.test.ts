@@ -3,12 +3,10 @@ import * as fs from "node:fs";
 import { join } from "node:path";
 import { dropFile, Zeroes } from "../../../src/agent/kv/drop-file.ts";
 import { KvDisk } from "../../../src/agent/kv/kv-disk.ts";
-import { emptyRecord } from "../../../src/agent/kv/prompt-record.ts";
-import { saveSlotState } from "../../../src/agent/kv/save-slot.ts";
 import { emptyBehind } from "../../../src/agent/kv/slot-clear.ts";
-import { UnderWay } from "../../../src/agent/kv/under-way.ts";
 import { Launch } from "../../../src/runtime/launch.ts";
 import { type HeldFile, holdOpen } from "../../fixtures/held-file.ts";
+import { saveUs } from "../../fixtures/slot-save.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
 // A server's `died` is told as its stop BEGINS (supervisor.ts halt), not at its exit: a stopping
@@ -68,17 +66,7 @@ test("a save cut off by its server's stop is zeroed only once the server's exit 
   });
   const { launch, died, exit } = stopping(fake.server.port as number);
   try {
-    const saving = saveSlotState({
-      launch,
-      slot: 0,
-      holder: "u/s",
-      fingerprint: "f".repeat(32),
-      disk,
-      underWay: new UnderWay(),
-      wanted: () => true,
-      record: emptyRecord,
-      failed: () => {},
-    });
+    const saving = saveUs(disk, launch);
     await fake.stalled;
     // The stop: `died` first, then its connections close (SIGTERM), the process still writing.
     died.abort(new Error("llama-server was stopped (unload)"));
