@@ -78,8 +78,12 @@ export function eraseSlot(server: LlamaEndpoint, id: number, signal?: AbortSigna
  * cancel, an answer unreadable) may leave the task queued there, to run to its end later.
  */
 export function noTaskLeft(err: unknown): boolean {
-  if (err instanceof SlotError || err instanceof ConnectionRefused) return true;
-  return err instanceof LlmError && err.status !== undefined;
+  return err instanceof ConnectionRefused || answeredWith(err);
+}
+
+/** Whether llama-server answered a slot action with an error status (its task over, 93b). */
+export function answeredWith(err: unknown): boolean {
+  return err instanceof SlotError || (err instanceof LlmError && err.status !== undefined);
 }
 
 type Action = "save" | "restore" | "erase";

@@ -1,4 +1,4 @@
-import { eraseSlot } from "../../llama/slots.ts";
+import { answeredWith, eraseSlot } from "../../llama/slots.ts";
 import type { LaunchView } from "../../runtime/launch.ts";
 import { logger } from "../../util/logger.ts";
 
@@ -56,42 +56,82 @@ export async function emptyTurnSlot(launch: LaunchView, slot: number, signal: Ab
   );
 }
 
+/** Erases asked behind a save or restore that did not answer, at most, while its server lives. */
+export const ERASE_TRIES = 3;
+/** The pause before the next try: an erase failing at once (a reset connection) proves nothing. Lowered in tests. */
+export const ERASE_RETRY = { pauseMs: 1_000 };
+
 /**
- * A save or restore that did not answer (cancelled, or past its limit): llama-server writes or
- * reads the file on to the end of its task, so a removal of the file is zeroed only after
- * (drop-file.ts `Zeroes`), and what a restore read, perhaps partly zeroed by another core's
- * removal, must not stay in the slot for a chat sharing its prefix. An erase is queued:
- * llama-server runs its tasks in order, so it answers once that task is over (93b), and leaves the
- * slot empty, as the table now says. `settled` runs once the erase answers or fails, or the
- * server dies. Waited for by the next turn taking the slot (`working`), and by a restore's own
- * turn past its limit before its request (restore-state.ts).
+ * A save or restore that did not answer (cancelled, or past its limit, or no HTTP answer): llama-server
+ * writes or reads the file on to the end of its task, or runs it later from its queue, so a
+ * removal of the file is zeroed only after (drop-file.ts `Zeroes`), and what a restore read,
+ * perhaps partly zeroed by another core's removal, must not stay in the slot for a chat sharing
+ * its prefix. An erase is queued: llama-server runs its tasks in order, so it answers once that
+ * task is over (93b), and leaves the slot empty, as the table now says. `settled` runs once an
+ * erase is answered (an error status too), or the server has exited (`exitSeen`); an erase failing
+ * otherwise (timed out, a reset connection) proves nothing, so it is asked again, `ERASE_TRIES` in
+ * all, then `settled` runs unproven (docs/agent.md, The store). The next turn taking the slot
+ * waits (`working`) for the first erase only, as a restore's own turn past its limit before its
+ * request (restore-state.ts).
  */
 export function emptyBehind(launch: LaunchView, slot: number, what: string, settled: () => void): void {
   launch.slots.cleared(slot);
   const died = launch.died;
   let heard = () => {};
-  const death = new Promise<void>((resolve) => {
-    heard = () => resolve();
-    if (died.aborted) resolve();
+  const death = new Promise<false>((resolve) => {
+    heard = () => resolve(false);
+    if (died.aborted) resolve(false);
     else died.addEventListener("abort", heard, { once: true });
   });
-  const erased = eraseSlot(launch, slot, AbortSignal.timeout(ERASE_TIMEOUT_MS)).then(
+  const first = askErase(launch, slot, what);
+  // The slot's next user, on a server that died, waits for none of that.
+  launch.slots.working(
+    slot,
+    Promise.race([first, death]).then(() => {}),
+  );
+  void overBehind(launch, slot, what, first, death)
+    .finally(() => died.removeEventListener("abort", heard))
+    .finally(settled);
+}
+
+/** An erase of `slot`: true once llama-server answered it, whatever the status. */
+function askErase(launch: LaunchView, slot: number, what: string): Promise<boolean> {
+  return eraseSlot(launch, slot, AbortSignal.timeout(ERASE_TIMEOUT_MS)).then(
     () => true,
     (err: unknown) => {
       logger.debug(
         `slot ${slot} was not emptied after ${what} that did not answer: ${(err as Error).message}`,
       );
-      return false;
+      return answeredWith(err);
     },
   );
-  const ended = Promise.race([erased, death.then(() => false)]).finally(() =>
-    died.removeEventListener("abort", heard),
-  );
-  // Answered, the task before it is over; not, a server that died may still run it until its exit
-  // (the slot's next user, on a server that died, waits for none of that).
-  void ended.then((answered) => (answered || !died.aborted ? undefined : exitSeen(launch))).finally(settled);
-  launch.slots.working(
-    slot,
-    ended.then(() => {}),
-  );
+}
+
+/** Once the task before `first` is over: an erase answered, the server's exit, or the tries spent. */
+async function overBehind(
+  launch: LaunchView,
+  slot: number,
+  what: string,
+  first: Promise<boolean>,
+  death: Promise<false>,
+): Promise<void> {
+  let erase = first;
+  for (let tries = 1; ; tries++) {
+    if (await Promise.race([erase, death])) return;
+    // A server that died may still run it until its exit.
+    if (launch.died.aborted) return exitSeen(launch);
+    if (tries >= ERASE_TRIES) {
+      logger.warn(
+        `slot ${slot}'s erase behind ${what} that did not answer failed ${tries} times: its file's removal goes on unproven`,
+      );
+      return;
+    }
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const pause = new Promise((r) => {
+      timer = setTimeout(r, ERASE_RETRY.pauseMs);
+    });
+    await Promise.race([pause, death]).finally(() => clearTimeout(timer));
+    if (launch.died.aborted) return exitSeen(launch);
+    erase = askErase(launch, slot, what);
+  }
 }

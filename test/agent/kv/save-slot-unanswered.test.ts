@@ -1,7 +1,8 @@
-import { afterEach, expect, spyOn, test } from "bun:test";
+import { afterEach, beforeEach, describe, expect, spyOn, test } from "bun:test";
 import * as fs from "node:fs";
 import { join } from "node:path";
 import { KvDisk } from "../../../src/agent/kv/kv-disk.ts";
+import { ERASE_RETRY, ERASE_TRIES } from "../../../src/agent/kv/slot-clear.ts";
 import { Launch } from "../../../src/runtime/launch.ts";
 import { saveUs } from "../../fixtures/slot-save.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
@@ -81,4 +82,91 @@ test("a save llama-server answered with an HTTP error settles at once: no erase 
   await saveUs(disk, launch);
   await disk.zeroes.done();
   expect(fake.asked).toEqual(["save"]);
+});
+
+// The erase queued behind such a save failing too (a reset connection, its 60 s limit) while the
+// server lives proves nothing of the save's task: the booking was settled anyway, and a file the
+// task made after a delete's erase stayed. The erase is asked again, a bounded number of times.
+describe("the erase behind a save that did not answer fails, its server alive", () => {
+  const pause = ERASE_RETRY.pauseMs;
+  beforeEach(() => {
+    ERASE_RETRY.pauseMs = 0;
+  });
+  afterEach(() => {
+    ERASE_RETRY.pauseMs = pause;
+  });
+
+  test("the removal waits for an erase asked again to answer", async () => {
+    using dir = tmpdir();
+    const disk = new KvDisk(dir.path, 10_000_000);
+    const second = Promise.withResolvers<Response>();
+    let temp = "";
+    let erases = 0;
+    const fake = fakeServer(async (action, body) => {
+      if (action === "save") temp = body.filename;
+      if (action === "save" || ++erases === 1) throw new TypeError("fetch failed");
+      return second.promise;
+    });
+    restore = () => fake.spy.mockRestore();
+    const launch = new Launch({ baseUrl: "http://127.0.0.1:9", apiKey: "k", slots: 1 });
+    await saveUs(disk, launch);
+    disk.removeSession("u", "s");
+    // The next turn on the slot waits no longer than for the first erase.
+    await launch.slots.workOn(0);
+    // A bound only on when a regression shows: the second erase is asked within these turns.
+    for (let t = 0; t < 200 && fake.asked.length < 3; t++) await new Promise((r) => setImmediate(r));
+    fs.writeFileSync(join(dir.path, temp), TOKENS); // the queued save runs at last
+    second.resolve(erased());
+    await disk.zeroes.done();
+    expect({ asked: fake.asked, left: fs.existsSync(join(dir.path, temp)) }).toEqual({
+      asked: ["save", "erase", "erase"],
+      left: false,
+    });
+  });
+
+  test("it is asked ERASE_TRIES times at most, then the removal goes on", async () => {
+    using dir = tmpdir();
+    const disk = new KvDisk(dir.path, 10_000_000);
+    const fake = fakeServer(async () => {
+      throw new TypeError("fetch failed");
+    });
+    restore = () => fake.spy.mockRestore();
+    const launch = new Launch({ baseUrl: "http://127.0.0.1:9", apiKey: "k", slots: 1 });
+    await saveUs(disk, launch);
+    disk.removeSession("u", "s");
+    await disk.zeroes.done();
+    expect(fake.asked).toEqual(["save", ...Array(ERASE_TRIES).fill("erase")]);
+  });
+
+  test("its server stopping meanwhile, the removal waits for the exit", async () => {
+    using dir = tmpdir();
+    const disk = new KvDisk(dir.path, 10_000_000);
+    let temp = "";
+    const fake = fakeServer(async (action, body) => {
+      if (action === "save") temp = body.filename;
+      throw new TypeError("fetch failed");
+    });
+    restore = () => fake.spy.mockRestore();
+    ERASE_RETRY.pauseMs = 60_000; // the stop comes during the pause
+    const died = new AbortController();
+    const exit = Promise.withResolvers<void>();
+    const launch = new Launch({
+      baseUrl: "http://127.0.0.1:9",
+      apiKey: "k",
+      slots: 1,
+      died,
+      exited: exit.promise,
+    });
+    await saveUs(disk, launch);
+    disk.removeSession("u", "s");
+    await launch.slots.workOn(0);
+    died.abort(new Error("llama-server was stopped (unload)"));
+    fs.writeFileSync(join(dir.path, temp), TOKENS); // the save ends before the exit
+    exit.resolve();
+    await disk.zeroes.done();
+    expect({ asked: fake.asked, left: fs.existsSync(join(dir.path, temp)) }).toEqual({
+      asked: ["save", "erase"],
+      left: false,
+    });
+  });
 });
