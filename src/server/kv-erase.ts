@@ -47,7 +47,20 @@ export class KvErase {
    */
   folderGone(...sources: string[]): string[] {
     const left = this.forgetSource(undefined, ...sources);
-    if (left.length === 0) return left;
+    const now = left.length;
+    this.keepStuck(left.slice());
+    // A save's file under way, made after the erase looked, is removed once the save is over
+    // (drop-file.ts `Zeroes.removeOnceSettled`): a failure then is added to `left`, seen once
+    // `zeroed()` is, and kept for the retries the same way.
+    void this.zeroed()
+      .then(() => this.keepStuck(left.slice(now)))
+      .catch((err: unknown) => logger.warn(`a memory folder file's KV erase: ${(err as Error).message}`));
+    return left;
+  }
+
+  /** `left` logged, named, and kept to be tried again at each later erase (`folderGone`). */
+  private keepStuck(left: string[]): void {
+    if (left.length === 0) return;
     let full = false;
     for (const path of left) {
       // A state's sidecar stays while the state does (kv-disk.ts `remove`) and holds its notes'
@@ -61,7 +74,6 @@ export class KvErase {
     logger.warn(
       `${left.length} saved KV state file(s) quoting a memory folder's removed or changed file could not be removed (${left.join(", ")}): tried again at the next erase${full ? ` (at most ${KV_RETRY_KEPT} files)` : ""}`,
     );
-    return left;
   }
 
   forget(userId: string, sessionId?: string): string[] {

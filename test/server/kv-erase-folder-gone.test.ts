@@ -2,6 +2,7 @@ import { expect, spyOn, test } from "bun:test";
 import * as fs from "node:fs";
 import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { Zeroes } from "../../src/agent/kv/drop-file.ts";
 import { KvDisk } from "../../src/agent/kv/kv-disk.ts";
 import { entryOf } from "../../src/agent/kv/kv-entry.ts";
 import { emptyRecord } from "../../src/agent/kv/prompt-record.ts";
@@ -119,6 +120,7 @@ test("a folder whose many quoting KV files are stuck keeps a bounded retry list,
   const tried: string[][] = [];
   const disk = {
     dir: dir.path,
+    zeroes: new Zeroes(),
     removeSource: () => {},
     removeSession: () => {},
     removeKept: (kept: { path: string }[]) => void tried.push(kept.map((f) => f.path)),
@@ -140,3 +142,24 @@ test("a folder whose many quoting KV files are stuck keeps a bounded retry list,
     warn.mockRestore();
   }
 });
+
+// A save of a quoting session under way when the folder file goes has no file yet for the erase
+// to find: its removal waits for the save to be over (drop-file.ts `Zeroes.removeOnceSettled`) and
+// a failure then was pushed to a list no one read again: neither said nor tried again, the file
+// the save made (the folder file's words in its tokens) left on disk until a sweep found it stale
+// (10 minutes unchanged, kv-temps.ts) or the next start.
+test("a quoting save's file made after the folder erase, its removal failing then, is said and tried again", () =>
+  withStuck(async ({ disk, erase, stuck, warned }) => {
+    const temp = join(disk.dir, disk.tempName(disk.nameOf("u", "old")));
+    disk.zeroes.begin(temp); // llama-server's save of session old, its task not yet run
+    stuck.clear();
+    stuck.add(temp);
+    expect(erase.folderGone("file:a.md")).toEqual([]);
+    writeFileSync(temp, "tokens quoting a.md"); // the save's task runs, then answers
+    disk.zeroes.settled(temp);
+    await erase.zeroed();
+    expect(warned.some((l) => l.includes(temp))).toBe(true);
+    stuck.clear();
+    expect(erase.forget("u", "other")).toEqual([]);
+    expect(existsSync(temp)).toBe(false);
+  }));
