@@ -51,6 +51,10 @@ export class MigrateFirst {
   /** The thread running now; one stopper in the core's shutdown stops it, whichever try it is. */
   private thread: MigratedAhead | undefined;
   private stopperAdded = false;
+  /** The thread crashed: the store's next open, on this loop, is the one try left (`openOnLoop`). */
+  private loopTryOwed = false;
+  /** That try failed: every next open is refused with it, at once (`openOnLoop`). */
+  private loopFailed: CoreError | undefined;
 
   constructor(private readonly deps: MigrateFirstDeps) {}
 
@@ -96,11 +100,13 @@ export class MigrateFirst {
           // The thread crashed or exited unanswered: the open is tried once on this loop, as
           // before there was a thread (its migration blocks the loop that once), rather than
           // every waiter (a users.delete among them) failed and each next method crashing another.
+          // Once: `openOnLoop` keeps a failure, so no method after it blocks the loop again.
           if (crashed(err) && !this.deps.needless()) {
             logger.warn(
               `the store's migration thread stopped; migrating on the main loop: ${(err as Error).message}`,
             );
             this.current = true;
+            this.loopTryOwed = true;
             this.running = undefined;
             return;
           }
@@ -126,6 +132,25 @@ export class MigrateFirst {
     this.deps.shutdown.add("store migration", this, async () => this.thread?.stop(), { beside: true });
   }
 
+  /**
+   * The store's open on this loop (services.ts `store`). After the thread crashed, it is tried
+   * once: a failure then (a full disk mid-migration) is kept and every next open refused with it
+   * at once, named (`data.problem` `migration_failed`), rather than each method blocking ping and
+   * cancel for another migration of seconds that may fail the same way; the next start of the
+   * core tries again (docs/agent.md, The store, "Migrations off the loop").
+   */
+  openOnLoop<T>(open: () => T): T {
+    if (this.loopFailed) throw this.loopFailed;
+    if (!this.loopTryOwed) return open();
+    this.loopTryOwed = false;
+    try {
+      return open();
+    } catch (err) {
+      this.loopFailed = migrationFailed(this.deps.dataDir(), err);
+      throw this.loopFailed;
+    }
+  }
+
   /** The store opened on the loop, handed the reset: a file replaced under it later is read again (services.ts `needless`). */
   opened(): void {
     this.current = false;
@@ -145,4 +170,14 @@ export class MigrateFirst {
   resetMade(): Reset | undefined {
     return this.reset;
   }
+}
+
+/** The one try on the loop after a crashed thread failed: named, and what to do about it. */
+function migrationFailed(dataDir: string, err: unknown): CoreError {
+  const why = err instanceof Error ? err.message : String(err);
+  return new CoreError(
+    "internal_error",
+    `the database in ${dataDir} could not be brought up to date for this version (${why}); restart the core to try again`,
+    { key: "app.data_dir", problem: "migration_failed", cause: problemOf(err) || undefined },
+  );
 }

@@ -215,19 +215,21 @@ export class CoreServices implements Services {
     if (!this.database) {
       const { app, memory } = this.config();
       const { Store } = require("../store/store.ts") as typeof import("../store/store.ts");
-      const store = Store.open(app.data_dir, {
-        ...this.options.store,
-        resetAhead: this.migration.resetMade(),
-        checkedAhead: this.migration.checkedAhead(),
-        folders: memory.folders,
-        erasing: this.erasing,
-        // A folder's passages are every user's: a file gone or changed leaves no saved state quoting it.
-        folderIndex: {
-          onGone: (sources) => void this.kvErase.folderGone(...sources),
-          // A memory folder holding the app's own folder: its sessions' files and its config are not memory.
-          exclude: [app.data_dir, resolve(this.options.cwd, this.options.configPath)],
-        },
-      });
+      const store = this.migration.openOnLoop(() =>
+        Store.open(app.data_dir, {
+          ...this.options.store,
+          resetAhead: this.migration.resetMade(),
+          checkedAhead: this.migration.checkedAhead(),
+          folders: memory.folders,
+          erasing: this.erasing,
+          // A folder's passages are every user's: a file gone or changed leaves no saved state quoting it.
+          folderIndex: {
+            onGone: (sources) => void this.kvErase.folderGone(...sources),
+            // A memory folder holding the app's own folder: its sessions' files and its config are not memory.
+            exclude: [app.data_dir, resolve(this.options.cwd, this.options.configPath)],
+          },
+        }),
+      );
       // Closed last whenever it was opened: every other service may still ask it as it stops.
       this.database = this.shutdown.add("store", store, () => store.stop(), { last: true });
       this.migration.opened();

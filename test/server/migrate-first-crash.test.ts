@@ -1,5 +1,6 @@
 import { expect, test } from "bun:test";
 import { join } from "node:path";
+import { CoreError } from "../../src/protocol/errors.ts";
 import { MigrateFirst } from "../../src/server/migrate-first.ts";
 import { ShutdownOrder } from "../../src/server/shutdown-order.ts";
 import { threadStopped } from "../../src/store/chunk-thread.ts";
@@ -35,4 +36,62 @@ test("a migration thread that crashes: the waiters go on, the store opening (and
   expect(first.wait()).toBeUndefined();
   openStore(dir.path).db.close();
   expect(schemaVersion(dir.path)).toBe(SCHEMA_VERSION);
+});
+
+// The one try on the loop after a crash failed (a full disk mid-migration): every next method
+// opened the store on the loop again, each blocking ping and cancel for a migration of seconds
+// that failed the same way. Now the failure is kept, named, and the next opens refused at once.
+test("a crashed thread's one try on the loop that fails: next opens refused at once, named, never run again", async () => {
+  using dir = tmpdir();
+  olderDatabase(dir.path, 1);
+  const shutdown = new ShutdownOrder();
+  const first = new MigrateFirst({
+    dataDir: () => dir.path,
+    needless: () => shutdown.begun,
+    shutdown,
+    migrate: () => ({
+      done: Promise.reject(threadStopped(join(dir.path, "local-ai.db"), "it exited")),
+      stop: () => {},
+    }),
+  });
+  await first.ready();
+  let opens = 0;
+  const full = () => {
+    opens++;
+    throw new CoreError("internal_error", "database or disk is full", { problem: "SQLITE_FULL" });
+  };
+  const caught = (open: () => unknown) => {
+    try {
+      open();
+    } catch (err) {
+      return err as CoreError;
+    }
+    throw new Error("the open did not fail");
+  };
+  const one = caught(() => first.openOnLoop(full));
+  const two = caught(() => first.openOnLoop(full));
+  expect(opens).toBe(1);
+  expect(one.code).toBe("internal_error");
+  expect(one.data?.problem).toBe("migration_failed");
+  expect(one.message).toContain("database or disk is full");
+  expect(one.message).toContain("restart the core");
+  expect(two).toBe(one);
+  expect(first.wait()).toBeUndefined();
+});
+
+test("without a crash, a failed open on the loop is tried again by the next method, as before", () => {
+  using dir = tmpdir();
+  const first = new MigrateFirst({
+    dataDir: () => dir.path,
+    needless: () => false,
+    shutdown: new ShutdownOrder(),
+  });
+  let opens = 0;
+  const fails = () => {
+    opens++;
+    throw new Error("locked");
+  };
+  expect(() => first.openOnLoop(fails)).toThrow("locked");
+  expect(() => first.openOnLoop(fails)).toThrow("locked");
+  expect(opens).toBe(2);
 });
