@@ -5,7 +5,7 @@ import { whileBusy } from "./busy-retry.ts";
 import { ChunkThread } from "./chunk-thread.ts";
 import { Conversations } from "./conversations.ts";
 import { DB_FILE, openStore, storeError } from "./db/open.ts";
-import { asTold, clearResetNote } from "./db/reset-note.ts";
+import { asTold, clearResetNote, untoldResets } from "./db/reset-note.ts";
 import { DbIdentity } from "./db-identity.ts";
 import { DiskReserve } from "./disk-reserve.ts";
 import { DocumentStore, type PendingDocument } from "./document-store.ts";
@@ -53,7 +53,7 @@ export class Store {
   readonly path: string;
   /** This process's turns, stopped when their session is erased (store/erasures.ts). */
   readonly erasing: ErasureWatch;
-  private reset: StoreReset | undefined;
+  private resets: StoreReset[];
   private closed = false;
   /** `stop` was called: the 0.1 import begins no further unit. */
   private stopping = false;
@@ -98,7 +98,7 @@ export class Store {
     const thread = options.chunkThread !== false;
     this.chunkThread = thread ? new ChunkThread(this.path, this.busyWaitMs) : undefined;
     this.searchThread = thread ? new ChunkThread(this.path, this.busyWaitMs, SEARCH_IDLE_MS) : undefined;
-    if (opened.resetFrom) this.reset = { aside: opened.resetFrom, problem: opened.resetProblem ?? "" };
+    this.resets = untoldResets(opened.path, opened.resetFrom, opened.resetProblem);
   }
 
   static open(dataDir: string, options: StoreOptions = {}): Store {
@@ -130,12 +130,12 @@ export class Store {
     return store;
   }
 
-  /** The reset of an unusable database (this process's, or one noted and never told), handed out once; its note goes. */
-  takeReset(): StoreReset | undefined {
-    const r = this.reset;
-    this.reset = undefined;
-    if (r) clearResetNote(this.path);
-    return r && asTold(r);
+  /** The resets of an unusable database (this process's, or noted and never told), oldest first, handed out once; the note goes. */
+  takeResets(): StoreReset[] {
+    const resets = this.resets;
+    this.resets = [];
+    if (resets.length > 0) clearResetNote(this.path);
+    return resets.map(asTold);
   }
 
   /**

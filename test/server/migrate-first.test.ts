@@ -171,7 +171,7 @@ describe("the store's migrations before it opens", () => {
     symlinkSync(join(dir.path, "elsewhere"), wal);
     expect(coreErrorOf(() => services.store()).data?.problem).toBe("ELOOP");
     rmSync(wal);
-    const reset = services.store().takeReset();
+    const reset = services.store().takeResets().at(-1);
     expect(reset?.aside).toContain(".corrupt-");
     expect(reset?.problem).toContain("a page met damage");
     expect(schemaVersion(join(dir.path, "data"))).toBe(SCHEMA_VERSION);

@@ -270,8 +270,8 @@ async function commit(ctx: TurnContext, closing: Closing & { session: "commit" }
   if (replace_from_seq !== undefined || set_aside) ctx.deps.edited?.(replace_from_seq !== undefined);
   // The database's reset told here, first: an error carries no warnings, so a chat refused or
   // failed (a resume with nothing to resume after a crash, a 5xx) leaves it (docs/agent.md, The store).
-  const reset = ctx.deps.store().takeReset();
-  if (reset) ctx.warnings.unshift({ code: "store_reset", message: resetMessage(reset) });
+  const resets = ctx.deps.store().takeResets();
+  ctx.warnings.unshift(...resets.map((r) => ({ code: "store_reset" as const, message: resetMessage(r) })));
   return {
     response,
     reasoning,

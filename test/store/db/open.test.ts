@@ -67,10 +67,10 @@ describe("the database file", () => {
     writeFileSync(path, junk);
     const t = new Date("2026-12-01T10:00:00.000Z");
     const reopened = Store.open(dir.path, { now: () => t });
-    const reset = reopened.takeReset();
+    const reset = reopened.takeResets().at(-1);
     expect(reset?.aside).toBe(`${path}.corrupt-2026-12-01T10-00-00-000Z`);
     expect(reset?.problem).toMatch(/not a database|malformed|corrupt/i);
-    expect(reopened.takeReset()).toBeUndefined(); // handed out once
+    expect(reopened.takeResets().at(-1)).toBeUndefined(); // handed out once
     expect(existsSync(reset?.aside as string)).toBe(true);
     expect(reopened.list("u", 10).sessions).toEqual([]);
     reopened.close();
@@ -100,12 +100,12 @@ describe("the database file", () => {
     bytes.fill(0xa5, 10 * 4096, 12 * 4096); // two pages in the middle
     writeFileSync(path, bytes);
     const reopened = Store.open(dir.path);
-    expect(reopened.takeReset()?.problem).toMatch(/quick_check|malformed|corrupt/i);
+    expect(reopened.takeResets().at(-1)?.problem).toMatch(/quick_check|malformed|corrupt/i);
     reopened.close();
 
     markDamaged(path, "database disk image is malformed");
     const again = Store.open(dir.path);
-    expect(again.takeReset()?.problem).toContain("a statement met damage in it");
+    expect(again.takeResets().at(-1)?.problem).toContain("a statement met damage in it");
     expect(existsSync(damagedMarker(path))).toBe(false);
     again.close();
   });
@@ -329,7 +329,7 @@ describe.skipIf(process.platform === "win32")("a damage note that is not a regul
       make();
       const script = `import { Store } from ${JSON.stringify(join(import.meta.dir, "../../../src/store/store.ts"))};
 const store = Store.open(${JSON.stringify(dir.path)});
-console.log(JSON.stringify(store.takeReset()?.problem ?? null));
+console.log(JSON.stringify(store.takeResets().at(-1)?.problem ?? null));
 store.close();`;
       const run = Bun.spawnSync([process.execPath, "-e", script], { timeout: 20_000, stderr: "pipe" });
       expect(run.exitCode).toBe(0);
@@ -353,7 +353,7 @@ describe("a folder at the damage note's name", () => {
     writeFileSync(join(note, "kept.txt"), "the user's own file");
     for (let i = 0; i < 2; i++) {
       const store = Store.open(dir.path);
-      const reset = store.takeReset();
+      const reset = store.takeResets().at(-1);
       store.close();
       expect(reset).toBeUndefined();
     }

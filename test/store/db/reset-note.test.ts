@@ -1,6 +1,6 @@
 import { expect, test } from "bun:test";
-import { existsSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { basename, join } from "node:path";
 import { DB_FILE, openStore } from "../../../src/store/db/open.ts";
 import { resetMessage, resetNote } from "../../../src/store/db/reset-note.ts";
 import { Store } from "../../../src/store/store.ts";
@@ -21,7 +21,7 @@ test("a reset not yet told survives the core's stop: the next open tells it, unt
   rmSync(path);
   for (const name of ["-wal", "-shm"]) rmSync(path + name, { force: true });
   const next = Store.open(dir.path, { withoutFts: true, chunkThread: false });
-  expect(next.takeReset()).toEqual({ aside, problem: first.resetProblem as string });
+  expect(next.takeResets().at(-1)).toEqual({ aside, problem: first.resetProblem as string });
   next.close();
   // Told once: the start after that says nothing.
   expect(existsSync(resetNote(path))).toBe(false);
@@ -68,8 +68,53 @@ test("a reset whose copy an erase removed since is told without naming a kept fi
   const store = Store.open(dir.path, { withoutFts: true, chunkThread: false });
   const aside = readdirSync(dir.path).find((n) => n.includes(".corrupt-")) as string;
   rmSync(join(dir.path, aside));
-  const told = store.takeReset();
+  const told = store.takeResets().at(-1);
   store.close();
   expect(told?.removed).toBe(true);
   expect(resetMessage(told as NonNullable<typeof told>)).not.toContain(aside);
+});
+
+// A core set a damaged file aside and stopped before a chat told the host; at the next start the
+// fresh file was damaged too and set aside again: the second note overwrote the first, so the
+// host never heard that its first copy (the one with the conversations) was moved aside.
+test("a second reset before the first was told: both are told, oldest first, then neither again", () => {
+  using dir = tmpdir();
+  const path = join(dir.path, DB_FILE);
+  writeFileSync(path, Buffer.alloc(4096, 7));
+  let at = Date.parse("2026-12-01T00:00:00Z");
+  const now = () => {
+    at += 1000;
+    return new Date(at);
+  };
+  const first = openStore(dir.path, { withoutFts: true, now });
+  first.db.close();
+  for (const name of ["", "-wal", "-shm"]) rmSync(path + name, { force: true });
+  writeFileSync(path, Buffer.alloc(4096, 9));
+  const store = Store.open(dir.path, { withoutFts: true, chunkThread: false, now });
+  const told = store.takeResets();
+  expect(told.map((r) => r.aside)).toEqual([first.resetFrom as string, expect.stringContaining(".corrupt-")]);
+  expect(told[1]?.aside).not.toBe(first.resetFrom);
+  expect(store.takeResets()).toEqual([]);
+  store.close();
+  expect(existsSync(resetNote(path))).toBe(false);
+});
+
+// The data_dir spelled otherwise at the next start (through a link, a trailing slash): the
+// note's copy, in the same folder, was judged another folder's and dropped, never told.
+test("a note read through another spelling of the same folder is told, named as spelled now", () => {
+  using dir = tmpdir();
+  using links = tmpdir();
+  const path = join(dir.path, DB_FILE);
+  writeFileSync(path, Buffer.alloc(4096, 7));
+  const first = openStore(dir.path, { withoutFts: true });
+  first.db.close();
+  const name = basename(first.resetFrom as string);
+  const link = join(links.path, "data");
+  symlinkSync(dir.path, link);
+  for (const spelled of [link, `${dir.path}/`]) {
+    writeFileSync(resetNote(path), JSON.stringify({ aside: first.resetFrom, problem: "x" }));
+    const store = Store.open(spelled, { withoutFts: true, chunkThread: false });
+    expect(store.takeResets()).toEqual([{ aside: join(spelled, name), problem: "x" }]);
+    store.close();
+  }
 });
