@@ -324,11 +324,12 @@ function tightenSetAside(dataDir: string): void {
   }
 }
 
-function moveDatabaseAside(path: string, aside: string): void {
+export function moveDatabaseAside(path: string, aside: string): void {
   try {
     renameSync(path, aside);
     rmSync(damagedMarker(path), { force: true });
-    for (const suffix of ["-wal", "-shm"]) {
+    // The journal too: a hot one left at the old name was rolled back into the fresh database.
+    for (const suffix of ["-wal", "-shm", "-journal"]) {
       if (existsSync(path + suffix)) renameSync(path + suffix, aside + suffix);
     }
   } catch (err) {

@@ -1,7 +1,7 @@
 import { expect, test } from "bun:test";
 import { existsSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
-import { DB_FILE, openStore } from "../../../src/store/db/open.ts";
+import { DB_FILE, moveDatabaseAside, openStore } from "../../../src/store/db/open.ts";
 import { resetMessage, resetNote } from "../../../src/store/db/reset-note.ts";
 import { Store } from "../../../src/store/store.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
@@ -117,4 +117,18 @@ test("a note read through another spelling of the same folder is told, named as 
     expect(store.takeResets()).toEqual([{ aside: join(spelled, name), problem: "x" }]);
     store.close();
   }
+});
+
+// A damaged file set aside with its -wal and -shm but not its rollback journal: a journal SQLite
+// could not roll back stayed at the live name, beside the fresh database (a hot journal there is
+// played into it), and out of reach of users.delete, which zeroes a copy's journal with the copy
+// (erase-copies.ts): SQLite's later unlink left the old pages' text unzeroed on the disk.
+test("a damaged file is set aside with its rollback journal, none left at the live name", () => {
+  using dir = tmpdir();
+  const path = join(dir.path, DB_FILE);
+  writeFileSync(path, Buffer.alloc(4096, 7));
+  writeFileSync(`${path}-journal`, Buffer.alloc(4096, 3));
+  const aside = `${path}.corrupt-x`;
+  moveDatabaseAside(path, aside);
+  expect(readdirSync(dir.path).sort()).toEqual([`${DB_FILE}.corrupt-x`, `${DB_FILE}.corrupt-x-journal`]);
 });
