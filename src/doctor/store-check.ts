@@ -194,6 +194,14 @@ function verdictCheck(
     case "ok":
       return { id: "store", status, message: `${path} is healthy; ${fts}`, data };
     case "unreadable":
+      if (leftJournal(path, verdict.message))
+        return {
+          id: "store",
+          status: "warn",
+          message: `the database ${path} has a rollback journal beside it (${path}-journal: a core stopped during a first open or a write); the core's next open rolls it back, which this read-only check cannot; ${fts}`,
+          fix: "start the core (any request that uses the conversation database), then run doctor again",
+          data: { ...data, journal: `${path}-journal` },
+        };
       return {
         id: "store",
         status: "fail",
@@ -227,4 +235,18 @@ function unwritable(path: string): { file: string; problem: string } | undefined
     }
   }
   return undefined;
+}
+
+/**
+ * SQLite refused the read-only check for a hot journal it must roll back first: a regular
+ * `-journal` with something in it (a FIFO or a link there is named earlier, `oddSideFile`).
+ * That is no unreadable file: the core's next open, read-write, rolls it back.
+ */
+function leftJournal(path: string, message: string): boolean {
+  try {
+    const journal = lstatSync(`${path}-journal`);
+    return journal.isFile() && journal.size > 0 && /readonly|read-only/i.test(message);
+  } catch {
+    return false;
+  }
 }

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { execFileSync } from "node:child_process";
+import { statSync } from "node:fs";
 import { join } from "node:path";
 import { ConfigSchema } from "../../src/config/schema.ts";
 import { storeCheck } from "../../src/doctor/store-check.ts";
@@ -20,4 +21,24 @@ describe.skipIf(process.platform === "win32")("doctor: a FIFO at the database's 
     expect(c).toMatchObject({ id: "store", status: "fail", data: { problem: "a FIFO" } });
     expect(c.message).toContain(`${DB_FILE}-journal`);
   });
+});
+
+// A core killed mid-write on a rollback journal (before WAL took over, at a first open) leaves a
+// hot journal; doctor's read-only open cannot roll it back and said the database "cannot be
+// read", telling the user to check permissions or move the file aside, their conversations with it.
+test("a leftover rollback journal is named as such, not as an unreadable database", async () => {
+  using dir = tmpdir();
+  const path = join(dir.path, DB_FILE);
+  // A process killed with its transaction's pages spilled into the file: the journal is hot.
+  const killed = `const { Database } = require("bun:sqlite");
+    const db = new Database(${JSON.stringify(path)}, { create: true });
+    db.run("PRAGMA journal_mode=DELETE"); db.run("CREATE TABLE t(x)"); db.run("PRAGMA cache_size=1");
+    db.run("BEGIN"); for (let i = 0; i < 50; i++) db.run("INSERT INTO t VALUES (randomblob(1000))");
+    process.kill(process.pid, "SIGKILL");`;
+  Bun.spawnSync([process.execPath, "-e", killed]);
+  expect(statSync(`${path}-journal`).size).toBeGreaterThan(0);
+  const c = await storeCheck(configAt(dir.path), true, { limitMs: 5000 });
+  expect(c).toMatchObject({ id: "store", status: "warn", data: { journal: `${path}-journal` } });
+  expect(c.message).toContain("rollback journal");
+  expect(c.message).not.toContain("cannot be read");
 });
