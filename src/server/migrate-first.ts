@@ -1,4 +1,4 @@
-import { CoreError } from "../protocol/errors.ts";
+import { CoreError, cancelledError } from "../protocol/errors.ts";
 import type { FileStamp } from "../store/db/file-stamp.ts";
 import type { MigratedAhead } from "../store/db/migrate-ahead.ts";
 import { logger } from "../util/logger.ts";
@@ -112,6 +112,9 @@ export class MigrateFirst {
           }
           // The next method that needs the store tries again, as a failed open on this loop is.
           this.running = undefined;
+          // Shutdown ended the thread: a waiter (an erase, which waits through the stop) is told
+          // the core stopped, as any request a stop ends is, never the thread's internal failure.
+          if (crashed(err) && this.deps.shutdown.begun) throw stoppedBeforeStore();
           throw err;
         },
       );
@@ -179,5 +182,12 @@ function migrationFailed(dataDir: string, err: unknown): CoreError {
     "internal_error",
     `the database in ${dataDir} could not be brought up to date for this version (${why}); restart the core to try again`,
     { key: "app.data_dir", problem: "migration_failed", cause: problemOf(err) || undefined },
+  );
+}
+
+/** What a method waiting on the migration hears when shutdown ends it (docs/protocol.md, cancelled). */
+function stoppedBeforeStore(): CoreError {
+  return cancelledError(
+    "the core is shutting down: the database was still being brought up to date, and nothing this request asked was done; send it again after the next start",
   );
 }

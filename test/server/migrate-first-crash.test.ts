@@ -95,3 +95,32 @@ test("without a crash, a failed open on the loop is tried again by the next meth
   expect(() => first.openOnLoop(fails)).toThrow("locked");
   expect(opens).toBe(2);
 });
+
+// A users.delete waits through the stop (the user asked for it); shutdown ends the migration's
+// thread under it, and the erase was answered internal_error with the thread's own failure
+// ("thread_stopped"), which says nothing of whether the erase ran. Now: cancelled, saying so.
+test("shutdown ending the migration under a waiting erase: cancelled, saying nothing was done", async () => {
+  using dir = tmpdir();
+  olderDatabase(dir.path, 1);
+  const shutdown = new ShutdownOrder();
+  let fail: (err: unknown) => void = () => {};
+  const first = new MigrateFirst({
+    dataDir: () => dir.path,
+    needless: () => shutdown.begun,
+    shutdown,
+    migrate: () => ({
+      done: new Promise((_, reject) => {
+        fail = reject;
+      }),
+      stop: () => fail(threadStopped(join(dir.path, "local-ai.db"), "it was stopped")),
+    }),
+  });
+  const erase = first.ready().then(
+    () => undefined,
+    (err: CoreError) => err,
+  );
+  await shutdown.stop();
+  const err = await erase;
+  expect(err?.code).toBe("cancelled");
+  expect(err?.message).toContain("nothing this request asked was done");
+});
