@@ -1,4 +1,4 @@
-import { lstatSync } from "node:fs";
+import { lstatSync, lutimesSync } from "node:fs";
 import { NotOwnFile, readSmallFile } from "../util/read-file.ts";
 import { type GroupMember, MAX_MEMBERS } from "./leftover-stop.ts";
 
@@ -92,11 +92,38 @@ function isPid(n: unknown): n is number {
  */
 export const OTHER_SPACE_KEEP_MS = 30 * 86_400_000;
 
-/** Whether `file` was last written more than `OTHER_SPACE_KEEP_MS` ago; false where unread. */
+/** A file time further ahead of our clock than this was set by a clock stepped back since, or a share's ahead. */
+const AHEAD_MS = 86_400_000;
+
+/** Files whose time was ahead and could not be set back: when this core first saw each so (bounded). */
+const aheadSeen = new Map<string, { mtimeMs: number; at: number }>();
+
+/**
+ * Whether `file` was last written more than `OTHER_SPACE_KEEP_MS` ago; false where unread. A time
+ * over a day ahead of ours (our clock stepped back, a share's clock ahead) never came within 30
+ * days of now, its record kept for good: its time is set to now, so it counts from when a core
+ * first saw it so, across restarts (never through a link); where that fails, from when this core
+ * did. Its core, if alive, renews it daily (own-records.ts), and a renewal is a touch.
+ */
 export function untouchedLong(file: string, now = Date.now()): boolean {
   try {
-    return now - lstatSync(file).mtimeMs > OTHER_SPACE_KEEP_MS;
+    const { mtimeMs } = lstatSync(file);
+    if (mtimeMs - now <= AHEAD_MS) return now - mtimeMs > OTHER_SPACE_KEEP_MS;
+    return now - firstSeenAhead(file, mtimeMs, now) > OTHER_SPACE_KEEP_MS;
   } catch {
     return false;
   }
+}
+
+function firstSeenAhead(file: string, mtimeMs: number, now: number): number {
+  try {
+    lutimesSync(file, now / 1000, now / 1000);
+    aheadSeen.delete(file);
+    return now;
+  } catch {}
+  const was = aheadSeen.get(file);
+  if (was?.mtimeMs === mtimeMs) return was.at;
+  if (aheadSeen.size >= 1024) aheadSeen.delete(aheadSeen.keys().next().value as string);
+  aheadSeen.set(file, { mtimeMs, at: now });
+  return now;
 }

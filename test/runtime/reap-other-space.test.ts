@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, utimesSync, writeFileSync } from "node:fs";
 import { spaceOf } from "../../src/platform/pid-space.ts";
 import { type PidRecord, pidFilePath, reapLeftover, runDir } from "../../src/runtime/pid-file.ts";
+import { untouchedLong } from "../../src/runtime/pid-record-read.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 // Two containers (or machines) sharing a data folder: a record another container's core wrote
@@ -158,4 +159,20 @@ test("another space's record untouched for 30 days goes, nothing signalled", asy
   });
   for (const at of [Date.now() - day, Date.now() + 40 * day])
     expect(await reap(record("there"), "here", true, at)).toEqual({ actions: ["other_space"], kept: true });
+});
+
+// A record whose file time is over a day ahead of ours (this host's clock stepped back, a share's
+// clock ahead) never came within 30 days of now: kept for good, logged at every start. Its time
+// is set to now when first seen so, and it expires 30 days on, nothing signalled.
+test("another space's record whose time is far ahead expires 30 days after first seen", async () => {
+  const day = 86_400_000;
+  using dir = tmpdir();
+  mkdirSync(runDir(dir.path), { recursive: true, mode: 0o700 });
+  const file = pidFilePath(dir.path, 4241);
+  writeFileSync(file, JSON.stringify(record("there")), { mode: 0o600 });
+  const ahead = (Date.now() + 40 * day) / 1000;
+  utimesSync(file, ahead, ahead);
+  expect(untouchedLong(file)).toBe(false);
+  expect(untouchedLong(file, Date.now() + 29 * day)).toBe(false);
+  expect(untouchedLong(file, Date.now() + 31 * day)).toBe(true);
 });
