@@ -32,6 +32,14 @@ export function ownerSpace(
 export class LeaseSightings {
   private readonly seen = new Map<string, { value: string; at: number }>();
 
+  /**
+   * `keepTimed`: at the bound a newcomer goes untimed (0) instead of the least lately looked at
+   * being forgotten. A sweep that looks at each of more keys than the bound in turn (kv-temps.ts)
+   * forgot each before it came round again, none ever timed; kept, the timed ones run out and
+   * go (`forget`), making room.
+   */
+  constructor(private readonly keepTimed = false) {}
+
   /** At most this many sessions' rows remembered, the least lately looked at forgotten (seen afresh, waited longer). */
   static readonly MAX = 256;
 
@@ -45,7 +53,10 @@ export class LeaseSightings {
       this.seen.set(key, was);
       return mono - was.at;
     }
-    if (this.seen.size >= LeaseSightings.MAX) this.seen.delete(this.seen.keys().next().value as string);
+    if (this.seen.size >= LeaseSightings.MAX) {
+      if (this.keepTimed) return 0;
+      this.seen.delete(this.seen.keys().next().value as string);
+    }
     this.seen.set(key, { value, at: mono });
     return 0;
   }
@@ -53,5 +64,10 @@ export class LeaseSightings {
   /** The session's row is taken, gone or this core's: nothing of another holder to time. */
   forget(key: string): void {
     this.seen.delete(key);
+  }
+
+  /** Forgets each key `gone` says is no longer there (a temp removed by another core or by hand). */
+  forgetWhere(gone: (key: string) => boolean): void {
+    for (const key of this.seen.keys()) if (gone(key)) this.seen.delete(key);
   }
 }

@@ -9,7 +9,7 @@ import { ensurePrivateDir, PRIVATE_FILE_MODE } from "../../util/private-fs.ts";
 import { readSmallFile } from "../../util/read-file.ts";
 import { dropFile, replaceZeroed, Zeroes } from "./drop-file.ts";
 import { type KvEntry, SidecarSchema, sameSave } from "./kv-entry.ts";
-import { leftoverTemp, OWN_TEMP, tempName } from "./kv-temps.ts";
+import { forgetTempsGone, leftoverTemp, OWN_TEMP, tempName } from "./kv-temps.ts";
 import type { SessionKey } from "./session-key.ts";
 
 export type { KvEntry };
@@ -309,7 +309,7 @@ export class KvDisk {
 
   /** Temporary files no save waits for (kv-temps.ts `leftoverTemp`). */
   private dropLeftovers(): void {
-    for (const f of this.listing()) {
+    for (const f of forgetTempsGone(this.dir, this.listing())) {
       const path = join(this.dir, f);
       try {
         if (leftoverTemp(f, path, this.space(), this.now(), undefined, this.mono()))

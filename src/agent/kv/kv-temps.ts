@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { type Stats, statSync } from "node:fs";
+import { basename, dirname } from "node:path";
 import { writtenRelation } from "../../platform/pid-space.ts";
 import { LeaseSightings } from "../../store/lease-sightings.ts";
 import { alive } from "./drop-file.ts";
@@ -36,7 +37,7 @@ export function tempName(name: string, space: string, ext = ""): string {
 export const FOREIGN_TEMP_MS = 24 * 3_600_000;
 
 /** Temps whose writer may live, as this core saw them (size, time), on its monotonic clock. */
-const SIGHTINGS = new LeaseSightings();
+const SIGHTINGS = new LeaseSightings(true);
 
 /**
  * Whether the folder's file `f` (at `path`) is a temporary one no save waits for. Its pid is
@@ -62,7 +63,19 @@ export function leftoverTemp(
   // A live pid's (this core's own, a second core of this host, or a pid reused) as another
   // space's: on a network share the file's time is the file server's clock, and one behind ours
   // by over 10 minutes made a save just begun read as stale, this core's own included.
-  return stillFor(path, st, seen, mono) >= STALE_TEMP_MS || now - st.mtimeMs > FOREIGN_TEMP_MS;
+  const left = stillFor(path, st, seen, mono) >= STALE_TEMP_MS || now - st.mtimeMs > FOREIGN_TEMP_MS;
+  if (left) seen.forget(path); // its room for a temp past the bound (`LeaseSightings` keepTimed)
+  return left;
+}
+
+/**
+ * Before a sweep of `dir` (its `listing`, returned): the sightings of its temps no longer there
+ * (removed by another core, or by hand) forgotten, their room free.
+ */
+export function forgetTempsGone(dir: string, listing: string[], seen = SIGHTINGS): string[] {
+  const present = new Set(listing);
+  seen.forgetWhere((path) => dirname(path) === dir && !present.has(basename(path)));
+  return listing;
 }
 
 /**
