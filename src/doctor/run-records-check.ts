@@ -1,9 +1,13 @@
 import { lstatSync } from "node:fs";
 import { join } from "node:path";
+import { findLlamaServerAsked } from "../config/find-binary-asked.ts";
 import type { Config } from "../config/schema.ts";
 import { eitherPartOf, pidSpace, spaceRelation } from "../platform/pid-space.ts";
+import { judgeAsked, liveMembers, procGroupOf, programLate } from "../runtime/leftover-stop.ts";
 import {
+  type ChildKind,
   LLAMA_RECORD_NAME,
+  llamaPrograms,
   MCP_RECORD_NAME,
   mcpDir,
   ownerAlive,
@@ -12,8 +16,11 @@ import {
   runDir,
 } from "../runtime/pid-file.ts";
 import { isAlive, type ProcIdentity, procIdentity } from "../runtime/proc-info.ts";
+import { drives } from "../util/drive-answers.ts";
 import { namesIn } from "../util/names-in.ts";
+import { once } from "../util/once.ts";
 import { NotOwnFile } from "../util/read-file.ts";
+import { sameFile } from "../util/same-file.ts";
 import { controlsMarked } from "../util/terminal-text.ts";
 import { wholeCharCut } from "../util/text-cut.ts";
 import type { Check } from "./checks.ts";
@@ -30,17 +37,30 @@ export const MAX_RECORD_BYTES = 256 * 1024;
 /** The most records named in `data.records`: the report stays small whatever run/ holds. */
 const MAX_NAMED = 20;
 
-/** Tests pose as another user, and answer for processes. */
+/** Tests pose as another user, and answer for processes, their groups, programs and drives. */
 export interface RunRecordsOptions {
   uid?: number;
   alive?: (pid: number) => boolean;
   identity?: (pid: number) => ProcIdentity | null;
   maxRead?: number;
+  groupOf?: (pid: number) => number | null;
+  /** The programs the core would run, per kind, as its reaper is given them (runtime/reap-at-startup.ts). */
+  configured?: Partial<Record<ChildKind, readonly string[]>>;
+  driveAnswers?: (path: string) => Promise<boolean>;
 }
 
+/** `leader`: a recorded member of the group that pid led (gone), still running. */
 type Finding =
   | { file: string; finding: "foreign"; uid: number }
-  | { file: string; finding: "leftover"; pid: number; kind: string };
+  | { file: string; finding: "leftover"; pid: number; kind: string; leader?: number };
+
+type JudgeDeps = {
+  alive: (pid: number) => boolean;
+  identity: (pid: number) => ProcIdentity | null;
+  groupOf: (pid: number) => number | null;
+  configured: () => Promise<Partial<Record<ChildKind, readonly string[]>>>;
+  driveAnswers: (path: string) => Promise<boolean>;
+};
 
 /**
  * `run_records` (docs/doctor.md): the pid records under data_dir/run (runtime/pid-file.ts) the
@@ -53,7 +73,13 @@ type Finding =
 export async function runRecordsCheck(config: Config, options: RunRecordsOptions = {}): Promise<Check> {
   const dataDir = config.app.data_dir;
   const uid = options.uid ?? (process.platform === "win32" ? undefined : process.getuid?.());
-  const deps = { alive: options.alive ?? isAlive, identity: options.identity ?? procIdentity };
+  const deps: JudgeDeps = {
+    alive: options.alive ?? isAlive,
+    identity: options.identity ?? procIdentity,
+    groupOf: options.groupOf ?? procGroupOf,
+    configured: once(async () => options.configured ?? (await configuredPrograms(config).catch(() => ({})))),
+    driveAnswers: options.driveAnswers ?? ((path) => drives.answers(path)),
+  };
   const files = [
     ...folderNames(runDir(dataDir))
       .filter((n) => LLAMA_RECORD_NAME.test(n))
@@ -68,8 +94,7 @@ export async function runRecordsCheck(config: Config, options: RunRecordsOptions
     // One record a turn of the loop: off Linux each costs two `ps` runs, and 200 in one turn held
     // a core's ping and cancel for seconds.
     await new Promise<void>((go) => setImmediate(go));
-    const f = judge(file, uid, deps);
-    if (f) findings.push(f);
+    findings.push(...(await judge(file, uid, deps)));
   }
   const unread = files.length - read.length;
   const foreign = findings.filter((f) => f.finding === "foreign");
@@ -89,7 +114,7 @@ export async function runRecordsCheck(config: Config, options: RunRecordsOptions
       ? [
           `${leftover.length} process(es) of a core no longer running still run (${leftover
             .slice(0, 5)
-            .map((f) => `${f.kind} pid ${f.pid}`)
+            .map((f) => `${f.kind} pid ${f.pid}${f.leader ? ` (of the group pid ${f.leader} led)` : ""}`)
             .join(", ")})`,
         ]
       : []),
@@ -132,33 +157,67 @@ function folderNames(dir: string): string[] {
   return namesIn(dir);
 }
 
-/** One record's finding; null when the next start has nothing to say about it (or clears it). */
-function judge(
-  file: string,
-  uid: number | undefined,
-  deps: { alive: (pid: number) => boolean; identity: (pid: number) => ProcIdentity | null },
-): Finding | null {
+/**
+ * One record's findings, as the core's reaper judges it (runtime/pid-file.ts `reapFile`); none when
+ * the next start has nothing to say about it (or clears it).
+ */
+async function judge(file: string, uid: number | undefined, deps: JudgeDeps): Promise<Finding[]> {
   const r = readRecord(file, uid, MAX_RECORD_BYTES);
   if (r instanceof NotOwnFile) {
     // The reaper removes another user's record whose process is gone (pid-file.ts `foreign`).
     const other = readRecord(file, undefined, MAX_RECORD_BYTES);
-    if (other && !(other instanceof NotOwnFile) && !deps.alive(other.pid)) return null;
-    return { file, finding: "foreign", uid: r.uid };
+    if (other && !(other instanceof NotOwnFile) && !deps.alive(other.pid)) return [];
+    return [{ file, finding: "foreign", uid: r.uid }];
   }
   // Unreadable: removed by the next start, naming nothing to stop.
-  if (!r) return null;
+  if (!r) return [];
   // Another pid space's (another container's or machine's core): its pids name nothing here, and
   // the reaper leaves it; this host's previous boot's: gone, the reaper removes it (pid-file.ts).
   // This space read in part (a passing EMFILE): the reaper stops its process once shown to be the
-  // very one (pid-file.ts `reapIfShown`), so only a process of the recorded start time is told.
+  // very one, its start time and its program (pid-file.ts `reapIfShown`), and only that is told.
   const space = typeof r.owner.space === "string" ? r.owner.space : undefined;
   const partial = space !== undefined && eitherPartOf(space, pidSpace());
-  if (space !== undefined && !partial && spaceRelation(space, pidSpace()) !== "own") return null;
-  if (ownerAlive(r, deps) || !deps.alive(r.pid)) return null;
+  if (space !== undefined && !partial && spaceRelation(space, pidSpace()) !== "own") return [];
+  if (ownerAlive(r, deps)) return [];
+  if (!deps.alive(r.pid)) return await membersLeft(file, r, partial, deps);
   // Another process at the pid since (a reuse): the next start removes the record.
   const now = deps.identity(r.pid);
-  if (now ? now.start_time !== r.start_time : partial) return null;
-  return { file, finding: "leftover", pid: r.pid, kind: kindOf(r) };
+  if (now ? now.start_time !== r.start_time : partial) return [];
+  if (partial && now) {
+    const configured = (await deps.configured())[r.kind ?? "llama-server"] ?? [];
+    if ((await judgeAsked(r, now, configured, deps)).verdict !== "ours") return [];
+  }
+  return [{ file, finding: "leftover", pid: r.pid, kind: kindOf(r) }];
+}
+
+/**
+ * The leader gone: the recorded group members still the very processes (a wrapper's shell died,
+ * its llama-server stuck in the group), which the reaper stops (runtime/leftover-stop.ts
+ * `leaderGone`); of a record read in part, only where it would (its program one configured).
+ */
+async function membersLeft(
+  file: string,
+  r: PidRecord,
+  partial: boolean,
+  deps: JudgeDeps,
+): Promise<Finding[]> {
+  const live = liveMembers(r, { ...deps, startOf: (pid) => deps.identity(pid)?.start_time ?? null });
+  if (live.length === 0) return [];
+  if (partial) {
+    const configured = (await deps.configured())[r.kind ?? "llama-server"] ?? [];
+    const binary = r.binary;
+    if (binary === undefined || (await programLate(binary, configured, deps)) !== null) return [];
+    if (!configured.some((c) => sameFile(binary, c))) return [];
+  }
+  return live.map((m) => ({ file, finding: "leftover", pid: m.pid, kind: kindOf(r), leader: r.pid }));
+}
+
+/** What the core's reaper is told it runs (runtime/reap-at-startup.ts). */
+async function configuredPrograms(config: Config): Promise<Partial<Record<ChildKind, readonly string[]>>> {
+  return {
+    "llama-server": llamaPrograms(await findLlamaServerAsked(config)),
+    mcp: config.mcp_servers.map((s) => s.command),
+  };
 }
 
 /** The most of an MCP server's name shown: a record is up to MAX_RECORD_BYTES, and its name no field checked. */

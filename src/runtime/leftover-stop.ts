@@ -114,9 +114,24 @@ export function procGroupOf(pid: number): number | null {
  * a member holds it), and never this core or its parent. A record is only a file: a forged or
  * corrupted one could name any process of this user's, start time and all (anyone may read it).
  */
-function sameMember(m: GroupMember, leader: number, deps: StopDeps): boolean {
+function sameMember(
+  m: GroupMember,
+  leader: number,
+  deps: Pick<StopDeps, "alive" | "startOf" | "groupOf">,
+): boolean {
   if (m.pid === process.pid || m.pid === process.ppid) return false;
   return deps.alive(m.pid) && deps.startOf(m.pid) === m.start_time && deps.groupOf(m.pid) === leader;
+}
+
+/**
+ * The recorded members of `r`'s group (its leader gone) still the very processes (`sameMember`),
+ * as the reaper finds them: doctor reports them (doctor/run-records-check.ts).
+ */
+export function liveMembers(
+  r: { pid: number; group?: boolean; members?: readonly GroupMember[] },
+  deps: Pick<StopDeps, "alive" | "startOf" | "groupOf">,
+): GroupMember[] {
+  return r.group ? (r.members ?? []).filter((m) => sameMember(m, r.pid, deps)) : [];
 }
 
 export type Stopped =

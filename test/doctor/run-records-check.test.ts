@@ -189,6 +189,51 @@ test("an MCP record's name with control characters: the report's one line shows 
   expect(c.message).toContain("MCP server a?[2Jb?c?d pid 1000");
 });
 
+/** The configured llama-server, its drive answering, and pid 1000 running it (started at 100). */
+const llamaAt = {
+  configured: { "llama-server": ["/opt/llama/llama-server"] },
+  driveAnswers: async () => true,
+};
+const llama = (pid: number) =>
+  pid === 1000
+    ? { start_time: "100", cmdline: "/opt/llama/llama-server -m x.gguf", exe: "/opt/llama/llama-server" }
+    : null;
+
+// A `llama.binary` wrapper that does not exec runs llama-server as its child in the group it
+// leads (docs/supervisor.md "Orphans"): its shell died, its llama-server stuck. The core's reaper
+// stops that recorded member (runtime/leftover-stop.ts `leaderGone`), but doctor judged the record
+// by its leader alone, gone, and said nothing of the orphan holding its memory.
+test.skipIf(process.platform === "win32")("a recorded group member still running is a leftover", async () => {
+  using dir = tmpdir();
+  const run = join(dir.path, "run");
+  mkdirSync(run);
+  const r = {
+    ...JSON.parse(record(1000, 999)),
+    binary: "/opt/llama/llama-server",
+    group: true,
+    members: [{ pid: 1001, start_time: "101" }],
+  };
+  writeFileSync(join(run, "llama-server-999.json"), JSON.stringify(r));
+  const member = (pid: number) => pid === 1001;
+  const opts = {
+    ...llamaAt,
+    uid: process.getuid!(),
+    alive: member,
+    identity: (pid: number) => (pid === 1001 ? { start_time: "101", cmdline: "llama-server" } : null),
+    groupOf: (pid: number) => (pid === 1001 ? 1000 : null),
+  };
+  const c = await runRecordsCheck(configAt(dir.path), opts);
+  expect(c).toMatchObject({ status: "warn", data: { leftover: 1 } });
+  expect(c.message).toContain("pid 1001");
+  // Its pid reused (another start time), or out of the group: none of ours, nothing said.
+  const reused = {
+    ...opts,
+    identity: (pid: number) => (pid === 1001 ? { start_time: "7", cmdline: "x" } : null),
+  };
+  expect((await runRecordsCheck(configAt(dir.path), reused)).status).toBe("ok");
+  expect((await runRecordsCheck(configAt(dir.path), { ...opts, groupOf: () => 4 })).status).toBe("ok");
+});
+
 // A core whose boot id read failed for a moment (EMFILE) recorded its space in part, then died
 // during llama-server's load: the next start reaps that llama-server once shown to be the very
 // one (runtime/pid-file.ts `reapIfShown`), but doctor read the record as another space's and
@@ -202,8 +247,24 @@ test.skipIf(process.platform !== "linux")(
     const partial = spaceOf(hostname(), "", readlinkSync("/proc/self/ns/pid"));
     const r = { ...JSON.parse(record(1000, 999)), owner: { pid: 999, start_time: "50", space: partial } };
     writeFileSync(join(run, "llama-server-999.json"), JSON.stringify(r));
-    const c = await runRecordsCheck(configAt(dir.path), { uid: process.getuid!(), alive, identity });
+    const c = await runRecordsCheck(configAt(dir.path), {
+      ...llamaAt,
+      uid: process.getuid!(),
+      alive,
+      identity: llama,
+    });
     expect(c).toMatchObject({ status: "warn", data: { leftover: 1 } });
+    // Its start time, but another program (a pid of a same-named machine's, here another process
+    // started that tick): the reaper leaves it as another space's (pid-file.ts `reapIfShown`).
+    const python = (pid: number) =>
+      pid === 1000 ? { start_time: "100", exe: "/usr/bin/python3", cmdline: "python3" } : null;
+    const notShown = await runRecordsCheck(configAt(dir.path), {
+      ...llamaAt,
+      uid: process.getuid!(),
+      alive,
+      identity: python,
+    });
+    expect(notShown.status).toBe("ok");
     // Its pid another process's now (another start time), or unread: nothing said.
     const other = await runRecordsCheck(configAt(dir.path), {
       uid: process.getuid!(),
