@@ -1,8 +1,8 @@
-import { rmSync } from "node:fs";
-import { readdir, readFile, realpath, stat } from "node:fs/promises";
+import { readdir, readFile, realpath, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { bootStartedAt } from "../platform/pid-space.ts";
 import { allowedEnv } from "../util/child-allowlist.ts";
+import { drives, statLate } from "../util/drive-answers.ts";
 import { logger } from "../util/logger.ts";
 import { ensurePrivateTree, replacePrivateFile } from "../util/private-fs.ts";
 import { readSmallFileAsync } from "../util/read-file.ts";
@@ -42,7 +42,12 @@ export const realMemoEdges: MemoEdges = {
       throw err;
     }
   },
-  write: (dataDir, text) => {
+  write: async (dataDir, text, going) => {
+    // Its drive asked off the loop first: the writes below are synchronous, and a data_dir on a
+    // share gone dead held ping and cancel in them (util/drive-answers.ts).
+    const late = await statLate(drives, dataDir);
+    if (late !== null) throw new Error(`${dataDir}: ${late}`);
+    if (!going()) return;
     // As runtime/pid-file.ts writes its records, not store/atomic.ts writeFileAtomic: its two
     // fsyncs would sit on a first cold chat's way to its spawn, for a file whose loss (or a torn
     // one, read as corrupt) costs one listing. Each folder under data_dir made owner-only, none
@@ -52,7 +57,7 @@ export const realMemoEdges: MemoEdges = {
     // reuses it. Two cores writing at once may tear it: read as corrupt, a listing asked again.
     replacePrivateFile(join(dir, `${MEMO_NAME}.tmp`), join(dir, MEMO_NAME), text);
   },
-  remove: (path) => rmSync(path, { force: true }),
+  remove: (path) => rm(path, { force: true }),
   setTimer: (fn, ms) => {
     setTimeout(fn, ms).unref?.();
   },

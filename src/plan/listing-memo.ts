@@ -42,9 +42,13 @@ export interface MemoEdges {
   env(): Record<string, string>;
   /** The memo's text; null when there is none. Throws on a link, a non-file, or over `max` bytes. */
   read(path: string, max: number): Promise<string | null>;
-  /** data_dir/cache/list-devices.json, atomically, owner-only, never through a link. */
-  write(dataDir: string, text: string): void;
-  remove(path: string): void;
+  /**
+   * data_dir/cache/list-devices.json, atomically, owner-only, never through a link; off the loop
+   * (its drive asked first), and not once `going` says the core stops.
+   */
+  write(dataDir: string, text: string, going: () => boolean): Promise<void>;
+  /** Off the loop: a data_dir on a share gone dead holds a pool thread, never ping. */
+  remove(path: string): Promise<void>;
   setTimer(fn: () => void, ms: number): void;
   info(message: string): void;
 }
@@ -210,23 +214,19 @@ export class ListingMemo {
     // Stopping since it was read: its data_dir may be removed next, and a write would make it again.
     if (!where || !recall.key || recall.hit || where.stopping()) return;
     const none = listed !== null && listed.length === 0;
-    try {
-      if (none) {
-        if (!recall.held) this.edges.write(where.dataDir, memoText(recall.key));
-        return;
-      }
-      // A GPU machine's probes touch no file at all.
-      if (!recall.present) return;
-      this.edges.remove(memoPath(where.dataDir));
-    } catch {
-      return; // a memo unwritten is a listing asked next time
-    }
-    if (!recall.held) return;
-    // A failed listing plans the vendor tools' GPUs, not "them": its own words (docs/plan.md).
-    this.edges.info(
-      listed
-        ? `llama-server now lists devices (${listed.map((d) => `${d.name}: ${d.description}`).join(", ")}) where it listed none: the next model load plans with them (${binary})`
-        : `llama-server --list-devices gave no device list where it listed none: the remembered answer is dropped and the next model load asks it again (${binary})`,
+    // A GPU machine's probes touch no file at all.
+    if (none ? recall.held : !recall.present) return;
+    const going = () => this.where === where && !where.stopping();
+    const done = none
+      ? this.edges.write(where.dataDir, memoText(recall.key), going)
+      : this.edges.remove(memoPath(where.dataDir));
+    // A memo unwritten (or left) is a listing asked next time: only said.
+    void done.then(
+      () => recall.held && !none && this.edges.info(changed(binary, listed)),
+      (err) =>
+        this.edges.info(
+          `the device listing memo could not be ${none ? "written" : "removed"} (${(err as Error).message}): llama-server is asked its devices again next time`,
+        ),
     );
   }
 
@@ -240,6 +240,13 @@ export class ListingMemo {
       if (going()) this.recheck(binary, going);
     }, RECHECK_AFTER_MS);
   }
+}
+
+/** A failed listing plans the vendor tools' GPUs, not "them": its own words (docs/plan.md). */
+function changed(binary: string, listed: ListedDevice[] | null): string {
+  return listed
+    ? `llama-server now lists devices (${listed.map((d) => `${d.name}: ${d.description}`).join(", ")}) where it listed none: the next model load plans with them (${binary})`
+    : `llama-server --list-devices gave no device list where it listed none: the remembered answer is dropped and the next model load asks it again (${binary})`;
 }
 
 export function memoPath(dataDir: string): string {

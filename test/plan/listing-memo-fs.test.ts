@@ -3,12 +3,29 @@ import { mkdirSync, readdirSync, statSync, symlinkSync, writeFileSync } from "no
 import { join } from "node:path";
 import { listingKey, MEMO_FOLDER, MEMO_NAME, memoPath } from "../../src/plan/listing-memo.ts";
 import { realMemoEdges } from "../../src/plan/listing-memo-fs.ts";
+import { drives } from "../../src/util/drive-answers.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 describe("the listing memo's real edges", () => {
+  // Its write was synchronous on the core's loop: a data_dir on a share gone dead held ping and
+  // cancel in it. The drive is asked off the loop first; one that does not answer is not written.
+  test("a data_dir whose drive does not answer is not written, nor waited on", async () => {
+    using dir = tmpdir();
+    const late = spyOn(drives, "answers").mockImplementation(async () => false);
+    try {
+      await expect(realMemoEdges.write(dir.path, "x\n", () => true)).rejects.toThrow();
+    } finally {
+      late.mockRestore();
+    }
+    expect(readdirSync(dir.path)).toEqual([]);
+    // A core stopping meanwhile writes nothing either (its data_dir may be going).
+    await realMemoEdges.write(dir.path, "x\n", () => false);
+    expect(readdirSync(dir.path)).toEqual([]);
+  });
+
   test("written owner-only through a temp and a rename; read back; no temp left", async () => {
     using dir = tmpdir();
-    realMemoEdges.write(dir.path, '{"version":1}\n');
+    await realMemoEdges.write(dir.path, '{"version":1}\n', () => true);
     expect(await realMemoEdges.read(memoPath(dir.path), 4096)).toBe('{"version":1}\n');
     if (process.platform !== "win32") expect(statSync(memoPath(dir.path)).mode & 0o777).toBe(0o600);
     expect(readdirSync(join(dir.path, MEMO_FOLDER))).toEqual([MEMO_NAME]);
@@ -18,7 +35,7 @@ describe("the listing memo's real edges", () => {
     using dir = tmpdir();
     mkdirSync(join(dir.path, MEMO_FOLDER));
     writeFileSync(join(dir.path, MEMO_FOLDER, `${MEMO_NAME}.tmp`), "half");
-    realMemoEdges.write(dir.path, "whole\n");
+    await realMemoEdges.write(dir.path, "whole\n", () => true);
     expect(readdirSync(join(dir.path, MEMO_FOLDER))).toEqual([MEMO_NAME]);
     expect(await realMemoEdges.read(memoPath(dir.path), 4096)).toBe("whole\n");
   });
@@ -31,7 +48,7 @@ describe("the listing memo's real edges", () => {
     writeFileSync(elsewhere, '{"version":1}');
     symlinkSync(elsewhere, memoPath(dir.path));
     await expect(realMemoEdges.read(memoPath(dir.path), 4096)).rejects.toThrow();
-    realMemoEdges.write(dir.path, "new\n");
+    await realMemoEdges.write(dir.path, "new\n", () => true);
     expect(await realMemoEdges.read(memoPath(dir.path), 4096)).toBe("new\n");
     expect(await Bun.file(elsewhere).text()).toBe('{"version":1}');
     writeFileSync(memoPath(dir.path), "x".repeat(5000));
@@ -40,7 +57,7 @@ describe("the listing memo's real edges", () => {
 
   test("read as the core's own file only: another user's is refused", async () => {
     using dir = tmpdir();
-    realMemoEdges.write(dir.path, "mine\n");
+    await realMemoEdges.write(dir.path, "mine\n", () => true);
     const uid = process.getuid?.();
     if (uid === undefined) return;
     const getuid = spyOn(process, "getuid").mockReturnValue(uid + 1);

@@ -37,6 +37,7 @@ function machine() {
     infos: [] as string[],
     writes: 0,
     hangRead: false,
+    failWrite: false,
   };
   const edges: MemoEdges = {
     get platform() {
@@ -60,13 +61,14 @@ function machine() {
       if (state.memo.length > max) throw new Error("too large");
       return state.memo;
     },
-    write: (dir, text) => {
+    write: async (dir, text) => {
       expect(dir).toBe(DATA);
+      if (state.failWrite) throw new Error("EIO: the share is gone");
       state.writes++;
       state.memo = text;
       state.memoKind = "file";
     },
-    remove: () => {
+    remove: async () => {
       state.memo = null;
     },
     setTimer: (fn, ms) => {
@@ -146,7 +148,7 @@ describe("the listing memo (a CPU build's (none) across core starts)", () => {
   test("a GPU machine's probes touch no memo file: nothing to remove where none was", async () => {
     const s = setup(() => VULKAN);
     let removes = 0;
-    s.edges.remove = () => {
+    s.edges.remove = async () => {
       removes++;
     };
     await s.probe();
@@ -345,6 +347,17 @@ describe("the listing memo (a CPU build's (none) across core starts)", () => {
       expect(JSON.parse(s.state.memo!).version).toBe(1);
     });
   }
+
+  test("a memo write that fails is only logged: the next start asks again", async () => {
+    const s = setup();
+    s.state.failWrite = true;
+    await s.probe();
+    await Bun.sleep(0);
+    expect(s.state.memo).toBeNull();
+    expect(s.state.infos.some((m) => m.includes("could not be written (EIO"))).toBe(true);
+    await s.probe();
+    expect(s.listed()).toBe(2);
+  });
 
   test("a memo read that never answers (a dead share) is waited for a bounded time, then asked", async () => {
     expect(RECALL_WAIT_MS).toBeLessThanOrEqual(300);
