@@ -268,15 +268,15 @@ export class Launcher {
     this.log ??= llamaServerLogAhead(join(dataDir, "logs"), settings, instance);
     // Child mode unless this version of the binary showed it has none (child-mode.ts).
     const childMode = knownChildMode(found.path);
-    // Every start, whoever planned it: llama-server refuses a --slot-save-path it cannot use.
-    const plan = withSlotFolder(await this.options.plan({ outOfMemory: this.outOfMemory }));
+    // Given up at a stop (a listing, a big header on a slow disk: seconds); a slot folder every start's.
+    const planned = this.options.plan({ outOfMemory: this.outOfMemory });
+    const plan = withSlotFolder(await abortable(planned, starting.abort.signal));
     // One not made before the plan, tried again (its error after the plan's), but not after a stop.
     if (!starting.abort.signal.aborted)
       this.log ??= llamaServerLog(join(dataDir, "logs"), settings, instance);
     this.plan = plan;
     this.rpc.begin(plan.rpc_workers, found.path);
-    // An earlier core's logs rewritten before this start's lines are written (log-scrub.ts); a
-    // stop gives up the wait (the pass reads on until the shutdown stops it).
+    // Earlier cores' logs rewritten before this start's lines (log-scrub.ts); a stop gives up the wait.
     await abortable(earlierLogsRedacted(join(dataDir, "logs")), starting.abort.signal);
     const env = this.options.env ?? process.env;
     // argv is rendered here, once, in the flags this build takes (load-mode.ts).

@@ -43,3 +43,37 @@ test("a stop during the start's --help probe spawns no llama-server", async () =
   expect((err as CoreError).code).toBe("cancelled");
   expect(spawned).toBe(0);
 });
+
+// The plan itself runs long where a device listing (5 s) or a big model's header on a slow disk
+// (a dead share: 30 s before `unreadable`) is asked: a stop waited for it before the start gave
+// up, the core's shutdown and a model's unload with it. A stop gives up the plan's wait at once;
+// its answer, coming later, is discarded and spawns nothing.
+test("a stop during the plan itself gives up its wait and spawns nothing", async () => {
+  using dir = tmpdir();
+  let spawned = 0;
+  let planned: () => void = () => {};
+  const asked = new Promise<void>((go) => {
+    planned = go;
+  });
+  const h = makeSupervisor(dir.path, {
+    options: {
+      plan: () => {
+        planned();
+        return new Promise(() => {}); // a header read on a share gone dead
+      },
+      spawner: (req) => {
+        spawned++;
+        return bunSpawner(req);
+      },
+    },
+  });
+  const start = h.supervisor.acquire(new AbortController().signal).then(
+    () => null,
+    (e: unknown) => e,
+  );
+  await asked;
+  await h.supervisor.stop();
+  const err = await start;
+  expect((err as CoreError).code).toBe("cancelled");
+  expect(spawned).toBe(0);
+}, 3000);
