@@ -53,6 +53,9 @@ describe.skipIf(process.platform === "win32")("status, idle sleep and progress (
     const stack = writeStack(dir.path, {
       script: [{ content: "Hello there" }],
       knobs: { FAKE_LLAMA_LOAD_MS: "1500" },
+      // No MCP server to start first: on a busy box its start outlasted the load, and the chat
+      // asked for the server only once it was ready (no loading phase to hear).
+      tools: [],
     });
     await using core = spawnCore({ cwd: dir.path, env: stack.env });
     const init = await core.request({ id: 0, method: "initialize" });
