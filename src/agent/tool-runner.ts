@@ -1,6 +1,5 @@
 import { isCoreError } from "../protocol/errors.ts";
 import { wholeCharCut } from "../util/text-cut.ts";
-import { mayRetry } from "./mcp/call-result.ts";
 import type { McpPool } from "./mcp/pool.ts";
 import type { AgentTool } from "./tool-registry.ts";
 
@@ -99,7 +98,10 @@ export async function runTool(
       status: "error",
       content: `The tool could not be run: ${truncate(message)}`,
       preview: preview(message),
-      retryable: mayRetry(err),
+      // Asked here, not imported above: it brings the MCP SDK's schemas (~35 ms of a cold
+      // core's first chat, evaluated while llama-server loads beside it), which a turn with no
+      // tool call never needs; a call that went to a server has loaded it already.
+      retryable: (await import("./mcp/call-result.ts")).mayRetry(err),
       ms: ms(),
     };
   }
