@@ -148,7 +148,9 @@ describe("the composition root", () => {
     expect(lines()).toEqual(["--list-devices"]);
     // Taken once: the next plan probes again, but a CPU build's `(none)` is remembered in
     // data_dir/cache (plan/listing-memo.ts): the binary is not started for it.
-    expect(existsSync(join(dir.path, "data", "cache", "list-devices.json"))).toBe(true);
+    // Written off the loop (plan/listing-memo-fs.ts): it lands a moment after the answer.
+    const memo = join(dir.path, "data", "cache", "list-devices.json");
+    expect(await waitFor(() => existsSync(memo), { timeoutMs: 5000 })).toBe(true);
     const again = await defaultPlanDeps.probe(binary);
     expect(again.probes.find((p) => p.id === "llama-server")?.message).toStartWith(
       "llama-server lists no GPU device; remembered from an earlier start",
