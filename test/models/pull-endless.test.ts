@@ -95,10 +95,11 @@ describe("a hub answer that never ends is read only so far", () => {
   });
 
   test("a listing page without end is refused as too large, not read until the API time limit", async () => {
-    const r = await pullFrom("listing", 8000);
+    // The message is the proof, not a clock: the time limit ends it with another. Reading the
+    // 64 MiB took over 4 s on a busy box, so the limit is past the test's own.
+    const r = await pullFrom("listing", 60_000);
     expect(r.error?.data).toMatchObject({ cause: "hub_error" });
     expect(r.error?.message).toContain("the hub's file listing is larger than 64 MiB");
-    expect(r.ms).toBeLessThan(4000);
   });
 
   test("listing pages that link back to themselves are refused, not taken as a listing", async () => {
@@ -111,7 +112,8 @@ describe("a hub answer that never ends is read only so far", () => {
 describe("the listing a plan reads of a model not pulled yet is bounded the same way", () => {
   async function listFrom(mode: Mode) {
     using dir = tmpdir("local-ai-endless-");
-    const access = { ...hubAccess({ HF_ENDPOINT: hostileHub(mode) }, dir.path), timeoutMs: 8000 };
+    // Past the test's own limit: the message, not a clock, shows which bound ended it.
+    const access = { ...hubAccess({ HF_ENDPOINT: hostileHub(mode) }, dir.path), timeoutMs: 60_000 };
     const t0 = performance.now();
     const error = await listRepoFiles(access, "org/evil", "main").then(
       () => undefined,
@@ -124,7 +126,6 @@ describe("the listing a plan reads of a model not pulled yet is bounded the same
     const r = await listFrom("listing");
     expect(r.error?.data).toMatchObject({ problem: "hub_error", repo: "org/evil" });
     expect(r.error?.message).toContain("the hub's file listing is larger than 64 MiB");
-    expect(r.ms).toBeLessThan(4000);
   });
 
   test("a relative next link is followed from the page that gave it", async () => {
