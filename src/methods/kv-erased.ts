@@ -9,7 +9,7 @@ import type { Services } from "./services.ts";
  * (agent/kv/drop-file.ts); the delete answers once that is done, as their blocks held the tokens.
  */
 export async function kvErased(left: readonly string[], services: Pick<Services, "kvZeroed">): Promise<void> {
-  await services.kvZeroed?.();
+  await services.kvZeroed?.(left);
   if (left.length === 0) return;
   throw new CoreError(
     "internal_error",

@@ -67,7 +67,7 @@ export interface Services {
   /** What memory notes quote erased (`document:<id>`): every saved KV state and record holding a passage of it. */
   forgetKvSource(userId: string, source: string): string[];
   /** The files those erases removed, zeroed on the disk (a delete answers after: docs/agent.md, The store). */
-  kvZeroed?(): Promise<void>;
+  kvZeroed?(left?: readonly string[]): Promise<void>;
   /**
    * An edit's or a regenerate's erase of its session's tail, in the saved KV state: the session's
    * own state saved before it, its state on other models than `model` (the edit's), and what

@@ -37,6 +37,8 @@ export class KvErase {
    * file edited is indexed under the same one, and sessions quoting its new text keep their state.
    */
   private readonly stuck = new Map<string, FileIdentity>();
+  /** Each erase's zeroing, by the list of files it could not remove that it answered (`zeroed`). */
+  private readonly zeroings = new WeakMap<readonly string[], Promise<void>>();
 
   constructor(private readonly deps: KvEraseDeps) {}
 
@@ -52,7 +54,7 @@ export class KvErase {
     // A save's file under way, made after the erase looked, is removed once the save is over
     // (drop-file.ts `Zeroes.removeOnceSettled`): a failure then is added to `left`, seen once
     // `zeroed()` is, and kept for the retries the same way.
-    void this.zeroed()
+    void this.zeroed(left)
       .then(() => this.keepStuck(left.slice(now)))
       .catch((err: unknown) => logger.warn(`a memory folder file's KV erase: ${(err as Error).message}`));
     return left;
@@ -124,10 +126,14 @@ export class KvErase {
 
   /**
    * The files the erases removed, zeroed (drop-file.ts `Zeroes`): a delete answers once its
-   * files' blocks no longer hold the words (docs/agent.md, The store), and shutdown waits too.
+   * files' blocks no longer hold the words (docs/agent.md, The store), waiting for the erase
+   * whose answer `left` was only (another session's removal parked behind its own save that did
+   * not answer is not its to wait for); shutdown, for every one (`left` undefined).
    * A sidecar's staged temp file a refused rename dropped is zeroed likewise (KvDisk's drop).
    */
-  async zeroed(): Promise<void> {
+  async zeroed(left?: readonly string[]): Promise<void> {
+    const own = left && this.zeroings.get(left);
+    if (own) return own;
     // Never `budgeted()`: at shutdown it would load the config, which may be missing or refused.
     await Promise.all([this.deps.made()?.zeroes.done(), this.unbudgeted?.zeroes.done()]);
   }
@@ -144,13 +150,24 @@ export class KvErase {
     return erased && this.deps.budgeted() !== null;
   }
 
-  /** Runs `erase` over the folder (none: it does not exist); the files it could not remove (KvDisk.unremovedBy). */
+  /**
+   * Runs `erase` over the folder (none: it does not exist); the files it could not remove
+   * (KvDisk.unremovedBy), the zeroing of those it removed kept for `zeroed(left)`.
+   */
   private run(erase: (disk?: KvDisk) => void): string[] {
-    this.retryStuck();
     const disk = this.folder();
-    if (disk) return disk.unremovedBy(() => erase(disk));
-    erase();
-    return [];
+    if (!disk) {
+      this.retryStuck();
+      erase();
+      return [];
+    }
+    let left: string[] = [];
+    const zeroing = disk.zeroes.within(() => {
+      this.retryStuck();
+      left = disk.unremovedBy(() => erase(disk));
+    });
+    this.zeroings.set(left, zeroing);
+    return left;
   }
 
   /**

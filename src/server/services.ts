@@ -350,8 +350,8 @@ export class CoreServices implements Services {
   }
 
   /** The files the KV erases removed, zeroed on the disk (kv-erase.ts `zeroed`). */
-  kvZeroed(): Promise<void> {
-    return this.kvErase.zeroed();
+  kvZeroed(left?: readonly string[]): Promise<void> {
+    return this.kvErase.zeroed(left);
   }
 
   /** What memory notes quote erased, from the saved KV state of `userId` (every user's: undefined). */

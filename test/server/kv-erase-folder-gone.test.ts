@@ -4,43 +4,15 @@ import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Zeroes } from "../../src/agent/kv/drop-file.ts";
 import { KvDisk } from "../../src/agent/kv/kv-disk.ts";
-import { entryOf } from "../../src/agent/kv/kv-entry.ts";
-import { emptyRecord } from "../../src/agent/kv/prompt-record.ts";
-import { KV_RETRY_KEPT, KvErase } from "../../src/server/kv-erase.ts";
+import { KV_RETRY_KEPT, type KvErase } from "../../src/server/kv-erase.ts";
 import { logger } from "../../src/util/logger.ts";
+import { saved, savingOnNoReuse } from "../fixtures/kv-saved.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 // A memory folder's file gone: the saved KV states quoting it are erased (docs/agent.md#prompt-reuse),
 // but no request waits on that erase to fail it, and the folder's index no longer names the file.
 // A state file it could not remove (data_dir/kv not writable for a while, a file held open on
 // Windows) was dropped from mind: never said, never tried again, the file's words left on disk.
-
-/** Saving on, no prompt reuse made yet: the erases are the folder's own passes. */
-const savingOnNoReuse = (disk: KvDisk) =>
-  new KvErase({
-    dir: () => disk.dir,
-    budgeted: () => disk,
-    made: () => disk,
-    reuse: () => undefined,
-    several: () => undefined,
-  });
-
-/** User u's `session` saved, quoting `sources` (as llama-server leaves a save, then committed). */
-async function saved(disk: KvDisk, session: string, ...sources: string[]): Promise<string> {
-  const name = disk.nameOf("u", session);
-  const temp = disk.tempName(name);
-  writeFileSync(join(disk.dir, temp), "x".repeat(100));
-  const entry = entryOf(
-    { userId: "u", sessionId: session },
-    "f".repeat(32),
-    { n_saved: 10, n_written: 100 },
-    emptyRecord(),
-    sources,
-    1,
-  );
-  expect(await disk.commit(temp, entry)).toBe(true);
-  return join(disk.dir, `${name}.bin`);
-}
 
 /** What a case gets: the folder, its erases, and user u's session `old` saved quoting `file:a.md`. */
 interface Stuck {

@@ -148,11 +148,7 @@ export class Zeroes {
       if (!picks(path)) continue;
       const removed = Promise.withResolvers<void>();
       // Run within `settled`, before the save's own code goes on (its discard, its commit).
-      parked.push(() => {
-        const before = new Set(this.pending);
-        remove(path);
-        removed.resolve(Promise.all([...this.pending].filter((p) => !before.has(p))).then(() => {}));
-      });
+      parked.push(() => removed.resolve(this.within(() => remove(path))));
       const work = removed.promise.finally(() => this.pending.delete(work));
       this.pending.add(work);
     }
@@ -163,7 +159,18 @@ export class Zeroes {
     this.track(parked ? new Promise<void>((go) => parked.push(go)) : Promise.resolve(), fd, path);
   }
 
-  /** Every zeroing under way now finished, parked ones included (a delete's answer waits on it). */
+  /**
+   * Runs `act`; resolves once the zeroings it started (parked ones included) are done: a delete
+   * waits for its own files only, not for another session's removal parked behind a save that
+   * did not answer (docs/agent.md, The store).
+   */
+  within(act: () => void): Promise<void> {
+    const before = new Set(this.pending);
+    act();
+    return Promise.all([...this.pending].filter((p) => !before.has(p))).then(() => {});
+  }
+
+  /** Every zeroing under way now finished, parked ones included (shutdown waits on it). */
   async done(): Promise<void> {
     await Promise.all([...this.pending]);
   }

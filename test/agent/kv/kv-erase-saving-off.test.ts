@@ -1,6 +1,7 @@
 import { expect, test } from "bun:test";
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { Zeroes } from "../../../src/agent/kv/drop-file.ts";
 import { KvDisk } from "../../../src/agent/kv/kv-disk.ts";
 import { entryOf } from "../../../src/agent/kv/kv-entry.ts";
 import type { PromptReuse } from "../../../src/agent/kv/reuse.ts";
@@ -77,6 +78,7 @@ test("with saving on, the prompt reuse's erase is the folder's only pass", () =>
   const passes: string[] = [];
   const disk = {
     removeSession: () => passes.push("folder"),
+    zeroes: new Zeroes(),
     unremovedBy: (erase: () => void) => {
       erase();
       return [];
