@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { LlmError, SlotError } from "../../llama/errors.ts";
-import { restoreSlot } from "../../llama/slots.ts";
+import { noTaskLeft, restoreSlot } from "../../llama/slots.ts";
 import { deathGraceMs, deathReason } from "../../runtime/death-reason.ts";
 import type { LaunchView } from "../../runtime/launch.ts";
 import { abortable } from "../../util/abortable.ts";
@@ -81,10 +81,11 @@ export async function restoreSlotState(r: SlotRestore): Promise<boolean> {
     );
     return true;
   } catch (err) {
-    // Cancelled or past its limit, only the request stopped: llama-server reads on to the end
-    // (93b). The zeroing waits for an erase queued behind the restore, which also leaves the slot
-    // empty rather than holding what it read; the turn does not wait for it.
-    reading = limit.aborted && !launch.died.aborted;
+    // Cancelled, past its limit, or with no HTTP answer (a reset connection: its task may still be
+    // queued, llama/slots.ts `noTaskLeft`), only the request stopped: llama-server reads on to the
+    // end (93b). The zeroing waits for an erase queued behind the restore, which also leaves the
+    // slot empty rather than holding what it read; the turn does not wait for it.
+    reading = (limit.aborted || !noTaskLeft(err)) && !launch.died.aborted;
     if (reading) emptyBehind(launch, slot, "a restore", () => disk.zeroes.settled(bin));
     if (signal.aborted) throw signal.reason;
     // Refused (93b), or it killed the server or did not end (93f): never asked for again.
