@@ -14,6 +14,8 @@ export interface MigrateFirstDeps {
   shutdown: ShutdownOrder;
   /** Tests: the thread's run (default store/db/migrate-ahead.ts `migrateAhead`). */
   migrate?: (dataDir: string) => MigratedAhead;
+  /** Tests: the clock the cool-down after a failed loop try is read on (default `Date.now`). */
+  now?: () => number;
 }
 
 /**
@@ -22,6 +24,13 @@ export interface MigrateFirstDeps {
  * large database's migration takes longer, and waiting blocks only the thread.
  */
 export const MIGRATION_BUSY_WAIT_MS = 120_000;
+
+/**
+ * How long a failed try on the loop (after a crashed thread) is answered at once before the
+ * migration is tried again on a thread: its cause often passes (another core's lock, a disk
+ * since freed), and a host should not need a restart, nor a freeze a request meanwhile.
+ */
+export const MIGRATION_RETRY_AFTER_MS = 30_000;
 
 const problemOf = (err: unknown) => (err instanceof CoreError ? String(err.data?.problem ?? "") : "");
 const busy = (err: unknown) => problemOf(err).startsWith("SQLITE_BUSY");
@@ -55,6 +64,8 @@ export class MigrateFirst {
   private loopTryOwed = false;
   /** That try failed: every next open is refused with it, at once (`openOnLoop`). */
   private loopFailed: CoreError | undefined;
+  /** When `loopFailed` was kept: after MIGRATION_RETRY_AFTER_MS it is tried again. */
+  private loopFailedAt = 0;
 
   constructor(private readonly deps: MigrateFirstDeps) {}
 
@@ -69,6 +80,11 @@ export class MigrateFirst {
    */
   wait(): Promise<void> | undefined {
     if (this.running) return this.running;
+    // The cool-down after a failed loop try is over: the migration runs on a thread again.
+    if (this.loopFailed && this.cooled()) {
+      this.loopFailed = undefined;
+      this.current = false;
+    }
     if (this.current || this.deps.needless()) return undefined;
     let dataDir: string;
     try {
@@ -139,19 +155,34 @@ export class MigrateFirst {
    * The store's open on this loop (services.ts `store`). After the thread crashed, it is tried
    * once: a failure then (a full disk mid-migration) is kept and every next open refused with it
    * at once, named (`data.problem` `migration_failed`), rather than each method blocking ping and
-   * cancel for another migration of seconds that may fail the same way; the next start of the
-   * core tries again (docs/agent.md, The store, "Migrations off the loop").
+   * cancel for another migration of seconds that may fail the same way; after a cool-down
+   * (MIGRATION_RETRY_AFTER_MS) the next method tries again, on a thread (docs/agent.md, The
+   * store, "Migrations off the loop").
    */
   openOnLoop<T>(open: () => T): T {
-    if (this.loopFailed) throw this.loopFailed;
+    if (this.loopFailed) {
+      if (!this.cooled()) throw this.loopFailed;
+      // Reached without `wait` (no thread to start): the one try on the loop, once a cool-down.
+      this.loopFailed = undefined;
+      this.loopTryOwed = true;
+    }
     if (!this.loopTryOwed) return open();
     this.loopTryOwed = false;
     try {
       return open();
     } catch (err) {
       this.loopFailed = migrationFailed(this.deps.dataDir(), err);
+      this.loopFailedAt = this.now();
       throw this.loopFailed;
     }
+  }
+
+  private now(): number {
+    return (this.deps.now ?? Date.now)();
+  }
+
+  private cooled(): boolean {
+    return this.now() - this.loopFailedAt >= MIGRATION_RETRY_AFTER_MS;
   }
 
   /** The store opened on the loop, handed the reset: a file replaced under it later is read again (services.ts `needless`). */
@@ -180,7 +211,7 @@ function migrationFailed(dataDir: string, err: unknown): CoreError {
   const why = err instanceof Error ? err.message : String(err);
   return new CoreError(
     "internal_error",
-    `the database in ${dataDir} could not be brought up to date for this version (${why}); restart the core to try again`,
+    `the database in ${dataDir} could not be brought up to date for this version (${why}), and nothing this request asked was done; it is tried again in ${MIGRATION_RETRY_AFTER_MS / 1000} s, or at the core's next start`,
     { key: "app.data_dir", problem: "migration_failed", cause: problemOf(err) || undefined },
   );
 }

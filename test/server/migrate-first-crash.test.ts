@@ -1,7 +1,7 @@
 import { expect, test } from "bun:test";
 import { join } from "node:path";
 import { CoreError } from "../../src/protocol/errors.ts";
-import { MigrateFirst } from "../../src/server/migrate-first.ts";
+import { MIGRATION_RETRY_AFTER_MS, MigrateFirst } from "../../src/server/migrate-first.ts";
 import { ShutdownOrder } from "../../src/server/shutdown-order.ts";
 import { threadStopped } from "../../src/store/chunk-thread.ts";
 import { SCHEMA_VERSION } from "../../src/store/db/migrations.ts";
@@ -74,7 +74,8 @@ test("a crashed thread's one try on the loop that fails: next opens refused at o
   expect(one.code).toBe("internal_error");
   expect(one.data?.problem).toBe("migration_failed");
   expect(one.message).toContain("database or disk is full");
-  expect(one.message).toContain("restart the core");
+  expect(one.message).toContain("tried again");
+  expect(one.message).toContain("nothing this request asked was done");
   expect(two).toBe(one);
   expect(first.wait()).toBeUndefined();
 });
@@ -123,4 +124,44 @@ test("shutdown ending the migration under a waiting erase: cancelled, saying not
   const err = await erase;
   expect(err?.code).toBe("cancelled");
   expect(err?.message).toContain("nothing this request asked was done");
+});
+
+// The one try on the loop failed on something that passes (another core's lock, a disk since
+// freed): every open was refused until the user restarted the core, a host's chats and erases
+// failing for good. Now the refusal lasts a cool-down (no freeze a request), then the migration
+// is tried again on its thread, off the loop.
+test("a crashed thread's failed loop try is refused only for a cool-down, then tried again on a thread", async () => {
+  using dir = tmpdir();
+  olderDatabase(dir.path, 1);
+  const shutdown = new ShutdownOrder();
+  let clock = 1_000;
+  let runs = 0;
+  const first = new MigrateFirst({
+    dataDir: () => dir.path,
+    needless: () => shutdown.begun,
+    shutdown,
+    now: () => clock,
+    migrate: () => {
+      runs++;
+      if (runs === 1) {
+        return {
+          done: Promise.reject(threadStopped(join(dir.path, "local-ai.db"), "it exited")),
+          stop: () => {},
+        };
+      }
+      return { done: Promise.resolve(undefined), stop: () => {} };
+    },
+  });
+  await first.ready();
+  const busy = () => {
+    throw new CoreError("internal_error", "database is locked", { problem: "SQLITE_BUSY" });
+  };
+  expect(() => first.openOnLoop(busy)).toThrow("database is locked");
+  expect(first.wait()).toBeUndefined();
+  expect(() => first.openOnLoop(() => "opened")).toThrow("database is locked");
+  clock += MIGRATION_RETRY_AFTER_MS;
+  // Past the cool-down the next method waits on a new thread, not on this loop.
+  await first.ready();
+  expect(runs).toBe(2);
+  expect(first.openOnLoop(() => "opened")).toBe("opened");
 });
