@@ -29,7 +29,10 @@ export type PendingReset = { aside: string; problem: string };
 export function writeResetNote(path: string, reset: PendingReset): void {
   try {
     const resets = [...pendingResets(path).filter((r) => r.aside !== reset.aside), reset];
-    writePrivateFile(resetNote(path), JSON.stringify(resets.slice(-NOTE_RESETS)));
+    // Over the limit, the first is kept with the latest: the first copy holds the conversations,
+    // the later ones are fresh files damaged again (a failing disk), each telling less.
+    const kept = resets.length > NOTE_RESETS ? [resets[0], ...resets.slice(1 - NOTE_RESETS)] : resets;
+    writePrivateFile(resetNote(path), JSON.stringify(kept));
   } catch {}
 }
 

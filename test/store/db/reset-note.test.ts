@@ -2,7 +2,7 @@ import { expect, test } from "bun:test";
 import { existsSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { DB_FILE, moveDatabaseAside, openStore } from "../../../src/store/db/open.ts";
-import { resetMessage, resetNote } from "../../../src/store/db/reset-note.ts";
+import { pendingResets, resetMessage, resetNote, writeResetNote } from "../../../src/store/db/reset-note.ts";
 import { Store } from "../../../src/store/store.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
@@ -131,4 +131,21 @@ test("a damaged file is set aside with its rollback journal, none left at the li
   const aside = `${path}.corrupt-x`;
   moveDatabaseAside(path, aside);
   expect(readdirSync(dir.path).sort()).toEqual([`${DB_FILE}.corrupt-x`, `${DB_FILE}.corrupt-x-journal`]);
+});
+
+// A file damaged at every start (a failing disk) made a ninth reset before a chat told any: the
+// note kept the last eight, dropping the first, the only copy holding the user's conversations
+// (the later ones are fresh files), and the host never heard where they went.
+test("more resets than a note keeps: the first, the copy with the conversations, is still told", () => {
+  using dir = tmpdir();
+  const path = join(dir.path, DB_FILE);
+  const copies = Array.from({ length: 10 }, (_, i) => `${path}.corrupt-2026-12-0${i}`);
+  for (const aside of copies) {
+    writeFileSync(aside, "x");
+    writeResetNote(path, { aside, problem: "damaged" });
+  }
+  const told = pendingResets(path).map((r) => r.aside);
+  expect(told.length).toBeLessThanOrEqual(8);
+  expect(told[0]).toBe(copies[0]);
+  expect(told.at(-1)).toBe(copies[9]);
 });
