@@ -309,7 +309,7 @@ export class KvDisk {
 
   /** Temporary files no save waits for (kv-temps.ts `leftoverTemp`). */
   private dropLeftovers(): void {
-    for (const f of forgetTempsGone(this.dir, this.listing())) {
+    for (const f of forgetTempsGone(this.dir)) {
       const path = join(this.dir, f);
       try {
         if (leftoverTemp(f, path, this.space(), this.now(), undefined, this.mono()))

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { type Stats, statSync } from "node:fs";
+import { readdirSync, type Stats, statSync } from "node:fs";
 import { basename, dirname } from "node:path";
 import { writtenRelation } from "../../platform/pid-space.ts";
 import { LeaseSightings } from "../../store/lease-sightings.ts";
@@ -69,10 +69,18 @@ export function leftoverTemp(
 }
 
 /**
- * Before a sweep of `dir` (its `listing`, returned): the sightings of its temps no longer there
- * (removed by another core, or by hand) forgotten, their room free.
+ * Before a sweep of `dir` (its listing, returned): the sightings of its temps no longer there
+ * (removed by another core, or by hand) forgotten, their room free. One that cannot be listed (a
+ * share's hiccup, EMFILE) is not emptied: read so, each temp was timed afresh, none ever 10
+ * minutes still while it recurred, a deleted session's save cut short left for a day.
  */
-export function forgetTempsGone(dir: string, listing: string[], seen = SIGHTINGS): string[] {
+export function forgetTempsGone(dir: string, seen = SIGHTINGS): string[] {
+  let listing: string[];
+  try {
+    listing = readdirSync(dir);
+  } catch {
+    return [];
+  }
   const present = new Set(listing);
   seen.forgetWhere((path) => dirname(path) === dir && !present.has(basename(path)));
   return listing;

@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { readdirSync, writeFileSync } from "node:fs";
+import { readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { KvDisk } from "../../../src/agent/kv/kv-disk.ts";
 import { STALE_TEMP_MS } from "../../../src/agent/kv/kv-temps.ts";
@@ -37,5 +37,37 @@ test("more lingering temps than the sightings' bound still go once seen still", 
   mono = 2 * STALE_TEMP_MS;
   disk.sweep();
   expect(temps()).toBe(0);
+  await disk.zeroes.done();
+});
+
+// A folder that could not be listed for a moment (a share's hiccup, EMFILE) is no folder emptied:
+// read as one, every temp's sighting in it was forgotten, each timed afresh, and saves cut short
+// (a deleted session's tokens with them) lingered past their 10 minutes, for good while it recurred.
+test("a sweep whose listing fails keeps the temps' sightings", async () => {
+  using dir = tmpdir();
+  const kv = join(dir.path, "kv");
+  const here = spaceOf("box", "boot-1", "pid:[4026531836]");
+  const there = spaceOf("far", "boot-9", "pid:[4026531836]");
+  let mono = 0;
+  const disk = new KvDisk(
+    kv,
+    1 << 30,
+    Date.now,
+    () => here,
+    () => mono,
+  );
+  disk.sweep();
+  writeFileSync(join(kv, `s-${"0".repeat(32)}.7-0123abcd-${there}.tmp`), "part");
+  disk.sweep();
+  // The folder's place holds a file a moment: its listing fails (ENOTDIR) in an erase's sweep.
+  renameSync(kv, `${kv}.away`);
+  writeFileSync(kv, "");
+  mono = STALE_TEMP_MS / 2;
+  disk.removeSession("u", "s");
+  rmSync(kv);
+  renameSync(`${kv}.away`, kv);
+  mono = STALE_TEMP_MS;
+  disk.sweep();
+  expect(readdirSync(kv).filter((f) => f.endsWith(".tmp"))).toEqual([]);
   await disk.zeroes.done();
 });
