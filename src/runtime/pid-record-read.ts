@@ -95,35 +95,49 @@ export const OTHER_SPACE_KEEP_MS = 30 * 86_400_000;
 /** A file time further ahead of our clock than this was set by a clock stepped back since, or a share's ahead. */
 const AHEAD_MS = 86_400_000;
 
-/** Files whose time was ahead and could not be set back: when this core first saw each so (bounded). */
+/**
+ * The most a file time ahead is set back to ours: were ours the clock behind (a machine without a
+ * working clock before its network time) by this or more, a live core's record set to our now read
+ * as 30 days untouched once ours was put right, removed before its core's daily renewal.
+ */
+const RESET_MAX_MS = 28 * 86_400_000;
+
+/** Files whose time was ahead and not set back: when this core first saw each so, on its monotonic clock (bounded). */
 const aheadSeen = new Map<string, { mtimeMs: number; at: number }>();
 
 /**
  * Whether `file` was last written more than `OTHER_SPACE_KEEP_MS` ago; false where unread. A time
  * over a day ahead of ours (our clock stepped back, a share's clock ahead) never came within 30
  * days of now, its record kept for good: its time is set to now, so it counts from when a core
- * first saw it so, across restarts (never through a link); where that fails, from when this core
- * did. Its core, if alive, renews it daily (own-records.ts), and a renewal is a touch.
+ * first saw it so, across restarts (never through a link); where that fails, or it is ahead by
+ * `RESET_MAX_MS` or more, from when this core did, on its monotonic clock (a clock put right
+ * later is no 30 days gone). Its core, if alive, renews it daily (own-records.ts), a touch.
  */
-export function untouchedLong(file: string, now = Date.now()): boolean {
+export function untouchedLong(file: string, now = Date.now(), mono = performance.now()): boolean {
   try {
     const { mtimeMs } = lstatSync(file);
     if (mtimeMs - now <= AHEAD_MS) return now - mtimeMs > OTHER_SPACE_KEEP_MS;
-    return now - firstSeenAhead(file, mtimeMs, now) > OTHER_SPACE_KEEP_MS;
+    if (mtimeMs - now < RESET_MAX_MS && setToNow(file, now)) return false;
+    return mono - firstSeenAhead(file, mtimeMs, mono) > OTHER_SPACE_KEEP_MS;
   } catch {
     return false;
   }
 }
 
-function firstSeenAhead(file: string, mtimeMs: number, now: number): number {
+function setToNow(file: string, now: number): boolean {
   try {
     lutimesSync(file, now / 1000, now / 1000);
     aheadSeen.delete(file);
-    return now;
-  } catch {}
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function firstSeenAhead(file: string, mtimeMs: number, mono: number): number {
   const was = aheadSeen.get(file);
   if (was?.mtimeMs === mtimeMs) return was.at;
   if (aheadSeen.size >= 1024) aheadSeen.delete(aheadSeen.keys().next().value as string);
-  aheadSeen.set(file, { mtimeMs, at: now });
-  return now;
+  aheadSeen.set(file, { mtimeMs, at: mono });
+  return mono;
 }

@@ -170,9 +170,36 @@ test("another space's record whose time is far ahead expires 30 days after first
   mkdirSync(runDir(dir.path), { recursive: true, mode: 0o700 });
   const file = pidFilePath(dir.path, 4241);
   writeFileSync(file, JSON.stringify(record("there")), { mode: 0o600 });
-  const ahead = (Date.now() + 40 * day) / 1000;
+  const ahead = (Date.now() + 20 * day) / 1000;
   utimesSync(file, ahead, ahead);
   expect(untouchedLong(file)).toBe(false);
   expect(untouchedLong(file, Date.now() + 29 * day)).toBe(false);
   expect(untouchedLong(file, Date.now() + 31 * day)).toBe(true);
+});
+
+// A machine whose clock ran 40 days behind until its network time came (a dead clock battery): a
+// live core's record on the share read as 40 days ahead, set to our wrong now, and once our clock
+// was put right it read as 40 days untouched: removed under its live core before its daily renewal.
+test("a record far ahead of a clock behind is not expired once that clock is put right", () => {
+  const day = 86_400_000;
+  using dir = tmpdir();
+  mkdirSync(runDir(dir.path), { recursive: true, mode: 0o700 });
+  const file = pidFilePath(dir.path, 4242);
+  writeFileSync(file, JSON.stringify(record("there")), { mode: 0o600 });
+  const right = Date.now();
+  expect(untouchedLong(file, right - 40 * day, 1000)).toBe(false);
+  expect(untouchedLong(file, right, 2000)).toBe(false);
+  // Its own time left as its core wrote it: 30 days unrenewed on, its core is gone.
+  expect(untouchedLong(file, right + 31 * day, 3000)).toBe(true);
+  // Ahead by less, its time is set to now (safe: a live core renews it within a day).
+  const soon = (right + 20 * day) / 1000;
+  utimesSync(file, soon, soon);
+  expect(untouchedLong(file, right, 4000)).toBe(false);
+  expect(untouchedLong(file, right + 31 * day, 5000)).toBe(true);
+  // Far ahead, not set back: counted on this core's monotonic clock from first sight.
+  const far = (right + 60 * day) / 1000;
+  utimesSync(file, far, far);
+  expect(untouchedLong(file, right, 6000)).toBe(false);
+  expect(untouchedLong(file, right, 6000 + 29 * day)).toBe(false);
+  expect(untouchedLong(file, right, 6000 + 31 * day)).toBe(true);
 });
