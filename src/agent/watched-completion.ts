@@ -32,6 +32,7 @@ export async function watchedCompletion(
   const cancel = options.signal;
   for (let resent = false; ; resent = true) {
     const watch = watchProgress(lease, cancel);
+    const sentAt = performance.now();
     try {
       const result = await streamCompletion(lease, request, {
         ...options,
@@ -39,7 +40,7 @@ export async function watchedCompletion(
         onProgress: watch.touch,
         onAlive: watch.alive,
       });
-      lease.launch.taskServed();
+      lease.launch.taskServed(sentAt);
       return result;
     } catch (err) {
       // Sent again once the lease moved to the restarted server; else thrown, reported or named.

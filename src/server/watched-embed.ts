@@ -90,6 +90,7 @@ export async function watchedEmbed(
     try {
       // Read once per launch, as the server turned ready (launch.ts): no input has more tokens.
       const context = await lease.launch.contextSize(signal);
+      const sentAt = performance.now();
       const out = await embed(lease, input, {
         signal,
         ...(context === undefined ? {} : { maxInputTokens: context }),
@@ -98,7 +99,7 @@ export async function watchedEmbed(
           return queuedWatch(lease, signal, work, deadline, inFlight);
         },
       });
-      lease.launch.taskServed();
+      lease.launch.taskServed(sentAt);
       suspects?.served(input);
       return out;
     } catch (err) {
