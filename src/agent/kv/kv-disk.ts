@@ -9,7 +9,7 @@ import { ensurePrivateDir, PRIVATE_FILE_MODE } from "../../util/private-fs.ts";
 import { readSmallFile } from "../../util/read-file.ts";
 import { dropFile, replaceZeroed, Zeroes } from "./drop-file.ts";
 import { type KvEntry, SidecarSchema, sameSave } from "./kv-entry.ts";
-import { forgetTempsGone, leftoverTemp, OWN_TEMP, tempName } from "./kv-temps.ts";
+import { LeftoverPass, leftoverTemp, OWN_TEMP, tempName } from "./kv-temps.ts";
 import type { SessionKey } from "./session-key.ts";
 
 export type { KvEntry };
@@ -49,6 +49,7 @@ export class KvDisk {
   private use: KvUse | undefined;
   /** Files a removal failed on (EACCES, EBUSY…) while an erase runs, and what it answers (`unremovedBy`). */
   private failing: { paths: Set<string>; left: string[] } | undefined;
+  private readonly leftovers = new LeftoverPass();
 
   constructor(
     readonly dir: string,
@@ -309,7 +310,7 @@ export class KvDisk {
 
   /** Temporary files no save waits for (kv-temps.ts `leftoverTemp`). */
   private dropLeftovers(): void {
-    for (const f of forgetTempsGone(this.dir)) {
+    for (const f of this.leftovers.temps(this.dir)) {
       const path = join(this.dir, f);
       try {
         if (leftoverTemp(f, path, this.space(), this.now(), undefined, this.mono()))

@@ -93,3 +93,23 @@ export function forgetTempsGone(dir: string, seen = SIGHTINGS): string[] {
  */
 const stillFor = (path: string, st: Stats, seen: LeaseSightings, mono: number) =>
   seen.unchangedFor(path, { owner: String(st.size), expires_at: st.mtimeMs }, mono);
+
+/** Temps judged per sweep, a stat each: a folder of 100,000 held the loop (ping with it). Lowered in tests. */
+export const LEFTOVER_PASS = { max: 512 };
+
+/**
+ * The temps a sweep of a folder judges (`leftoverTemp`): at most `LEFTOVER_PASS.max`, each pass
+ * going on where the last stopped, so over passes every one is judged. An erased session's own
+ * are removed by name before (kv-disk.ts `erase`), never left to a pass.
+ */
+export class LeftoverPass {
+  private next = 0;
+
+  temps(dir: string, seen = SIGHTINGS): string[] {
+    const temps = forgetTempsGone(dir, seen).filter((f) => OWN_TEMP.test(f) || UNNAMED_TEMP.test(f));
+    if (temps.length <= LEFTOVER_PASS.max) return temps;
+    const start = this.next % temps.length;
+    this.next = start + LEFTOVER_PASS.max;
+    return [...temps.slice(start), ...temps.slice(0, start)].slice(0, LEFTOVER_PASS.max);
+  }
+}

@@ -1,0 +1,47 @@
+import { afterEach, expect, test } from "bun:test";
+import { readdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { KvDisk } from "../../../src/agent/kv/kv-disk.ts";
+import { LEFTOVER_PASS } from "../../../src/agent/kv/kv-temps.ts";
+import { tmpdir } from "../../fixtures/tmpdir.ts";
+
+// A KV folder's leftover temps were each stat'ed, all of them, synchronously on the main loop
+// at first use and at every erase: a folder of 100,000 (or one on a slow share) held ping and
+// cancel for the whole pass. A pass judges a bounded number now, the next going on after it;
+// an erased session's own temps are removed by name whatever the bound.
+const max = LEFTOVER_PASS.max;
+afterEach(() => {
+  LEFTOVER_PASS.max = max;
+});
+
+/** A temp of session `i` whose writer (pid 99999999) is no process: a leftover at once. */
+const dead = (i: number) => `s-${i.toString(16).padStart(32, "0")}.99999999-0123abcd.tmp`;
+const temps = (dir: string) => readdirSync(dir).filter((f) => f.endsWith(".tmp"));
+
+test("a sweep judges a bounded number of temps; the passes after take the rest", async () => {
+  using dir = tmpdir();
+  const disk = new KvDisk(dir.path, 1 << 30);
+  for (let i = 0; i < 10; i++) writeFileSync(join(dir.path, dead(i)), "part");
+  LEFTOVER_PASS.max = 4;
+  const left: number[] = [];
+  for (let pass = 0; pass < 3; pass++) {
+    disk.sweep();
+    left.push(temps(dir.path).length);
+  }
+  expect(left).toEqual([6, 2, 0]);
+  await disk.zeroes.done();
+});
+
+test("an erased session's temps go whatever the bound", async () => {
+  using dir = tmpdir();
+  const disk = new KvDisk(dir.path, 1 << 30);
+  for (let i = 0; i < 10; i++) writeFileSync(join(dir.path, dead(i)), "part");
+  const name = disk.nameOf("u", "s");
+  const own = `${name}.${process.pid}-0123abcd.tmp`; // its writer alive: no leftover by age
+  writeFileSync(join(dir.path, own), "tokens");
+  LEFTOVER_PASS.max = 1;
+  disk.removeSession("u", "s");
+  await disk.zeroes.done();
+  const now = temps(dir.path);
+  expect({ own: now.includes(own), others: now.length }).toEqual({ own: false, others: 9 });
+});
