@@ -30,7 +30,8 @@ export function ownerSpace(
  * clock reads (docs/agent.md, "Two cores on one data folder").
  */
 export class LeaseSightings {
-  private readonly seen = new Map<string, { value: string; at: number }>();
+  /** `moving`: its value had changed at its last look (a file being written), its time restarted. */
+  private readonly seen = new Map<string, { value: string; at: number; moving: boolean }>();
 
   /**
    * `keepTimed`: at the bound a newcomer goes untimed (0) instead of the least lately looked at
@@ -53,12 +54,21 @@ export class LeaseSightings {
       this.seen.set(key, was);
       return mono - was.at;
     }
-    if (this.seen.size >= LeaseSightings.MAX) {
-      if (this.keepTimed) return 0;
-      this.seen.delete(this.seen.keys().next().value as string);
-    }
-    this.seen.set(key, { value, at: mono });
+    if (this.seen.size >= LeaseSightings.MAX && !this.makeRoom()) return 0;
+    this.seen.set(key, { value, at: mono, moving: was !== undefined });
     return 0;
+  }
+
+  /**
+   * Room for one more: the least lately looked at forgotten; with `keepTimed`, one that was
+   * changing at its last look (a temp another writer keeps writing: its time restarts at each
+   * change anyway), never one standing still, being timed. Kept, those changing held every
+   * slot, and new temps went only by the one-day rule. False: no room.
+   */
+  private makeRoom(): boolean {
+    if (!this.keepTimed) return this.seen.delete(this.seen.keys().next().value as string);
+    for (const [key, s] of this.seen) if (s.moving) return this.seen.delete(key);
+    return false;
   }
 
   /** The session's row is taken, gone or this core's: nothing of another holder to time. */

@@ -14,3 +14,30 @@ test("a row still being looked at is kept while others come and go past the boun
     expect(seen.unchangedFor("waited", row, i)).toBe(i);
   }
 });
+
+// With `keepTimed` (a KV folder's temps, kv-temps.ts), the bound kept every entry until its temp
+// went: temps another writer keeps writing (each look a new size) held every slot, and a
+// crash's temp, standing still, was never timed, left for the one-day rule. One changing at its
+// last look gives way now (its time restarts at each change anyway); one being timed never does.
+test("temps that keep changing give way to one standing still", () => {
+  const seen = new LeaseSightings(true);
+  const writing = (look: number) => {
+    for (let i = 0; i < LeaseSightings.MAX; i++)
+      seen.unchangedFor(`w-${i}`, { owner: String(look), expires_at: 5 }, look);
+  };
+  writing(0);
+  writing(1);
+  const still = { owner: "4", expires_at: 5 };
+  expect(seen.unchangedFor("crash", still, 1)).toBe(0);
+  writing(2);
+  expect(seen.unchangedFor("crash", still, 600_001)).toBe(600_000);
+});
+
+test("with keepTimed, first sightings and those being timed are never dropped for a newcomer", () => {
+  const seen = new LeaseSightings(true);
+  const row = { owner: "1", expires_at: 5 };
+  for (let i = 0; i < LeaseSightings.MAX; i++) seen.unchangedFor(`t-${i}`, row, 0);
+  expect(seen.unchangedFor("late", row, 1)).toBe(0);
+  expect(seen.unchangedFor("late", row, 2)).toBe(0); // no room: untimed
+  expect(seen.unchangedFor("t-0", row, 3)).toBe(3);
+});

@@ -313,7 +313,7 @@ export class KvDisk {
     for (const f of this.leftovers.temps(this.dir)) {
       const path = join(this.dir, f);
       try {
-        if (leftoverTemp(f, path, this.space(), this.now(), undefined, this.mono()))
+        if (leftoverTemp(f, path, this.space(), this.now(), this.leftovers.seen, this.mono()))
           dropFile(path, this.zeroes);
       } catch {}
     }

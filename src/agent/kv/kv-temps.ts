@@ -104,9 +104,14 @@ export const LEFTOVER_PASS = { max: 512 };
  */
 export class LeftoverPass {
   private next = 0;
+  /**
+   * Its folder's temps' sightings, its own: in one table for every folder, those of a folder no
+   * longer swept (an earlier data_dir's) were never forgotten and held its room for good.
+   */
+  readonly seen = new LeaseSightings(true);
 
-  temps(dir: string, seen = SIGHTINGS): string[] {
-    const temps = forgetTempsGone(dir, seen).filter((f) => OWN_TEMP.test(f) || UNNAMED_TEMP.test(f));
+  temps(dir: string): string[] {
+    const temps = forgetTempsGone(dir, this.seen).filter((f) => OWN_TEMP.test(f) || UNNAMED_TEMP.test(f));
     if (temps.length <= LEFTOVER_PASS.max) return temps;
     const start = this.next % temps.length;
     this.next = start + LEFTOVER_PASS.max;

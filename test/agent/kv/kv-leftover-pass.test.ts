@@ -1,8 +1,10 @@
 import { afterEach, expect, test } from "bun:test";
-import { readdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { KvDisk } from "../../../src/agent/kv/kv-disk.ts";
-import { LEFTOVER_PASS } from "../../../src/agent/kv/kv-temps.ts";
+import { LEFTOVER_PASS, STALE_TEMP_MS } from "../../../src/agent/kv/kv-temps.ts";
+import { spaceOf } from "../../../src/platform/pid-space.ts";
+import { LeaseSightings } from "../../../src/store/lease-sightings.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
 // A KV folder's leftover temps were each stat'ed, all of them, synchronously on the main loop
@@ -44,4 +46,36 @@ test("an erased session's temps go whatever the bound", async () => {
   await disk.zeroes.done();
   const now = temps(dir.path);
   expect({ own: now.includes(own), others: now.length }).toEqual({ own: false, others: 9 });
+});
+
+// Every KvDisk's temps were timed in one module-wide table: a folder no longer swept (an earlier
+// data_dir's) kept its sightings for good, and once they filled the bound a new folder's temps
+// went untimed, a dead machine's save cut short left for a day instead of 10 minutes.
+test("another folder's sightings hold no room of this one's", async () => {
+  using dir = tmpdir();
+  const here = spaceOf("box", "boot-1", "pid:[4026531836]");
+  const there = spaceOf("far", "boot-9", "pid:[4026531836]");
+  let mono = 0;
+  const diskIn = (path: string) =>
+    new KvDisk(
+      path,
+      1 << 30,
+      Date.now,
+      () => here,
+      () => mono,
+    );
+  const temp = (i: number) => `s-${i.toString(16).padStart(32, "0")}.7-0123abcd-${there}.tmp`;
+  const old = join(dir.path, "old");
+  mkdirSync(old);
+  for (let i = 0; i < LeaseSightings.MAX; i++) writeFileSync(join(old, temp(i)), "part");
+  diskIn(old).sweep();
+  const now = join(dir.path, "kv");
+  const disk = diskIn(now);
+  disk.sweep();
+  writeFileSync(join(now, temp(0)), "part");
+  disk.sweep();
+  mono = STALE_TEMP_MS;
+  disk.sweep();
+  expect(temps(now)).toEqual([]);
+  await disk.zeroes.done();
 });
