@@ -32,7 +32,6 @@ export async function watchedCompletion(
   const cancel = options.signal;
   for (let resent = false; ; resent = true) {
     const watch = watchProgress(lease, cancel);
-    const sentAt = performance.now();
     try {
       const result = await streamCompletion(lease, request, {
         ...options,
@@ -40,7 +39,7 @@ export async function watchedCompletion(
         onProgress: watch.touch,
         onAlive: watch.alive,
       });
-      lease.launch.taskServed(sentAt);
+      lease.launch.taskServed();
       return result;
     } catch (err) {
       // Sent again once the lease moved to the restarted server; else thrown, reported or named.

@@ -8,7 +8,6 @@ import { type FileIdentity, fileIdentity, identityOf, sameFile } from "../util/f
 import { type SleepPhase, SleepWatch, type SleepWatchOptions } from "./idle-sleep.ts";
 import type { ProgressListener } from "./progress-beat.ts";
 import { SlotUse } from "./slot-use.ts";
-import { TaskMarks } from "./task-marks.ts";
 
 /**
  * One running llama-server, made per start (docs/supervisor.md "A launch"): the facts of that
@@ -119,11 +118,8 @@ export interface LaunchView extends LlamaEndpoint {
   /**
    * Told by whoever got an answer only llama-server's task loop gives (a completion, the
    * watched request): its loop has begun, so a polite stop is heard at once (launch-steps.ts).
-   * `sentAt` (performance.now() before the send) marks its queue passed (`tasks`).
    */
-  taskServed(sentAt?: number): void;
-  /** When the tasks it answered were sent (task-marks.ts). */
-  readonly tasks: TaskMarks;
+  taskServed(): void;
   /**
    * The check of its files begun with the last connection opened ahead, once and while fresh
    * (`connectAhead`); undefined: ask anew.
@@ -177,7 +173,6 @@ export class Launch implements LaunchView {
   readonly files: LaunchFiles | null;
   readonly rpcWorkers: readonly string[];
   readonly exited: Promise<void>;
-  readonly tasks = new TaskMarks();
   private readonly sleep: SleepWatch;
   private readonly ended: AbortController;
   private known: LlamaProps | undefined;
@@ -257,9 +252,8 @@ export class Launch implements LaunchView {
     return this.served;
   }
 
-  taskServed(sentAt?: number): void {
+  taskServed(): void {
     this.served = true;
-    if (sentAt !== undefined) this.tasks.served(sentAt);
   }
 
   get died(): AbortSignal {

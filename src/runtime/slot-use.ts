@@ -158,12 +158,6 @@ export class SlotUse {
     s.dirty = false;
   }
 
-  /** A turn uses the slot, or it holds a session's tokens: an erase now would empty them. */
-  inUse(slot: number): boolean {
-    const s = this.slots[slot];
-    return s !== undefined && (s.busy || s.holder !== undefined);
-  }
-
   holderOf(slot: number): string | undefined {
     return this.slots[slot]?.holder;
   }

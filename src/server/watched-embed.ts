@@ -90,7 +90,6 @@ export async function watchedEmbed(
     try {
       // Read once per launch, as the server turned ready (launch.ts): no input has more tokens.
       const context = await lease.launch.contextSize(signal);
-      const sentAt = performance.now();
       const out = await embed(lease, input, {
         signal,
         ...(context === undefined ? {} : { maxInputTokens: context }),
@@ -99,7 +98,7 @@ export async function watchedEmbed(
           return queuedWatch(lease, signal, work, deadline, inFlight);
         },
       });
-      lease.launch.taskServed(sentAt);
+      lease.launch.taskServed();
       suspects?.served(input);
       return out;
     } catch (err) {

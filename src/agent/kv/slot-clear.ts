@@ -107,11 +107,7 @@ function askErase(launch: LaunchView, slot: number, what: string): Promise<boole
   );
 }
 
-/**
- * Once the task before `first` is over: an erase answered, a task of the same launch sent after a
- * failure answered (task-marks.ts: the queue passed it), the server's exit, or the tries spent. A
- * turn that took the slot meanwhile is never emptied by a retry: its own request proves it.
- */
+/** Once the task before `first` is over: an erase answered, the server's exit, or the tries spent. */
 async function overBehind(
   launch: LaunchView,
   slot: number,
@@ -121,45 +117,21 @@ async function overBehind(
 ): Promise<void> {
   let erase = first;
   for (let tries = 1; ; tries++) {
-    const answered = await Promise.race([erase, death]);
-    // A server that died may still run it until its exit; an answer heard since may be another
-    // launch's on the same port.
+    if (await Promise.race([erase, death])) return;
+    // A server that died may still run it until its exit.
     if (launch.died.aborted) return exitSeen(launch);
-    if (answered) return;
-    const failedAt = performance.now();
-    if (tries >= ERASE_TRIES) return unproven(slot, what, tries);
-    const proven = await proofWithin(launch, failedAt, ERASE_RETRY.pauseMs, death);
-    if (launch.died.aborted) return exitSeen(launch);
-    if (proven) return;
-    if (launch.slots.inUse(slot)) {
-      if (await proofWithin(launch, failedAt, ERASE_TIMEOUT_MS, death)) return;
-      if (launch.died.aborted) return exitSeen(launch);
-      return unproven(slot, what, tries);
+    if (tries >= ERASE_TRIES) {
+      logger.warn(
+        `slot ${slot}'s erase behind ${what} that did not answer failed ${tries} times: its file's removal goes on unproven`,
+      );
+      return;
     }
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const pause = new Promise((r) => {
+      timer = setTimeout(r, ERASE_RETRY.pauseMs);
+    });
+    await Promise.race([pause, death]).finally(() => clearTimeout(timer));
+    if (launch.died.aborted) return exitSeen(launch);
     erase = askErase(launch, slot, what);
-  }
-}
-
-function unproven(slot: number, what: string, tries: number): void {
-  logger.warn(
-    `slot ${slot}'s erase behind ${what} that did not answer failed ${tries} times: its file's removal goes on unproven`,
-  );
-}
-
-/** True once a task sent at `at` or later was answered; false after `ms`, or at the server's death. */
-async function proofWithin(
-  launch: LaunchView,
-  at: number,
-  ms: number,
-  death: Promise<false>,
-): Promise<boolean> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const bound = new Promise((r) => {
-    timer = setTimeout(r, ms);
-  });
-  try {
-    return await launch.tasks.after(at, Promise.race([bound, death]));
-  } finally {
-    clearTimeout(timer);
   }
 }
