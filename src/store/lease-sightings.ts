@@ -51,7 +51,8 @@ export class LeaseSightings {
     this.seen.delete(key);
     if (was?.value === value) {
       // Put last again: the bound drops the least lately looked at, never a row being waited on.
-      this.seen.set(key, was);
+      // Standing still now, being timed: no longer one to give way (`makeRoom`).
+      this.seen.set(key, { ...was, moving: false });
       return mono - was.at;
     }
     if (this.seen.size >= LeaseSightings.MAX && !this.makeRoom()) return 0;

@@ -41,3 +41,18 @@ test("with keepTimed, first sightings and those being timed are never dropped fo
   expect(seen.unchangedFor("late", row, 2)).toBe(0); // no room: untimed
   expect(seen.unchangedFor("t-0", row, 3)).toBe(3);
 });
+
+// A save's temp seen while its writer wrote it (a new size at the next look), then left standing
+// when the writer crashed: its mark of having changed stayed on while it stood still, being
+// timed, and a newcomer at the bound took its room, its time lost. Each such loss restarted its
+// 10 minutes: a deleted session's tokens in it waited for the one-day rule instead.
+test("a temp that changed once, then stands still, keeps its time against newcomers", () => {
+  const seen = new LeaseSightings(true);
+  expect(seen.unchangedFor("crash", { owner: "1", expires_at: 5 }, 0)).toBe(0);
+  const still = { owner: "2", expires_at: 6 };
+  expect(seen.unchangedFor("crash", still, 1)).toBe(0); // written on: timed from here
+  expect(seen.unchangedFor("crash", still, 2)).toBe(1); // standing still since
+  const row = { owner: "1", expires_at: 5 };
+  for (let i = 0; i < LeaseSightings.MAX; i++) seen.unchangedFor(`new-${i}`, row, 3);
+  expect(seen.unchangedFor("crash", still, 600_001)).toBe(600_000);
+});
