@@ -1,4 +1,5 @@
 import { logger } from "../../util/logger.ts";
+import { wholeCharCut } from "../../util/text-cut.ts";
 import { within } from "../../util/within.ts";
 import type { OutboundMessage } from "../messages.ts";
 import { EventLines } from "./event-line.ts";
@@ -26,6 +27,13 @@ export interface WriterOptions {
  * core by gigabytes before reading paused (a hostile review: 50 unread requests, +1.5 GB).
  */
 export const MAX_HELD_CHARS = 64 * 1024 * 1024;
+
+/**
+ * The most characters handed to the sink in one write, the loop turning between two: a 20 MB
+ * image's `sessions.attachment` answer (27 Mi characters) written whole held the main loop
+ * 100-200 ms encoding it, a ping or a cancel unread meanwhile (docs/protocol.md#images).
+ */
+export const WRITE_SLICE_CHARS = 1024 * 1024;
 
 /**
  * The one background writer of docs/protocol.md#output-buffering-the-writer: a bounded FIFO drained
@@ -189,17 +197,25 @@ export class Writer {
     if (this.writing) return;
     this.writing = true;
     while (this.queue.length > 0 && !this.broken) {
-      const batch = this.queue.join("");
+      const lines = this.queue;
       this.queue = [];
       this.wakeRoomWaiters();
+      let written = 0;
       try {
-        // Only a sink that pushes back makes the writer wait; otherwise the loop goes on at once.
-        const accepted = this.sink.write(batch);
-        if (accepted) await accepted;
+        // One write a batch, unless it is long: then a slice a turn of the loop, in order (no
+        // other line is written until the batch's last slice is).
+        for (const piece of writeSlices(lines)) {
+          if (written > 0) await new Promise((r) => setImmediate(r));
+          written += piece.length;
+          // Only a sink that pushes back makes the writer wait; otherwise the loop goes on at once.
+          const accepted = this.sink.write(piece);
+          if (accepted) await accepted;
+          if (this.broken) break;
+        }
       } catch (err) {
         this.markBroken(err);
       }
-      this.held -= batch.length;
+      this.held -= lines.reduce((n, l) => n + l.length, 0);
       this.wakeRoomWaiters();
     }
     this.writing = false;
@@ -238,6 +254,35 @@ export class Writer {
       for (const r of readers) r();
     }
   }
+}
+
+/**
+ * A batch's lines as the sink takes them: joined up to WRITE_SLICE_CHARS, a longer line cut
+ * into slices of it, never between the halves of a surrogate pair (the sink encodes each write
+ * alone: a lone half would become U+FFFD).
+ */
+function* writeSlices(lines: readonly string[]): Generator<string> {
+  let group: string[] = [];
+  let chars = 0;
+  for (const line of lines) {
+    if (chars + line.length > WRITE_SLICE_CHARS && group.length > 0) {
+      yield group.join("");
+      group = [];
+      chars = 0;
+    }
+    if (line.length <= WRITE_SLICE_CHARS) {
+      group.push(line);
+      chars += line.length;
+      continue;
+    }
+    for (let at = 0; at < line.length; ) {
+      const end =
+        at + WRITE_SLICE_CHARS >= line.length ? line.length : wholeCharCut(line, at + WRITE_SLICE_CHARS);
+      yield line.slice(at, end);
+      at = end;
+    }
+  }
+  if (group.length > 0) yield group.join("");
 }
 
 function serialize(msg: OutboundMessage): string {

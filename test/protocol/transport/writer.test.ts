@@ -1,6 +1,11 @@
 import { describe, expect, test } from "bun:test";
 import type { OutboundMessage } from "../../../src/protocol/messages.ts";
-import { MAX_HELD_CHARS, type Sink, Writer } from "../../../src/protocol/transport/writer.ts";
+import {
+  MAX_HELD_CHARS,
+  type Sink,
+  WRITE_SLICE_CHARS,
+  Writer,
+} from "../../../src/protocol/transport/writer.ts";
 import { waitFor } from "../../fixtures/wait.ts";
 
 /** A sink that records each batch and can be held (a stalled reader) or broken. */
@@ -179,4 +184,36 @@ test("events a host leaves unread are dropped past MAX_HELD_CHARS too, whatever 
   expect(await w.drain(1000)).toBe(true);
   const lines = s.lines();
   expect(lines.map((l) => l.n ?? l.id)).toEqual([...Array.from({ length: kept }, (_, i) => i), "r"]);
+});
+
+test("a long answer is written a slice at a time, the loop turning between, never inside a surrogate pair", async () => {
+  // A 20 MB image's sessions.attachment answer (27 Mi characters) went to stdout in one write:
+  // its encoding held the main loop 100-200 ms on a 2-core machine, a ping or a cancel unread
+  // meanwhile (a hostile review). The line is the same, in order; only its writes are cut.
+  const writes: string[] = [];
+  const order: string[] = [];
+  const w = new Writer(
+    {
+      write: (data) => {
+        writes.push(data);
+        order.push("write");
+      },
+    },
+    { queueSize: 100 },
+  );
+  // An emoji (a surrogate pair) right across the first slice's end.
+  const data = `${"a".repeat(WRITE_SLICE_CHARS - 40)}\u{1F600}${"b".repeat(3 * WRITE_SLICE_CHARS)}`;
+  const answered = w.terminal({ id: "a", type: "result", result: { data } });
+  const pings = setInterval(() => order.push("ping"), 0);
+  await answered;
+  expect(await w.drain(5000)).toBe(true);
+  clearInterval(pings);
+  expect(writes.length).toBeGreaterThanOrEqual(4);
+  for (const piece of writes) {
+    expect(piece.length).toBeLessThanOrEqual(WRITE_SLICE_CHARS);
+    expect(piece.isWellFormed()).toBe(true);
+  }
+  expect(JSON.parse(writes.join(""))).toEqual({ id: "a", type: "result", result: { data } });
+  // The loop turned between the writes: a timer ran before the last one.
+  expect(order.indexOf("ping")).toBeLessThan(order.lastIndexOf("write"));
 });
