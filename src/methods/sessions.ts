@@ -138,7 +138,11 @@ export const sessionsAttachment = defineMethod({
   name: "sessions.attachment",
   params: SessionsAttachmentParamsSchema,
   result: () => SessionsAttachmentResultSchema,
-  run: async (p, _ctx, services) => attachmentOf(await importedStore(services), p.user_id, p.id),
+  // Its `data` a LongText: the writer writes it as the base64 string the schema says, in pieces.
+  run: async (p, _ctx, services) => {
+    const found = await attachmentOf(await importedStore(services), p.user_id, p.id);
+    return { ...found, data: found.data as unknown as string };
+  },
 });
 
 /** Everything of the user, erased for good; a user with nothing is not an error. */

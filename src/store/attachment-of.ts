@@ -1,4 +1,5 @@
 import { CoreError } from "../protocol/errors.ts";
+import { LongText } from "../util/long-text.ts";
 import { type AttachmentData, PART_BYTES } from "./attachments.ts";
 import type { Store } from "./store.ts";
 
@@ -29,12 +30,15 @@ export async function readAttachment(
   return { ...head, data };
 }
 
-/** `sessions.attachment`: one of the user's images, its bytes as base64; an id the user has not is refused. */
+/**
+ * `sessions.attachment`: one of the user's images, its bytes as base64; an id the user has not is
+ * refused. The base64 stays in pieces, written one at a time (util/long-text.ts).
+ */
 export async function attachmentOf(
   store: Store,
   userId: string,
   id: number,
-): Promise<{ id: number; mime: string; bytes: number; data: string }> {
+): Promise<{ id: number; mime: string; bytes: number; data: LongText }> {
   const found = await readAttachment(store, userId, id);
   if (!found)
     throw new CoreError("invalid_request", `params.id: no attachment ${id} for this user`, {
@@ -52,5 +56,5 @@ export async function attachmentOf(
     );
     pieces.push(piece.toString("base64"));
   }
-  return { id: found.id, mime: found.mime, bytes: found.bytes, data: pieces.join("") };
+  return { id: found.id, mime: found.mime, bytes: found.bytes, data: new LongText(pieces) };
 }

@@ -80,6 +80,7 @@ export class ChatHarness {
       reuse: { quietMs: options.reuseQuietMs, quietSeen: (q) => this.quietSaves.push(q) },
     });
     const harness = this;
+    let pending = "";
     const writer = new (class extends Writer {
       override event(msg: Parameters<Writer["event"]>[0]): boolean {
         harness.onEmit(msg as unknown as Msg);
@@ -92,7 +93,10 @@ export class ChatHarness {
     })(
       {
         write: (data) => {
-          for (const line of data.split("\n")) if (line) this.out.push(JSON.parse(line));
+          // A long line comes in slices (writer.ts, WRITE_SLICE_CHARS): whole lines only are read.
+          const lines = (pending + data).split("\n");
+          pending = lines.pop() ?? "";
+          for (const line of lines) if (line) this.out.push(JSON.parse(line));
           const w = this.waiters;
           this.waiters = [];
           for (const f of w) f();

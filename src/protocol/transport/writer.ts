@@ -1,4 +1,5 @@
 import { logger } from "../../util/logger.ts";
+import { jsonLine } from "../../util/long-text.ts";
 import { wholeCharCut } from "../../util/text-cut.ts";
 import { within } from "../../util/within.ts";
 import type { OutboundMessage } from "../messages.ts";
@@ -42,7 +43,7 @@ export const WRITE_SLICE_CHARS = 1024 * 1024;
  * from then on, so request processing never depends on the host reading.
  */
 export class Writer {
-  private queue: string[] = [];
+  private queue: Line[] = [];
   /** A sink write is in progress (its batch left the queue). */
   private writing = false;
   /** A microtask pump is scheduled. */
@@ -137,11 +138,11 @@ export class Writer {
       this.enqueue(line);
       return Promise.resolve();
     }
-    this.held += line.length;
+    this.held += charsOf(line);
     return new Promise<void>((resolve) => {
       // The waker enqueues the line itself, so waiters keep their order and none re-checks.
       this.roomWaiters.push(() => {
-        this.held -= line.length;
+        this.held -= charsOf(line);
         if (!this.broken) this.enqueue(line);
         resolve();
       });
@@ -176,9 +177,9 @@ export class Writer {
     return this.broken || (this.queue.length === 0 && !this.writing);
   }
 
-  private enqueue(line: string): void {
+  private enqueue(line: Line): void {
     this.queue.push(line);
-    this.held += line.length;
+    this.held += charsOf(line);
     if (this.writing) return; // the running pump takes it with its next batch
     if (this.queue.length >= this.options.queueSize) {
       // Full while the sink is free: hand the batch over now rather than make callers wait.
@@ -215,7 +216,7 @@ export class Writer {
       } catch (err) {
         this.markBroken(err);
       }
-      this.held -= lines.reduce((n, l) => n + l.length, 0);
+      this.held -= lines.reduce((n, l) => n + charsOf(l), 0);
       this.wakeRoomWaiters();
     }
     this.writing = false;
@@ -261,10 +262,10 @@ export class Writer {
  * into slices of it, never between the halves of a surrogate pair (the sink encodes each write
  * alone: a lone half would become U+FFFD).
  */
-function* writeSlices(lines: readonly string[]): Generator<string> {
+function* writeSlices(lines: readonly Line[]): Generator<string> {
   let group: string[] = [];
   let chars = 0;
-  for (const line of lines) {
+  for (const line of lines.flat()) {
     if (chars + line.length > WRITE_SLICE_CHARS && group.length > 0) {
       yield group.join("");
       group = [];
@@ -285,8 +286,14 @@ function* writeSlices(lines: readonly string[]): Generator<string> {
   if (group.length > 0) yield group.join("");
 }
 
-function serialize(msg: OutboundMessage): string {
-  return JSON.stringify(msg) + "\n";
+/** A message's line: one string, or in pieces (a LongText's, util/long-text.ts), written in order. */
+type Line = string | readonly string[];
+
+const charsOf = (line: Line): number =>
+  typeof line === "string" ? line.length : line.reduce((n, p) => n + p.length, 0);
+
+function serialize(msg: OutboundMessage): Line {
+  return jsonLine(msg);
 }
 
 /**

@@ -6,6 +6,7 @@ import {
   WRITE_SLICE_CHARS,
   Writer,
 } from "../../../src/protocol/transport/writer.ts";
+import { LongText } from "../../../src/util/long-text.ts";
 import { waitFor } from "../../fixtures/wait.ts";
 
 /** A sink that records each batch and can be held (a stalled reader) or broken. */
@@ -216,4 +217,27 @@ test("a long answer is written a slice at a time, the loop turning between, neve
   expect(JSON.parse(writes.join(""))).toEqual({ id: "a", type: "result", result: { data } });
   // The loop turned between the writes: a timer ran before the last one.
   expect(order.indexOf("ping")).toBeLessThan(order.lastIndexOf("write"));
+});
+
+test("an answer in pieces (a LongText: an image's base64) is written from its pieces, in order, among other lines", async () => {
+  const writes: string[] = [];
+  const w = new Writer({ write: (data) => void writes.push(data) }, { queueSize: 100 });
+  const pieces = Array.from({ length: 3 }, (_, i) =>
+    String.fromCharCode(65 + i).repeat(WRITE_SLICE_CHARS + 8),
+  );
+  w.event(ev(1));
+  await w.terminal({ id: "a", type: "result", result: { data: new LongText(pieces), bytes: 3 } });
+  await w.terminal(result("b"));
+  expect(await w.drain(5000)).toBe(true);
+  for (const piece of writes) expect(piece.length).toBeLessThanOrEqual(WRITE_SLICE_CHARS);
+  const lines = writes
+    .join("")
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
+  expect(lines).toEqual([
+    { id: "c", type: "event", event: "llm_chunk", n: 1 },
+    { id: "a", type: "result", result: { data: pieces.join(""), bytes: 3 } },
+    { id: "b", type: "result", result: { status: "ok" } },
+  ]);
 });

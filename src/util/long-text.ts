@@ -1,0 +1,47 @@
+/**
+ * A long JSON string value kept in pieces that JSON writes as they are (base64: no character
+ * needs escaping), so the answer that carries it is written a piece at a time and never made one
+ * string: a 20 MB image's `sessions.attachment` answer (27 Mi characters) joined, stringified and
+ * written whole held the main loop 100-200 ms on a 2-core machine (docs/protocol.md#images).
+ * Stringified by anything but the writer's `jsonLine`, it is the joined text.
+ */
+export class LongText {
+  constructor(readonly pieces: readonly string[]) {}
+
+  toJSON(): string {
+    if (!found) return this.pieces.join("");
+    found.push(this);
+    return `\u0000${NONCE}:${found.length - 1}`;
+  }
+}
+
+/** The LongTexts of the value `jsonLine` is stringifying (JSON.stringify runs to its end: one at a time). */
+let found: LongText[] | undefined;
+
+/** No text of a message can hold it: JSON writes a NUL as `\u0000`, the marker holds that escape. */
+const NONCE = crypto.randomUUID();
+const MARK = new RegExp(`"\\\\u0000${NONCE}:(\\d+)"`, "g");
+
+/**
+ * `value`'s JSON and a newline: one string, or the text around each LongText with its pieces in
+ * its place (their quotes in the text), in order.
+ */
+export function jsonLine(value: unknown): string | string[] {
+  found = [];
+  const texts = found;
+  let text: string;
+  try {
+    text = `${JSON.stringify(value)}\n`;
+  } finally {
+    found = undefined;
+  }
+  if (texts.length === 0) return text;
+  const out: string[] = [];
+  let at = 0;
+  for (const m of text.matchAll(MARK)) {
+    out.push(`${text.slice(at, m.index)}"`, ...(texts[Number(m[1])] as LongText).pieces);
+    at = m.index + m[0].length - 1;
+  }
+  out.push(text.slice(at));
+  return out;
+}
