@@ -77,8 +77,14 @@ async function png(b: Uint8Array): Promise<ImageHeader> {
     if (at + 12 > b.length) return damaged("a truncated PNG: it ends before its IEND chunk");
     const length = u32be(b, at);
     const type = u32be(b, at + 4);
-    if (at + 12 + length > b.length)
-      return damaged(`a truncated PNG: its ${ascii(b, at + 4, 4)} chunk runs past the end`);
+    if (at + 12 + length > b.length) {
+      // Named only when its type is one (four letters): a length gone wrong lands in the pixels,
+      // and the image's own bytes are never quoted into a refusal.
+      const kind = ascii(b, at + 4, 4);
+      return damaged(
+        `a truncated PNG: ${/^[A-Za-z]{4}$/.test(kind) ? `its ${kind}` : "a"} chunk runs past the end`,
+      );
+    }
     if (type === IDAT) data = true;
     if (type === IEND) break;
     at += 12 + length;

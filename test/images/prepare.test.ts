@@ -31,6 +31,24 @@ describe("an image's header", () => {
     expect(await readImageHeader(bmp(5, 3))).toEqual({ ok: true, format: "bmp", width: 5, height: 3 });
   });
 
+  test("a damaged PNG's refusal names a chunk by its type only when that is one, never quoting other bytes", async () => {
+    // After IHDR, a chunk whose length runs past the end and whose "type" is the image's own
+    // bytes (a length field gone wrong lands in the pixels): they were quoted into the message.
+    const whole = png(16, 16);
+    const bad = Buffer.concat([
+      whole.subarray(0, 33),
+      Buffer.from([0, 0, 0x10, 0, 0x1b, 0x5b, 0xff, 0x07, 1, 2, 3, 4]),
+    ]);
+    const header = await readImageHeader(bad);
+    expect(header).toEqual({
+      ok: false,
+      kind: "damaged",
+      problem: "a truncated PNG: a chunk runs past the end",
+    });
+    const named = await readImageHeader(whole.subarray(0, 50));
+    expect(!named.ok && named.problem).toMatch(/^a truncated PNG: its [A-Za-z]{4} chunk runs past the end$/);
+  });
+
   test("a truncated PNG is damaged wherever it is cut (the chunks are walked to IEND)", async () => {
     const whole = png(16, 16);
     for (const cut of [20, 40, whole.length - 12, whole.length - 1]) {
