@@ -45,6 +45,17 @@ for (const form of FORMS) {
       expect(json(recorded("105-vision-image-without-mmproj.txt")[1]!).modalities.vision).toBe(false);
     });
 
+    test("/v1/models lists multimodal with a projector (transcript 100b), completion alone without (05)", async () => {
+      const t = recorded("100b-vision-v1-models.txt")[0]!;
+      const withProjector = await open({ vision: {} });
+      const listed = (await (await replay(withProjector, t)).json()) as Json;
+      expect(listed.models[0].capabilities).toEqual(json(t).models[0].capabilities);
+      await withProjector.stop();
+      const without = await open({});
+      const bare = (await (await replay(without, t)).json()) as Json;
+      expect(bare.models[0].capabilities).toEqual(["completion"]);
+    });
+
     test("an image costs its projector's tokens: +64 whatever its size with the fixed one (transcripts 101, 102, 103)", async () => {
       const s = await open({ vision: {} });
       const [textOnly, oneImage, bigImage] = recorded("103-vision-image-token-cost.txt");
