@@ -141,9 +141,13 @@ async function readOffLoop(
   signal: AbortSignal | undefined,
 ): Promise<FileVerdict | Unfinished> {
   const thread = new ChunkThread(path, 0);
-  const reading = thread
-    .checkFile()
-    .catch((err: Error): FileVerdict => ({ kind: "unreadable", message: err.message }));
+  const reading = thread.checkFile().catch(
+    (err: Error & { code?: string }): FileVerdict => ({
+      kind: "unreadable",
+      message: err.message,
+      code: err.code,
+    }),
+  );
   const limit = seconds(limitMs);
   let onStop = () => {};
   const stopped = new Promise<Unfinished>((resolve) => {
@@ -160,7 +164,8 @@ async function readOffLoop(
   }
 }
 
-function verdictCheck(
+/** The read's verdict in words (exported for tests: verdicts no real file gives on demand). */
+export function verdictCheck(
   verdict: FileVerdict | Unfinished,
   path: string,
   status: Check["status"],
@@ -194,7 +199,7 @@ function verdictCheck(
     case "ok":
       return { id: "store", status, message: `${path} is healthy; ${fts}`, data };
     case "unreadable":
-      if (leftJournal(path, verdict.message))
+      if (leftJournal(path, verdict))
         return {
           id: "store",
           status: "warn",
@@ -240,12 +245,17 @@ function unwritable(path: string): { file: string; problem: string } | undefined
 /**
  * SQLite refused the read-only check for a hot journal it must roll back first: a regular
  * `-journal` with something in it (a FIFO or a link there is named earlier, `oddSideFile`).
- * That is no unreadable file: the core's next open, read-write, rolls it back.
+ * That is no unreadable file: the core's next open, read-write, rolls it back. SQLite's code
+ * says so (`SQLITE_READONLY_ROLLBACK`); its wording only where no code came (a path with
+ * "read-only" in it is in some messages).
  */
-function leftJournal(path: string, message: string): boolean {
+function leftJournal(path: string, verdict: { message: string; code?: string }): boolean {
+  const refused = verdict.code
+    ? /^SQLITE_READONLY/.test(verdict.code)
+    : /readonly|read-only/i.test(verdict.message);
   try {
     const journal = lstatSync(`${path}-journal`);
-    return journal.isFile() && journal.size > 0 && /readonly|read-only/i.test(message);
+    return journal.isFile() && journal.size > 0 && refused;
   } catch {
     return false;
   }

@@ -1,9 +1,9 @@
 import { describe, expect, test } from "bun:test";
 import { execFileSync } from "node:child_process";
-import { statSync } from "node:fs";
+import { statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ConfigSchema } from "../../src/config/schema.ts";
-import { storeCheck } from "../../src/doctor/store-check.ts";
+import { storeCheck, verdictCheck } from "../../src/doctor/store-check.ts";
 import { DB_FILE, openStore } from "../../src/store/db/open.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
@@ -41,4 +41,44 @@ test("a leftover rollback journal is named as such, not as an unreadable databas
   expect(c).toMatchObject({ id: "store", status: "warn", data: { journal: `${path}-journal` } });
   expect(c.message).toContain("rollback journal");
   expect(c.message).not.toContain("cannot be read");
+});
+
+// The journal was told from other failures by SQLite's wording ("readonly"/"read-only") alone:
+// a path holding those words (a thread's stop names the path) read as a journal to roll back, and
+// a SQLite whose wording differs read a hot journal as "cannot be read". Its code decides now.
+describe("a leftover journal is told by SQLite's code", () => {
+  const hotJournal = (dir: string) => {
+    const path = join(dir, DB_FILE);
+    writeFileSync(path, "x");
+    writeFileSync(`${path}-journal`, "x");
+    return path;
+  };
+
+  test("SQLITE_READONLY_ROLLBACK is the journal whatever the message says", () => {
+    using dir = tmpdir();
+    const path = hotJournal(dir.path);
+    const verdict = {
+      kind: "unreadable" as const,
+      message: "écriture refusée",
+      code: "SQLITE_READONLY_ROLLBACK",
+    };
+    expect(verdictCheck(verdict, path, "ok", "FTS5 search", {})).toMatchObject({ status: "warn" });
+  });
+
+  test("another code is no journal even with 'read-only' in the message", () => {
+    using dir = tmpdir();
+    const path = hotJournal(join(dir.path));
+    const message = `the store's thread for /media/read-only/${DB_FILE} stopped (it crashed) before it answered`;
+    const verdict = { kind: "unreadable" as const, message, code: "internal_error" };
+    const c = verdictCheck(verdict, path, "ok", "FTS5 search", {});
+    expect(c).toMatchObject({ status: "fail" });
+    expect(c.message).toContain("cannot be read");
+  });
+
+  test("no code: the message still decides", () => {
+    using dir = tmpdir();
+    const path = hotJournal(dir.path);
+    const verdict = { kind: "unreadable" as const, message: "attempt to write a readonly database" };
+    expect(verdictCheck(verdict, path, "ok", "FTS5 search", {})).toMatchObject({ status: "warn" });
+  });
 });

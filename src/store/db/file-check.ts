@@ -7,7 +7,7 @@ export type FileVerdict =
   | { kind: "damaged"; problem: string }
   | { kind: "reset"; from: string }
   | { kind: "ok" }
-  | { kind: "unreadable"; message: string };
+  | { kind: "unreadable"; message: string; code?: string };
 
 /**
  * The database at `path` opened read-only (diagnosing changes nothing, and a running core may hold
@@ -28,7 +28,9 @@ export function checkFile(path: string): FileVerdict {
     } | null;
     return reset ? { kind: "reset", from: reset.value } : { kind: "ok" };
   } catch (err) {
-    return { kind: "unreadable", message: (err as Error).message };
+    // SQLite's code (`SQLITE_READONLY_ROLLBACK`: a hot journal) says what went wrong; its wording may not.
+    const { message, code } = err as { message: string; code?: string };
+    return { kind: "unreadable", message, code };
   } finally {
     db?.close();
   }
