@@ -49,10 +49,23 @@ export interface RunRecordsOptions {
   driveAnswers?: (path: string) => Promise<boolean>;
 }
 
-/** `leader`: a recorded member of the group that pid led (gone), still running. */
+/**
+ * `leader`: a recorded member of the group that pid led (gone), still running. `reaper`: what the
+ * next start does with it (runtime/pid-file.ts `reapFile`): stops it, or leaves it running and
+ * only logs why (`why`, in words of doctor's own: the reaper's reason may quote a command line).
+ */
 type Finding =
   | { file: string; finding: "foreign"; uid: number }
-  | { file: string; finding: "leftover"; pid: number; kind: string; leader?: number };
+  | {
+      file: string;
+      finding: "leftover";
+      pid: number;
+      kind: string;
+      leader?: number;
+      reaper: "stops" | "leaves";
+      why?: string;
+    };
+type Leftover = Extract<Finding, { finding: "leftover" }>;
 
 type JudgeDeps = {
   alive: (pid: number) => boolean;
@@ -123,11 +136,7 @@ export async function runRecordsCheck(config: Config, options: RunRecordsOptions
       : []),
   ];
   const fixes = [
-    ...(leftover.length > 0
-      ? [
-          "start the core once (it stops the leftovers it can show to be its own), or stop those pids yourself",
-        ]
-      : []),
+    ...leftoverFixes(leftover as Leftover[]),
     ...(foreign.length > 0
       ? [
           `that user's cores (or a core run with sudo) share ${dataDir}: give each user a data_dir of their own, and remove those records once their processes are gone`,
@@ -141,6 +150,28 @@ export async function runRecordsCheck(config: Config, options: RunRecordsOptions
     fix: fixes.join("; "),
     data,
   };
+}
+
+/**
+ * What to do about each leftover, as the reaper will treat it: "start the core once" stops only
+ * those it shows to be its own; the others it logs and leaves running, for the user to stop.
+ */
+function leftoverFixes(leftover: Leftover[]): string[] {
+  const pids = (fs: Leftover[]) =>
+    `pid${fs.length > 1 ? "s" : ""} ${fs
+      .slice(0, 5)
+      .map((f) => f.pid)
+      .join(", ")}${fs.length > 5 ? ", …" : ""}`;
+  const stops = leftover.filter((f) => f.reaper === "stops");
+  const leaves = leftover.filter((f) => f.reaper === "leaves");
+  return [
+    ...(stops.length > 0 ? [`start the core once: it stops ${pids(stops)}, shown to be its own`] : []),
+    ...(leaves.length > 0
+      ? [
+          `stop ${pids(leaves)} yourself once sure they are leftovers: the core leaves them running (${leaves[0]?.why})`,
+        ]
+      : []),
+  ];
 }
 
 /**
@@ -183,17 +214,24 @@ async function judge(file: string, uid: number | undefined, deps: JudgeDeps): Pr
   // Another process at the pid since (a reuse): the next start removes the record.
   const now = deps.identity(r.pid);
   if (now ? now.start_time !== r.start_time : partial) return [];
-  if (partial && now) {
-    const configured = (await deps.configured())[r.kind ?? "llama-server"] ?? [];
-    if ((await judgeAsked(r, now, configured, deps)).verdict !== "ours") return [];
-  }
-  return [{ file, finding: "leftover", pid: r.pid, kind: kindOf(r) }];
+  // Not shown to be the one launched (its start time unread, another program): the reaper logs
+  // it and leaves it running (pid-file.ts `reapFile`); of a record read in part, says nothing.
+  const configured = (await deps.configured())[r.kind ?? "llama-server"] ?? [];
+  const ours = now !== null && (await judgeAsked(r, now, configured, deps)).verdict === "ours";
+  if (partial && !ours) return [];
+  const base = { file, finding: "leftover", pid: r.pid, kind: kindOf(r) } as const;
+  return [ours ? { ...base, reaper: "stops" } : { ...base, reaper: "leaves", why: NOT_SHOWN }];
 }
+
+const NOT_SHOWN = "it cannot be shown to be the process a core started";
+const UNCONFIGURED = "its program is not one this core is configured to run";
+const LATE = "its program's drive does not answer";
 
 /**
  * The leader gone: the recorded group members still the very processes (a wrapper's shell died,
- * its llama-server stuck in the group), which the reaper stops (runtime/leftover-stop.ts
- * `leaderGone`); of a record read in part, only where it would (its program one configured).
+ * its llama-server stuck in the group). The reaper (runtime/leftover-stop.ts `leaderGone`) stops
+ * them where the record's program is one configured, else logs them and leaves them running; of
+ * a record read in part, it says nothing of those (left as another space's), nor doctor.
  */
 async function membersLeft(
   file: string,
@@ -203,13 +241,16 @@ async function membersLeft(
 ): Promise<Finding[]> {
   const live = liveMembers(r, { ...deps, startOf: (pid) => deps.identity(pid)?.start_time ?? null });
   if (live.length === 0) return [];
-  if (partial) {
-    const configured = (await deps.configured())[r.kind ?? "llama-server"] ?? [];
-    const binary = r.binary;
-    if (binary === undefined || (await programLate(binary, configured, deps)) !== null) return [];
-    if (!configured.some((c) => sameFile(binary, c))) return [];
-  }
-  return live.map((m) => ({ file, finding: "leftover", pid: m.pid, kind: kindOf(r), leader: r.pid }));
+  const configured = (await deps.configured())[r.kind ?? "llama-server"] ?? [];
+  const binary = r.binary;
+  const late = (await programLate(binary, configured, deps)) !== null;
+  const stops = !late && binary !== undefined && configured.some((c) => sameFile(binary, c));
+  if (partial && !stops) return [];
+  const why = late ? LATE : UNCONFIGURED;
+  return live.map((m) => {
+    const base = { file, finding: "leftover", pid: m.pid, kind: kindOf(r), leader: r.pid } as const;
+    return stops ? { ...base, reaper: "stops" } : { ...base, reaper: "leaves", why };
+  });
 }
 
 /** What the core's reaper is told it runs (runtime/reap-at-startup.ts). */
