@@ -168,12 +168,24 @@ export class MigrateFirst {
     }
     if (!this.loopTryOwed) return open();
     this.loopTryOwed = false;
+    // Read before: the config gone by the catch, a read there threw, its error replaced the
+    // failure and nothing was kept, so the next method ran the migration on the loop again.
+    const dataDir = this.dataDirNow();
     try {
       return open();
     } catch (err) {
-      this.loopFailed = migrationFailed(this.deps.dataDir(), err);
+      this.loopFailed = migrationFailed(dataDir, err);
       this.loopFailedAt = this.now();
       throw this.loopFailed;
+    }
+  }
+
+  /** app.data_dir, or undefined with no config (the failure is worded without it). */
+  private dataDirNow(): string | undefined {
+    try {
+      return this.deps.dataDir();
+    } catch {
+      return undefined;
     }
   }
 
@@ -207,11 +219,11 @@ export class MigrateFirst {
 }
 
 /** The one try on the loop after a crashed thread failed: named, and what to do about it. */
-function migrationFailed(dataDir: string, err: unknown): CoreError {
+function migrationFailed(dataDir: string | undefined, err: unknown): CoreError {
   const why = err instanceof Error ? err.message : String(err);
   return new CoreError(
     "internal_error",
-    `the database in ${dataDir} could not be brought up to date for this version (${why}), and nothing this request asked was done; it is tried again in ${MIGRATION_RETRY_AFTER_MS / 1000} s, or at the core's next start`,
+    `the database${dataDir === undefined ? "" : ` in ${dataDir}`} could not be brought up to date for this version (${why}), and nothing this request asked was done; it is tried again in ${MIGRATION_RETRY_AFTER_MS / 1000} s, or at the core's next start`,
     { key: "app.data_dir", problem: "migration_failed", cause: problemOf(err) || undefined },
   );
 }

@@ -38,22 +38,27 @@ test("a migration thread that crashes: the waiters go on, the store opening (and
   expect(schemaVersion(dir.path)).toBe(SCHEMA_VERSION);
 });
 
+/** A MigrateFirst whose every thread crashes (exits unanswered), app.data_dir read by `dataDir`. */
+function crashingFirst(path: string, dataDir: () => string): MigrateFirst {
+  const shutdown = new ShutdownOrder();
+  return new MigrateFirst({
+    dataDir,
+    needless: () => shutdown.begun,
+    shutdown,
+    migrate: () => ({
+      done: Promise.reject(threadStopped(join(path, "local-ai.db"), "it exited")),
+      stop: () => {},
+    }),
+  });
+}
+
 // The one try on the loop after a crash failed (a full disk mid-migration): every next method
 // opened the store on the loop again, each blocking ping and cancel for a migration of seconds
 // that failed the same way. Now the failure is kept, named, and the next opens refused at once.
 test("a crashed thread's one try on the loop that fails: next opens refused at once, named, never run again", async () => {
   using dir = tmpdir();
   olderDatabase(dir.path, 1);
-  const shutdown = new ShutdownOrder();
-  const first = new MigrateFirst({
-    dataDir: () => dir.path,
-    needless: () => shutdown.begun,
-    shutdown,
-    migrate: () => ({
-      done: Promise.reject(threadStopped(join(dir.path, "local-ai.db"), "it exited")),
-      stop: () => {},
-    }),
-  });
+  const first = crashingFirst(dir.path, () => dir.path);
   await first.ready();
   let opens = 0;
   const full = () => {
@@ -164,4 +169,36 @@ test("a crashed thread's failed loop try is refused only for a cool-down, then t
   await first.ready();
   expect(runs).toBe(2);
   expect(first.openOnLoop(() => "opened")).toBe("opened");
+});
+
+// The one try's catch read app.data_dir again to word the failure: the config gone meanwhile,
+// that read threw, its error replaced the failure, nothing was kept, and the next method ran the
+// migration on the loop again, blocking ping and cancel once more. What it needs is read first.
+test("a crashed thread's failed loop try is kept even when the config is gone by then", async () => {
+  using dir = tmpdir();
+  olderDatabase(dir.path, 1);
+  let configGone = false;
+  const first = crashingFirst(dir.path, () => {
+    if (configGone) throw new CoreError("config_invalid", "no config");
+    return dir.path;
+  });
+  await first.ready();
+  let opens = 0;
+  const full = () => {
+    opens++;
+    configGone = true;
+    throw new CoreError("internal_error", "database or disk is full", { problem: "SQLITE_FULL" });
+  };
+  const errors: CoreError[] = [];
+  for (let i = 0; i < 2; i++) {
+    try {
+      first.openOnLoop(full);
+    } catch (err) {
+      errors.push(err as CoreError);
+    }
+  }
+  expect(opens).toBe(1);
+  expect(errors[0]?.data?.problem).toBe("migration_failed");
+  expect(errors[0]?.message).toContain(dir.path);
+  expect(errors[1]).toBe(errors[0]);
 });
