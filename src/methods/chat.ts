@@ -11,17 +11,8 @@ import { ChatEventFields, type ChatParams, ChatParamsSchema, ChatResultSchema } 
 import type { LlamaProvider, StartTicket } from "../runtime/endpoint.ts";
 import type { Place } from "../store/keyed-mutex.ts";
 import { abortable } from "../util/abortable.ts";
-import { logger } from "../util/logger.ts";
 import { defineMethod } from "./definition.ts";
 import { modelsApi } from "./models-api.ts";
-
-/** A file the edit's erase could not remove: the chat's answer stands (it is committed), the log says so. */
-function keptEditedKv(left: string[] | undefined): void {
-  if (left?.length)
-    logger.warn(
-      `an edit's replaced messages stay in ${left.length} saved KV state file(s) that could not be removed (${left[0]}); the session's next delete takes them`,
-    );
-}
 
 /**
  * A plain chat starts llama-server before the turn's modules load (images are checked first and
@@ -135,9 +126,9 @@ export const chat = defineMethod({
         edited: (quoted) => Object.assign(edit, { done: true, quoted }),
       });
       // The tail the edit erased is in the saved KV state too (docs/agent.md#prompt-reuse): the
-      // session's own state from before it, and other sessions' that quote it in memory notes.
-      if (edit.done)
-        keptEditedKv(services.forgetEditedKv?.(params.user_id, result.session_id, model.name, edit.quoted));
+      // session's own state from before it, and other sessions' that quote it in memory notes;
+      // what stays is logged and retried there (server/kv-erase.ts `edited`), the answer stands.
+      if (edit.done) services.forgetEditedKv?.(params.user_id, result.session_id, model.name, edit.quoted);
       return { ...result, model: shownName(model), dropped_events: ctx.droppedEvents };
     } finally {
       // The turn gave the session back; one that ended before it ran leaves the line here.

@@ -48,20 +48,41 @@ export class KvErase {
    * are logged, named, and tried again at each later erase of this core (docs/agent.md#prompt-reuse).
    */
   folderGone(...sources: string[]): string[] {
-    const left = this.forgetSource(undefined, ...sources);
+    return this.keptForRetry(
+      this.forgetSource(undefined, ...sources),
+      "quoting a memory folder's removed or changed file",
+    );
+  }
+
+  /**
+   * An edit's erase of its session's tail (`forgetEdited`), what it could not remove kept the
+   * same way: the chat's answer stands (it is committed), and the session's delete, which would
+   * take them too, may never come.
+   */
+  edited(userId: string, sessionId: string, model: string, quoted = true): string[] {
+    return this.keptForRetry(
+      this.forgetEdited(userId, sessionId, model, quoted),
+      "holding an edit's replaced messages",
+    );
+  }
+
+  /**
+   * `left` logged and kept for the retries, and so is what fails late: a save's file under way,
+   * made after the erase looked, is removed once the save is over (drop-file.ts
+   * `Zeroes.removeOnceSettled`), a failure then added to `left`, seen once `zeroed(left)` is (a
+   * review found those neither said nor tried again, the words left on disk).
+   */
+  private keptForRetry(left: string[], what: string): string[] {
     const now = left.length;
-    this.keepStuck(left.slice());
-    // A save's file under way, made after the erase looked, is removed once the save is over
-    // (drop-file.ts `Zeroes.removeOnceSettled`): a failure then is added to `left`, seen once
-    // `zeroed()` is, and kept for the retries the same way.
+    this.keepStuck(left.slice(), what);
     void this.zeroed(left)
-      .then(() => this.keepStuck(left.slice(now)))
-      .catch((err: unknown) => logger.warn(`a memory folder file's KV erase: ${(err as Error).message}`));
+      .then(() => this.keepStuck(left.slice(now), what))
+      .catch((err: unknown) => logger.warn(`a saved KV state's erase: ${(err as Error).message}`));
     return left;
   }
 
-  /** `left` logged, named, and kept to be tried again at each later erase (`folderGone`). */
-  private keepStuck(left: string[]): void {
+  /** `left` logged, named, and kept to be tried again at each later erase (`keptForRetry`). */
+  private keepStuck(left: string[], what: string): void {
     if (left.length === 0) return;
     let full = false;
     for (const path of left) {
@@ -74,7 +95,7 @@ export class KvErase {
     }
     // Past the bound, not tried again here: the notes of a restored state are checked (reuse.ts).
     logger.warn(
-      `${left.length} saved KV state file(s) quoting a memory folder's removed or changed file could not be removed (${left.join(", ")}): tried again at the next erase${full ? ` (at most ${KV_RETRY_KEPT} files)` : ""}`,
+      `${left.length} saved KV state file(s) ${what} could not be removed (${left.join(", ")}): tried again at the next erase${full ? ` (at most ${KV_RETRY_KEPT} files)` : ""}`,
     );
   }
 
@@ -171,7 +192,7 @@ export class KvErase {
   }
 
   /**
-   * What `folderGone` could not remove, tried again apart (what is left of it is not this erase's
+   * What `folderGone` or `edited` could not remove, tried again apart (what is left of it is not this erase's
    * to fail on): each file only while it is still the one that erase meant (a session's state
    * saved since, quoting the folder file's new text, is another).
    */
@@ -183,9 +204,7 @@ export class KvErase {
     if (disk) disk.unremovedBy(() => disk.removeKept(kept));
     for (const f of kept) if (sameFile(f, fileIdentity(f.path))) this.stuck.set(f.path, f);
     if (this.stuck.size === 0)
-      logger.info(
-        `the ${kept.length} saved KV file(s) quoting gone memory folder files were removed at last`,
-      );
+      logger.info(`the ${kept.length} saved KV file(s) earlier erases could not remove were removed at last`);
   }
 
   /** The budgeted folder, else the folder as it is now (another core may make it any time). */

@@ -359,9 +359,9 @@ export class CoreServices implements Services {
     return this.kvErase.forgetSource(userId, ...sources);
   }
 
-  /** The saved KV state an edit's erase of its session's tail reaches (kv-erase.ts `forgetEdited`). */
+  /** The saved KV state an edit's erase of its session's tail reaches, what stays logged and retried (kv-erase.ts `edited`). */
   forgetEditedKv(userId: string, sessionId: string, model: string, quoted?: boolean): string[] {
-    return this.kvErase.forgetEdited(userId, sessionId, model, quoted);
+    return this.kvErase.edited(userId, sessionId, model, quoted);
   }
 
   pullDeps(): PullDeps {

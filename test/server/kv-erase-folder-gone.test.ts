@@ -135,3 +135,25 @@ test("a quoting save's file made after the folder erase, its removal failing the
     expect(erase.forget("u", "other")).toEqual([]);
     expect(existsSync(temp)).toBe(false);
   }));
+
+// An edit (`replace_from`, `regenerate`) erases its session's tail from the saved KV state the
+// same way, its session's save under way removed once over: a failure then was neither said nor
+// tried again (chat.ts read the list once, at the answer), the erased tail left in the file until
+// the session's delete, which may never come. Now an edit's erase keeps them as a folder's does.
+test("an edit's erase: a save's file failing its removal after the answer is said and tried again", () =>
+  withStuck(async ({ disk, erase, stuck, old, warned }) => {
+    const temp = join(disk.dir, disk.tempName(disk.nameOf("u", "old")));
+    disk.zeroes.begin(temp); // llama-server's save of session old, its task not yet run
+    stuck.add(temp);
+    // The state from before the edit cannot be removed now: said, and kept for the retries.
+    expect(erase.edited("u", "old", "default")).toEqual([old]);
+    expect(warned.some((l) => l.includes(old) && l.includes("tried again"))).toBe(true);
+    writeFileSync(temp, "tokens of the erased tail"); // the save's task runs, then answers
+    disk.zeroes.settled(temp);
+    await erase.zeroed();
+    expect(warned.some((l) => l.includes(temp) && l.includes("tried again"))).toBe(true);
+    stuck.clear();
+    expect(erase.forget("u", "other")).toEqual([]);
+    expect(existsSync(temp)).toBe(false);
+    expect(existsSync(old)).toBe(false);
+  }));
