@@ -138,6 +138,11 @@ export class ListingMemo {
   private pending = false;
   /** A memo read that outlived its wait, still unanswered: none begun beside it (`recall`). */
   private late: Promise<unknown> | null = null;
+  /**
+   * Bumped by each listing that wants the memo gone (`learned`): a write begun before one is
+   * dropped when its turn comes, after its drive's check (`MemoEdges.write`'s `going`).
+   */
+  private removals = 0;
 
   constructor(
     private readonly edges: MemoEdges,
@@ -214,9 +219,13 @@ export class ListingMemo {
     // Stopping since it was read: its data_dir may be removed next, and a write would make it again.
     if (!where || !recall.key || recall.hit || where.stopping()) return;
     const none = listed !== null && listed.length === 0;
+    // Devices now (or no list): a "none" write begun before, still waiting on its drive, must not
+    // land after this listing, which read no memo to remove: a stale one was left (a review found it).
+    if (!none) this.removals++;
     // A GPU machine's probes touch no file at all.
     if (none ? recall.held : !recall.present) return;
-    const going = () => this.where === where && !where.stopping();
+    const removals = this.removals;
+    const going = () => this.where === where && !where.stopping() && this.removals === removals;
     const done = none
       ? this.edges.write(where.dataDir, memoText(recall.key), going)
       : this.edges.remove(memoPath(where.dataDir));

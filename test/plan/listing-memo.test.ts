@@ -542,3 +542,34 @@ test("doctor's probe asks the binary (look with ask), never the memo's answer", 
     look.mockRestore();
   }
 });
+
+// A memo write waits on its drive's check before it lands (listing-memo-fs.ts `write`, `going`
+// asked after it). A listing that found devices meanwhile, having read the memo before the write
+// landed (none there), removed nothing, and the late write left a stale "no devices" memo: the
+// next starts planned a GPU machine on its CPU alone until a recheck. A write begun before a
+// listing that wants the memo gone is dropped now.
+test("a memo write landing after a listing that found devices is dropped", async () => {
+  const s = setup();
+  let land = () => {};
+  const drive = new Promise<void>((resolve) => {
+    land = resolve;
+  });
+  const write = s.edges.write;
+  s.edges.write = async (dir, text, going) => {
+    await drive; // the drive's check, as listing-memo-fs.ts asks it first
+    if (going()) await write(dir, text, going);
+  };
+  const cpu = s.memo.hooks(false);
+  const gpu = s.memo.hooks(false);
+  const [readCpu, readGpu] = await Promise.all([cpu.recall(BINARY), gpu.recall(BINARY)]);
+  cpu.learned(BINARY, readCpu, []); // its write waits on the drive
+  gpu.learned(BINARY, readGpu, [{ name: "Vulkan0", description: "AMD Radeon RX 7600" } as never]);
+  land();
+  await new Promise((resolve) => setImmediate(resolve));
+  expect(s.state.memo).toBeNull();
+  // A write begun after that listing lands as before.
+  const later = s.memo.hooks(false);
+  later.learned(BINARY, await later.recall(BINARY), []);
+  await new Promise((resolve) => setImmediate(resolve));
+  expect(s.state.memo).toContain('"devices":"none"');
+});
