@@ -163,12 +163,19 @@ function leftoverFixes(leftover: Leftover[]): string[] {
       .map((f) => f.pid)
       .join(", ")}${fs.length > 5 ? ", …" : ""}`;
   const stops = leftover.filter((f) => f.reaper === "stops");
-  const leaves = leftover.filter((f) => f.reaper === "leaves");
+  // Only a pid whose start time matched the record's is named to stop: another may be innocent.
+  const unread = leftover.filter((f) => f.why === START_UNREAD);
+  const leaves = leftover.filter((f) => f.reaper === "leaves" && f.why !== START_UNREAD);
   return [
     ...(stops.length > 0 ? [`start the core once: it stops ${pids(stops)}, shown to be its own`] : []),
     ...(leaves.length > 0
       ? [
           `stop ${pids(leaves)} yourself once sure they are leftovers: the core leaves them running (${leaves[0]?.why})`,
+        ]
+      : []),
+    ...(unread.length > 0
+      ? [
+          `the start time of ${pids(unread)} cannot be read, so neither doctor nor the core can tell it is still the recorded process (the pid may be another's now): stop nothing on this report alone`,
         ]
       : []),
   ];
@@ -220,9 +227,13 @@ async function judge(file: string, uid: number | undefined, deps: JudgeDeps): Pr
   const ours = now !== null && (await judgeAsked(r, now, configured, deps)).verdict === "ours";
   if (partial && !ours) return [];
   const base = { file, finding: "leftover", pid: r.pid, kind: kindOf(r) } as const;
-  return [ours ? { ...base, reaper: "stops" } : { ...base, reaper: "leaves", why: NOT_SHOWN }];
+  if (ours) return [{ ...base, reaper: "stops" }];
+  // Its start time unread, nothing shows the pid is still the recorded process (a reused pid is
+  // another's): the user is not told to stop it.
+  return [{ ...base, reaper: "leaves", why: now === null ? START_UNREAD : NOT_SHOWN }];
 }
 
+const START_UNREAD = "its start time cannot be read, so it may be another process now";
 const NOT_SHOWN = "it cannot be shown to be the process a core started";
 const UNCONFIGURED = "its program is not one this core is configured to run";
 const LATE = "its program's drive does not answer";

@@ -321,3 +321,20 @@ test.skipIf(process.platform === "win32")("a leftover the reaper leaves: stop it
   expect(leaves).toMatchObject({ data: { findings: [{ pid: 1000, reaper: "leaves" }] } });
   expect(leaves.fix).toContain("stop pid 1000 yourself");
 });
+
+// Its start time unread (`identity` null: /proc or ps failing): the reaper leaves it ("unexplained",
+// pid-file.ts `reapFile`), but nothing shows the pid is still the recorded process: a reused pid
+// is another program. doctor told the user "stop pid 1000 yourself", naming what may be innocent.
+test.skipIf(process.platform === "win32")(
+  "a leftover whose start time is unread: no pid to stop",
+  async () => {
+    using dir = tmpdir();
+    mkdirSync(join(dir.path, "run"));
+    writeFileSync(join(dir.path, "run", "llama-server-999.json"), record(1000, 999));
+    const opts = { ...llamaAt, uid: process.getuid!(), alive, identity: () => null };
+    const c = await runRecordsCheck(configAt(dir.path), opts);
+    expect(c).toMatchObject({ status: "warn", data: { findings: [{ pid: 1000, reaper: "leaves" }] } });
+    expect(c.fix).not.toContain("stop pid 1000");
+    expect(c.fix).toContain("start time");
+  },
+);
