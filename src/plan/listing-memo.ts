@@ -217,11 +217,13 @@ export class ListingMemo {
   private learned(binary: string, recall: Recall, listed: ListedDevice[] | null): void {
     const where = this.where;
     // Stopping since it was read: its data_dir may be removed next, and a write would make it again.
-    if (!where || !recall.key || recall.hit || where.stopping()) return;
+    if (!where) return;
     const none = listed !== null && listed.length === 0;
     // Devices now (or no list): a "none" write begun before, still waiting on its drive, must not
-    // land after this listing, which read no memo to remove: a stale one was left (a review found it).
-    if (!none) this.removals++;
+    // land after this listing, which read no memo to remove: a stale one was left (a review found
+    // it), a listing whose recall had no key (its read late, the binary unread) too.
+    if (!none && !recall.hit) this.removals++;
+    if (!recall.key || recall.hit || where.stopping()) return;
     // A GPU machine's probes touch no file at all.
     if (none ? recall.held : !recall.present) return;
     const removals = this.removals;

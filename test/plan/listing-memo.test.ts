@@ -550,15 +550,7 @@ test("doctor's probe asks the binary (look with ask), never the memo's answer", 
 // listing that wants the memo gone is dropped now.
 test("a memo write landing after a listing that found devices is dropped", async () => {
   const s = setup();
-  let land = () => {};
-  const drive = new Promise<void>((resolve) => {
-    land = resolve;
-  });
-  const write = s.edges.write;
-  s.edges.write = async (dir, text, going) => {
-    await drive; // the drive's check, as listing-memo-fs.ts asks it first
-    if (going()) await write(dir, text, going);
-  };
+  const land = writesHeld(s);
   const cpu = s.memo.hooks(false);
   const gpu = s.memo.hooks(false);
   const [readCpu, readGpu] = await Promise.all([cpu.recall(BINARY), gpu.recall(BINARY)]);
@@ -573,3 +565,33 @@ test("a memo write landing after a listing that found devices is dropped", async
   await new Promise((resolve) => setImmediate(resolve));
   expect(s.state.memo).toContain('"devices":"none"');
 });
+
+// The same with a listing whose recall had no key (its memo read late, or the binary's identity
+// unread: `NO_MEMO`): it returned before the counter was bumped, and the late "none" write still
+// landed, a stale "no devices" memo planning a GPU machine on its CPU alone.
+test("a listing with no key that found devices drops a memo write begun before it", async () => {
+  const s = setup();
+  const land = writesHeld(s);
+  const cpu = s.memo.hooks(false);
+  cpu.learned(BINARY, await cpu.recall(BINARY), []);
+  const gpu = s.memo.hooks(false);
+  const unkeyed = { hit: false, held: false, key: null };
+  gpu.learned(BINARY, unkeyed as never, [{ name: "Vulkan0", description: "AMD Radeon RX 7600" } as never]);
+  land();
+  await new Promise((resolve) => setImmediate(resolve));
+  expect(s.state.memo).toBeNull();
+});
+
+/** Memo writes held on their drive's check (listing-memo-fs.ts asks it first) until `land()`. */
+function writesHeld(s: ReturnType<typeof setup>): () => void {
+  let land = () => {};
+  const drive = new Promise<void>((resolve) => {
+    land = resolve;
+  });
+  const write = s.edges.write;
+  s.edges.write = async (dir, text, going) => {
+    await drive;
+    if (going()) await write(dir, text, going);
+  };
+  return () => land();
+}
