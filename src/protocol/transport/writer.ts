@@ -201,22 +201,20 @@ export class Writer {
       const lines = this.queue;
       this.queue = [];
       this.wakeRoomWaiters();
-      let written = 0;
+      // One write a batch, as every streamed piece's batch always was: the slicing's generator,
+      // arrays and closures are for a long batch or one in pieces only.
+      const batch = oneWrite(lines);
       try {
-        // One write a batch, unless it is long: then a slice a turn of the loop, in order (no
-        // other line is written until the batch's last slice is).
-        for (const piece of writeSlices(lines)) {
-          if (written > 0) await new Promise((r) => setImmediate(r));
-          written += piece.length;
+        if (batch === undefined) await this.writeSliced(lines);
+        else {
           // Only a sink that pushes back makes the writer wait; otherwise the loop goes on at once.
-          const accepted = this.sink.write(piece);
+          const accepted = this.sink.write(batch);
           if (accepted) await accepted;
-          if (this.broken) break;
         }
       } catch (err) {
         this.markBroken(err);
       }
-      this.held -= lines.reduce((n, l) => n + charsOf(l), 0);
+      this.held -= batch === undefined ? lines.reduce((n, l) => n + charsOf(l), 0) : batch.length;
       this.wakeRoomWaiters();
     }
     this.writing = false;
@@ -228,6 +226,21 @@ export class Writer {
     const idle = this.idleWaiters;
     this.idleWaiters = [];
     for (const w of idle) w();
+  }
+
+  /**
+   * A long batch a slice a turn of the loop, in order: no other line is written until its last
+   * slice is, so lines never mix.
+   */
+  private async writeSliced(lines: readonly Line[]): Promise<void> {
+    let written = 0;
+    for (const piece of writeSlices(lines)) {
+      if (written > 0) await new Promise((r) => setImmediate(r));
+      written += piece.length;
+      const accepted = this.sink.write(piece);
+      if (accepted) await accepted;
+      if (this.broken) return;
+    }
   }
 
   private markBroken(err: unknown): void {
@@ -255,6 +268,21 @@ export class Writer {
       for (const r of readers) r();
     }
   }
+}
+
+/** The batch as one string when it is plain lines within WRITE_SLICE_CHARS, else undefined. */
+function oneWrite(lines: readonly Line[]): string | undefined {
+  if (lines.length === 1) {
+    const line = lines[0];
+    return typeof line === "string" && line.length <= WRITE_SLICE_CHARS ? line : undefined;
+  }
+  let chars = 0;
+  for (const line of lines) {
+    if (typeof line !== "string") return undefined;
+    chars += line.length;
+    if (chars > WRITE_SLICE_CHARS) return undefined;
+  }
+  return lines.join("");
 }
 
 /**
