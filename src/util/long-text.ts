@@ -13,6 +13,11 @@ export class LongText {
     found.push(this);
     return `\u0000${NONCE}:${found.length - 1}`;
   }
+
+  /** Its text where one is put into a string (a log, a template): it stands for a string. */
+  toString(): string {
+    return this.pieces.join("");
+  }
 }
 
 /** The LongTexts of the value `jsonLine` is stringifying (JSON.stringify runs to its end: one at a time). */

@@ -32,3 +32,10 @@ test("a message without one is one string; a LongText stringified elsewhere is i
   expect(jsonLine({ a: 1 })).toBe('{"a":1}\n');
   expect(JSON.stringify({ d: new LongText(["x", "y"]) })).toBe('{"d":"xy"}');
 });
+
+test("a LongText put into text (a log line, a template) is its text, not [object Object]", () => {
+  // sessions.attachment hands one on typed as the string it stands for (methods/sessions.ts).
+  const data = new LongText(["QUJD", "REVG"]);
+  expect(`${data}`).toBe("QUJDREVG");
+  expect(String(data)).toBe("QUJDREVG");
+});
