@@ -35,6 +35,8 @@ const STEPS_A_SLICE = 1 << 18;
 const nextTurn = () => new Promise((r) => setImmediate(r));
 
 export async function readImageHeader(bytes: Uint8Array): Promise<ImageHeader> {
+  // No bytes is no image of any format: "send PNG or JPEG" would be the wrong advice.
+  if (bytes.length === 0) return damaged("an empty file (0 bytes): there is no image in it");
   if (startsWith(bytes, PNG_SIGNATURE)) return png(bytes);
   if (bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff) return jpeg(bytes);
   if (ascii(bytes, 0, 6) === "GIF87a" || ascii(bytes, 0, 6) === "GIF89a") return gif(bytes);

@@ -31,6 +31,19 @@ describe("an image's header", () => {
     expect(await readImageHeader(bmp(5, 3))).toEqual({ ok: true, format: "bmp", width: 5, height: 3 });
   });
 
+  test("an empty file is refused as damaged, not as a format to convert", async () => {
+    expect(await readImageHeader(new Uint8Array(0))).toEqual({
+      ok: false,
+      kind: "damaged",
+      problem: "an empty file (0 bytes): there is no image in it",
+    });
+    // A few bytes that begin no image are still a format the core does not read.
+    expect(await readImageHeader(new Uint8Array([0x41, 0x42]))).toMatchObject({
+      ok: false,
+      kind: "unsupported",
+    });
+  });
+
   test("a damaged PNG's refusal names a chunk by its type only when that is one, never quoting other bytes", async () => {
     // After IHDR, a chunk whose length runs past the end and whose "type" is the image's own
     // bytes (a length field gone wrong lands in the pixels): they were quoted into the message.
