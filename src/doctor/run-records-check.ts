@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { findLlamaServerAsked } from "../config/find-binary-asked.ts";
 import type { Config } from "../config/schema.ts";
 import { eitherPartOf, pidSpace, spaceRelation } from "../platform/pid-space.ts";
-import { judgeAsked, liveMembers, procGroupOf, programLate } from "../runtime/leftover-stop.ts";
+import { groupProgram, judgeAsked, liveMembers, procGroupOf } from "../runtime/leftover-stop.ts";
 import {
   type ChildKind,
   LLAMA_RECORD_NAME,
@@ -20,7 +20,6 @@ import { drives } from "../util/drive-answers.ts";
 import { namesIn } from "../util/names-in.ts";
 import { once } from "../util/once.ts";
 import { NotOwnFile } from "../util/read-file.ts";
-import { sameFile } from "../util/same-file.ts";
 import { controlsMarked } from "../util/terminal-text.ts";
 import { wholeCharCut } from "../util/text-cut.ts";
 import type { Check } from "./checks.ts";
@@ -253,11 +252,10 @@ async function membersLeft(
   const live = liveMembers(r, { ...deps, startOf: (pid) => deps.identity(pid)?.start_time ?? null });
   if (live.length === 0) return [];
   const configured = (await deps.configured())[r.kind ?? "llama-server"] ?? [];
-  const binary = r.binary;
-  const late = (await programLate(binary, configured, deps)) !== null;
-  const stops = !late && binary !== undefined && configured.some((c) => sameFile(binary, c));
+  const program = await groupProgram(r.binary, configured, deps);
+  const stops = "ours" in program && program.ours;
   if (partial && !stops) return [];
-  const why = late ? LATE : UNCONFIGURED;
+  const why = "late" in program ? LATE : UNCONFIGURED;
   return live.map((m) => {
     const base = { file, finding: "leftover", pid: m.pid, kind: kindOf(r), leader: r.pid } as const;
     return stops ? { ...base, reaper: "stops" } : { ...base, reaper: "leaves", why };

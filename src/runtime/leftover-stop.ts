@@ -73,6 +73,20 @@ export async function programLate(
 }
 
 /**
+ * Whether a group's recorded program is one this core runs, as `leaderGone` decides whom it stops
+ * (doctor/run-records-check.ts reports the same): `late` when a drive of the paths is silent.
+ */
+export async function groupProgram(
+  binary: string | undefined,
+  configured: readonly string[],
+  deps: Pick<StopDeps, "driveAnswers">,
+): Promise<{ late: string } | { ours: boolean }> {
+  const late = await programLate(binary, configured, deps);
+  if (late !== null) return { late };
+  return { ours: binary !== undefined && configured.some((c) => sameFile(binary, c)) };
+}
+
+/**
  * `judgeLeftover` with every path it would resolve asked first, off the loop: the record's and the
  * configured programs (`programLate`), and those the live process shows (its executable, the
  * script its interpreter runs), which may lie on a share gone offline as well. One whose drive does
@@ -217,12 +231,12 @@ export async function leaderGone<K extends string>(
   const members = r.group && action === "gone" ? (r.members ?? []) : [];
   if (members.length === 0) return stale;
   const binary = r.binary;
-  const late = await programLate(binary, configured, deps);
-  if (late !== null)
+  const program = await groupProgram(binary, configured, deps);
+  if ("late" in program)
     return members.some((m) => sameMember(m, r.pid, deps))
-      ? { file, kind, action: "unexplained", pid: r.pid, reason: late }
+      ? { file, kind, action: "unexplained", pid: r.pid, reason: program.late }
       : stale;
-  if (binary !== undefined && configured.some((c) => sameFile(binary, c))) {
+  if (program.ours) {
     const { pids, ...stopped } = await stopMembers(members, r.pid, deps);
     if (stopped.action === "gone") return stale;
     return { file, kind, pid: r.pid, ...stopped, members: pids };
