@@ -36,9 +36,6 @@ export function tempName(name: string, space: string, ext = ""): string {
 /** A temp this old by the wall clock goes whatever was seen (`leftoverTemp`): no two clocks in use differ by a day. */
 export const FOREIGN_TEMP_MS = 24 * 3_600_000;
 
-/** Temps whose writer may live, as this core saw them (size, time), on its monotonic clock. */
-const SIGHTINGS = new LeaseSightings(true);
-
 /**
  * Whether the folder's file `f` (at `path`) is a temporary one no save waits for. Its pid is
  * judged only where it names a process here: a writer of another pid space (another container's
@@ -51,7 +48,8 @@ export function leftoverTemp(
   path: string,
   space: string,
   now: number,
-  seen = SIGHTINGS,
+  /** Temps whose writer may live, as this folder's sweeps saw them (`LeftoverPass.seen`). */
+  seen: LeaseSightings,
   mono = performance.now(),
 ): boolean {
   const m = OWN_TEMP.exec(f);
@@ -74,7 +72,7 @@ export function leftoverTemp(
  * share's hiccup, EMFILE) is not emptied: read so, each temp was timed afresh, none ever 10
  * minutes still while it recurred, a deleted session's save cut short left for a day.
  */
-export function forgetTempsGone(dir: string, seen = SIGHTINGS): string[] {
+export function forgetTempsGone(dir: string, seen: LeaseSightings): string[] {
   let listing: string[];
   try {
     listing = readdirSync(dir);
