@@ -9,7 +9,7 @@ import { killQuietly } from "../fixtures/kill-quietly.ts";
 import { writeFakeModel } from "../fixtures/llama-stand-in/binary.ts";
 import { startHarness } from "../fixtures/stdio-harness.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
-import { waitFor } from "../fixtures/wait.ts";
+import { lineWritten, waitFor } from "../fixtures/wait.ts";
 
 // The pull method through the real stdio loop (dispatcher, writer), against the hub stand-in.
 
@@ -131,7 +131,7 @@ describe("the pull method", () => {
     writeFileSync(config, `llama:\n  binary: ${hung}\nmodel:\n  path: m.gguf\n`);
     const h = startHarness({ configPath: config, cwd: dir.path });
     h.send({ id: "p", method: "pull", params: { repo: "org/tiny-GGUF", quant: "q4_k_m" } });
-    expect(await waitFor(() => existsSync(pids), { timeoutMs: 20_000 })).toBe(true);
+    expect(await waitFor(() => lineWritten(pids), { timeoutMs: 20_000 })).toBe(true);
     const c = await h.request({ id: "c", method: "cancel", params: { request_id: "p" } });
     expect(c.result).toEqual({ cancelled: true });
     await h.waitFor(() => h.terminal("p") !== undefined, 10_000);

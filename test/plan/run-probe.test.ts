@@ -5,7 +5,7 @@ import { MAX_PROBE_OUTPUT_BYTES, runWithTimeout } from "../../src/plan/run-probe
 import { isAlive } from "../../src/runtime/proc-info.ts";
 import { killQuietly } from "../fixtures/kill-quietly.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
-import { waitFor } from "../fixtures/wait.ts";
+import { lineWritten, waitFor } from "../fixtures/wait.ts";
 
 // A probe's output and its end (plan/run-probe.ts): a tool that writes without end is stopped
 // with bounded memory, and one that exits leaving a child on its pipes answers by its exit.
@@ -102,7 +102,7 @@ describe.skipIf(!onPosix)("a probe's run", () => {
     const core = Bun.spawn([process.execPath, "-e", code], { stdout: "ignore", stderr: "inherit" });
     let probe: number[] = [];
     try {
-      expect(await waitFor(() => existsSync(pids), { timeoutMs: 20_000 })).toBe(true);
+      expect(await waitFor(() => lineWritten(pids), { timeoutMs: 20_000 })).toBe(true);
       probe = readFileSync(pids, "utf8").trim().split(" ").map(Number);
       expect(probe.every((p) => p > 0 && isAlive(p))).toBe(true);
       core.kill("SIGKILL");

@@ -6,6 +6,7 @@ import { type PidRecord, pidFilePath, reapLeftover, writePidRecord } from "../..
 import { isAlive } from "../../src/runtime/proc-info.ts";
 import { bunSpawner } from "../../src/runtime/spawn.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
+import { lineWritten } from "../fixtures/wait.ts";
 import { ownerWithChild, pidAlive, waitFor } from "./helpers/harness.ts";
 
 const EARLY_OWNER = join(import.meta.dir, "helpers", "early-owner.ts");
@@ -53,9 +54,7 @@ async function reapWrapperLeftover(dir: string, inner: string, graceMs: number, 
   const child = bunSpawner({ path: wrapper, argv: [], env: {} });
   let pid = 0;
   try {
-    expect(await waitFor(() => existsSync(innerPid) && readFileSync(innerPid, "utf8").endsWith("\n"))).toBe(
-      true,
-    );
+    expect(await waitFor(() => lineWritten(innerPid))).toBe(true);
     pid = Number(readFileSync(innerPid, "utf8"));
     writePidRecord(data, { pid: child.pid, port: 0, binary: wrapper, argv: [], group: child.group });
     const file = pidFilePath(data);

@@ -1,11 +1,12 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { stopChild } from "../../src/runtime/launch-steps.ts";
 import { isAlive } from "../../src/runtime/proc-info.ts";
 import { bunSpawner } from "../../src/runtime/spawn.ts";
 import { FAKE_SERVER_SCRIPT } from "../fixtures/llama-stand-in/binary.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
+import { lineWritten } from "../fixtures/wait.ts";
 import { makeSupervisor, rejection, waitFor } from "./helpers/harness.ts";
 
 const never = () => new AbortController().signal;
@@ -116,9 +117,7 @@ describe.skipIf(process.platform === "win32")("a llama.binary wrapper that does 
       mode: 0o755,
     });
     const child = bunSpawner({ path: wrapper, argv: [], env: {} });
-    expect(await waitFor(() => existsSync(pidFile) && readFileSync(pidFile, "utf8").endsWith("\n"))).toBe(
-      true,
-    );
+    expect(await waitFor(() => lineWritten(pidFile))).toBe(true);
     const inner = Number(readFileSync(pidFile, "utf8"));
     await stopChild(child, 300);
     expect(await goneOrKilled(inner)).toBe(true);
