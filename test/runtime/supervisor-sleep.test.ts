@@ -142,9 +142,11 @@ describe.skipIf(process.platform === "win32")("idle sleep and progress, through 
         used: 1,
         left: 1,
       });
-      // The back-off first (50 ms here), then the start as ever.
+      // The back-off first (50 ms here), then the start as ever. "loading" is not asked for: on a
+      // busy machine the stand-in's short load can end before the first health check sees it.
       expect(progress.heard[0]?.p).toMatchObject({ phase: "restarting", backoff_ms: 50 });
-      expect(progress.phases()).toEqual(expect.arrayContaining(["starting", "loading", "ready"]));
+      expect(progress.phases()).toEqual(expect.arrayContaining(["starting", "ready"]));
+      expect(progress.phases().at(-1)).toBe("ready");
       expect(await chat(lease)).toBe(200);
       lease.release();
     } finally {
