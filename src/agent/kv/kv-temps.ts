@@ -1,8 +1,10 @@
 import { randomBytes } from "node:crypto";
-import { readdirSync, type Stats, statSync } from "node:fs";
+import { existsSync, readdirSync, type Stats, statSync } from "node:fs";
 import { basename, dirname } from "node:path";
 import { writtenRelation } from "../../platform/pid-space.ts";
 import { LeaseSightings } from "../../store/lease-sightings.ts";
+import { type FileIdentity, fileIdentity, sameFile } from "../../util/file-identity.ts";
+import { logger } from "../../util/logger.ts";
 import { alive } from "./drop-file.ts";
 
 // The KV state folder's temporary names (kv-disk.ts): a save before it is whole, and when one is
@@ -115,4 +117,38 @@ export class LeftoverPass {
     this.next = start + LEFTOVER_PASS.max;
     return [...temps.slice(start), ...temps.slice(0, start)].slice(0, LEFTOVER_PASS.max);
   }
+}
+
+/** How often, and how many times, a late save's temp is looked for (`watchLateTemp`). Lowered in tests. */
+export const LATE_LOOK = { ms: 2_000, times: 60 };
+
+/**
+ * A save that did not answer, whose end was taken from the answer of an erase queued behind it
+ * (slot-clear.ts `emptyBehind`), may still run: llama-server defers a slot action on a busy slot
+ * and, a slot action naming no `id_slot` of its task, pops the deferred list's front, a popped
+ * one whose slot is busy again going to its back, so the erase can answer first (b10587
+ * server-queue.cpp `pop_deferred_task`). The file it then writes holds the slot's tokens past
+ * that removal, a delete's answer included. Its temp name is never used again: a file there is
+ * that save's, removed once it stood unchanged between two looks (never zeroed under its writer),
+ * or at the server's exit, after which nothing writes it (docs/agent.md, "The store").
+ */
+export function watchLateTemp(path: string, exited: Promise<unknown>, drop: () => void): void {
+  let last: FileIdentity | undefined;
+  let looks = 0;
+  const found = () => {
+    logger.warn(`${path}: a save ran after the erase queued behind it answered: its file is removed`);
+    drop();
+  };
+  const timer = setInterval(() => {
+    const now = fileIdentity(path);
+    const still = last !== undefined && sameFile(last, now);
+    last = now;
+    if (still) found();
+    if (still || ++looks >= LATE_LOOK.times) clearInterval(timer);
+  }, LATE_LOOK.ms);
+  timer.unref?.();
+  void exited.then(() => {
+    clearInterval(timer);
+    if (existsSync(path)) found();
+  });
 }

@@ -4,6 +4,7 @@ import type { LaunchView } from "../../runtime/launch.ts";
 import { logger } from "../../util/logger.ts";
 import type { KvDisk } from "./kv-disk.ts";
 import { entryOf } from "./kv-entry.ts";
+import { watchLateTemp } from "./kv-temps.ts";
 import type { Later } from "./later.ts";
 import { noteSources, type PromptRecord } from "./prompt-record.ts";
 import { keyOf } from "./session-key.ts";
@@ -69,6 +70,8 @@ export async function saveSlotState(s: SlotSave): Promise<void> {
     const over = () => {
       disk.discard(temp);
       disk.zeroes.settled(path);
+      // An erase behind it can answer before its deferred task runs: looked for again (kv-temps.ts).
+      watchLateTemp(path, launch.exited, () => disk.discard(temp));
     };
     if (stopping) void exitSeen(launch).then(over);
     else if (writing) emptyBehind(launch, slot, "a save", over);
