@@ -158,6 +158,15 @@ export class SlotUse {
     s.dirty = false;
   }
 
+  /**
+   * `key`'s tokens may be in the slot though its holder is no one's: a restore of `key` that did
+   * not answer, the erase behind it answered first (llama-server can run a deferred slot action
+   * after a later one, agent/kv/slot-clear.ts), and a delete of `key` must empty it still.
+   */
+  mayHold(slot: number, key: string): void {
+    this.slots[slot]?.priors.add(key);
+  }
+
   holderOf(slot: number): string | undefined {
     return this.slots[slot]?.holder;
   }

@@ -86,7 +86,11 @@ export async function restoreSlotState(r: SlotRestore): Promise<boolean> {
     // end (93b). The zeroing waits for an erase queued behind the restore, which also leaves the
     // slot empty rather than holding what it read; the turn does not wait for it.
     reading = (limit.aborted || !noTaskLeft(err)) && !launch.died.aborted;
-    if (reading) emptyBehind(launch, slot, "a restore", () => disk.zeroes.settled(bin));
+    if (reading) {
+      emptyBehind(launch, slot, "a restore", () => disk.zeroes.settled(bin));
+      // Still queued, it may run after that erase (a cancel keeps the file): the slot then holds it.
+      launch.slots.mayHold(slot, `${entry.user_id}/${session}`);
+    }
     if (signal.aborted) throw signal.reason;
     // Refused (93b), or it killed the server or did not end (93f): never asked for again.
     if (!(err instanceof SlotError && err.kind === "not_supported")) disk.remove(name);

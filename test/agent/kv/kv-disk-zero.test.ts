@@ -284,7 +284,8 @@ describe("a state file a restore is reading", () => {
         expect(kept.read().toString()).toBe(TOKENS);
         await fake.eraseAsked;
         expect(fake.asked).toEqual(["restore", "erase"]);
-        expect(launch.slots.sessionsIn(0)).toEqual([]);
+        // Held by no one, yet maybe the session's: the erase can run before a queued restore (restore-late.test.ts).
+        expect(launch.slots.sessionsIn(0)).toEqual(["u/s"]);
         // The next turn taking the slot waits for the erase (reuse.ts `begin`).
         let emptied = false;
         const next = launch.slots.workOn(0)?.then(() => {

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { afterEach, describe, expect, spyOn, test } from "bun:test";
 import { Zeroes } from "../../../src/agent/kv/drop-file.ts";
 import type { KvDisk, KvEntry } from "../../../src/agent/kv/kv-disk.ts";
 import { restoreSlotState } from "../../../src/agent/kv/restore-state.ts";
@@ -117,4 +117,40 @@ test("a restore reset with no answer while the server lives has its slot erased 
   expect(ok).toBe(false);
   expect(asked).toEqual(["restore", "erase"]);
   expect(settled).toBe(1);
+});
+
+// A restore cancelled while llama-server (b10587) holds its task deferred (its slot still busy)
+// has the slot erased behind it, counted empty. A slot action's task names no slot, so a release
+// pops the deferred list's front and a popped one whose slot is busy again goes to the back: that
+// erase can run first and the restore after it, loading the session's tokens into a slot no one
+// was said to hold. A delete of the session then left them there (its slots are found in the
+// table), for the next session's turn to hand to the RAM cache. llama-server is an injected `fetch`.
+test("a slot whose restore was cancelled still counts as maybe holding the session", async () => {
+  const spy = spyOn(globalThis, "fetch").mockImplementation((async (url: string, init?: RequestInit) => {
+    if (new URL(url).searchParams.get("action") === "erase")
+      return Response.json({ id_slot: 0, n_erased: 0 });
+    // The restore is deferred: no answer until the request is given up.
+    return new Promise((_, reject) =>
+      init?.signal?.addEventListener("abort", () => reject(init.signal?.reason)),
+    );
+  }) as unknown as typeof fetch);
+  try {
+    const launch = new Launch({ baseUrl: "http://127.0.0.1:9", apiKey: "k", slots: 1 });
+    const cancel = new AbortController();
+    const restoring = restoreSlotState({
+      launch,
+      slot: 0,
+      entry,
+      disk,
+      signal: cancel.signal,
+      failed: () => {},
+    });
+    cancel.abort(new Error("cancelled"));
+    await restoring.catch(() => {});
+    await launch.slots.workOn(0); // the erase behind it answered
+    // sessions.delete of u/s: the slots it may be in are emptied.
+    expect(launch.slots.forget((h) => h === "u/s")).toEqual([0]);
+  } finally {
+    spy.mockRestore();
+  }
 });
