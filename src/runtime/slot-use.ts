@@ -23,6 +23,11 @@ interface SlotState {
    * hands them to the RAM cache. An erase of any of them empties the slot.
    */
   priors: Set<string>;
+  /**
+   * Those of `priors` a restore that did not answer may still load (`mayHold`): an erase sent now
+   * can run before it, so the first erase of one leaves it among `priors` for the next check.
+   */
+  late: Set<string>;
   /** It changed since it was last saved: a turn ran in it. */
   dirty: boolean;
   /** A turn is using it. */
@@ -50,6 +55,7 @@ export class SlotUse {
     this.slots = Array.from({ length: Math.max(1, count) }, () => ({
       holder: undefined,
       priors: new Set(),
+      late: new Set(),
       dirty: false,
       busy: false,
       lastUsed: -1,
@@ -115,7 +121,10 @@ export class SlotUse {
     if (!s) return;
     s.busy = false;
     s.holder = key;
-    if (started) s.priors.clear();
+    if (started) {
+      s.priors.clear();
+      s.late.clear();
+    }
     s.dirty ||= sent && s.priors.size === 0;
     s.lastUsed = now;
   }
@@ -133,38 +142,44 @@ export class SlotUse {
     // Tokens of a holder whose requests were never taken up may still be those before it.
     if (s.holder !== undefined) s.priors.add(s.holder);
     s.priors.delete(key);
+    s.late.delete(key);
     s.holder = key;
     s.dirty = false;
   }
 
   /**
    * The holder's saved state was restored into the slot: nothing of the prior's is left there, and
-   * the next hand-over names the holder as the one whose tokens it holds (an erase of it empties it).
+   * the next hand-over names the holder as the one whose tokens it holds (an erase of it empties it);
+   * but what a late restore may load after it (`late`).
    */
   restored(slot: number): void {
     const s = this.slots[slot];
-    if (s) s.priors.clear();
+    if (s) s.priors = new Set(s.late);
   }
 
   /**
    * An erase of the slot is queued behind all that llama-server was asked for it (a restore that
-   * did not answer: agent/kv/slot-clear.ts): it holds nothing, of the holder or before it.
+   * did not answer: agent/kv/slot-clear.ts): it holds nothing, of the holder or before it, but
+   * what an earlier restore still queued may load after it (`late`).
    */
   cleared(slot: number): void {
     const s = this.slots[slot];
     if (!s) return;
     s.holder = undefined;
-    s.priors.clear();
+    s.priors = new Set(s.late);
     s.dirty = false;
   }
 
   /**
    * `key`'s tokens may be in the slot though its holder is no one's: a restore of `key` that did
    * not answer, the erase behind it answered first (llama-server can run a deferred slot action
-   * after a later one, agent/kv/slot-clear.ts), and a delete of `key` must empty it still.
+   * after a later one, agent/kv/slot-clear.ts), and a delete of `key` must empty it still. Still
+   * queued, it may also run after that delete's own erase: the slot then counts as holding it
+   * until one more (`late`), the check when another session takes it.
    */
   mayHold(slot: number, key: string): void {
     this.slots[slot]?.priors.add(key);
+    this.slots[slot]?.late.add(key);
   }
 
   holderOf(slot: number): string | undefined {
@@ -233,7 +248,11 @@ export class SlotUse {
     this.slots.forEach((s, slot) => {
       // Emptied in llama-server: nothing of any of them is left there.
       const prior = [...s.priors].some(matches);
-      if (prior) s.priors.clear();
+      if (prior) {
+        // What a late restore may load after this erase stays, a matching one for one more (`late`).
+        s.priors = new Set(s.late);
+        for (const k of s.late) if (matches(k)) s.late.delete(k);
+      }
       if (holders && s.holder !== undefined && matches(s.holder)) {
         s.holder = undefined;
         s.dirty = false;
@@ -248,6 +267,7 @@ export class SlotUse {
     for (const s of this.slots) {
       s.holder = undefined;
       s.priors.clear();
+      s.late.clear();
       s.dirty = false;
       s.lastUsed = -1;
     }

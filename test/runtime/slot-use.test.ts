@@ -169,6 +169,27 @@ describe("SlotUse (slot affinity, docs/agent.md#prompt-reuse)", () => {
     expect(a.slot).not.toBe(b.slot);
   });
 
+  // A restore that did not answer may still be queued in llama-server (b10587 runs a deferred slot
+  // action after a later one): the delete's own erase can run before it, and it then loads the
+  // deleted session's tokens into the slot. Cleared by that erase, the slot counted empty, the next
+  // session's request handed them to the RAM cache: the next check (a take) empties it again.
+  test("a session a late restore may load is still held after its delete's erase, till the next", () => {
+    const t = new SlotUse(1);
+    const a = t.take("u/a", 1)!;
+    t.handTo(a.slot, "u/a");
+    t.cleared(a.slot); // the restore cancelled: an erase queued behind it
+    t.mayHold(a.slot, "u/a");
+    t.abandon(a.slot);
+    expect(t.forget((h) => h === "u/a")).toEqual([a.slot]); // sessions.delete: an erase sent
+    expect(t.sessionsIn(a.slot)).toEqual(["u/a"]);
+    expect(t.forget((h) => h === "u/a")).toEqual([a.slot]); // another session takes it: checked, erased
+    expect(t.sessionsIn(a.slot)).toEqual([]);
+    const b = t.take("u/b", 2)!;
+    t.handTo(b.slot, "u/b");
+    t.release(b.slot, "u/b", true, 3);
+    expect(t.sessionsIn(b.slot)).toEqual(["u/b"]);
+  });
+
   test("leases wait in line for a slot, first come first served; a server gone answers the line", async () => {
     const t = new SlotUse(1);
     await t.enter(never());
