@@ -129,8 +129,8 @@ export const LATE_LOOK = { ms: 2_000, times: 60 };
  * one whose slot is busy again going to its back, so the erase can answer first (b10587
  * server-queue.cpp `pop_deferred_task`). The file it then writes holds the slot's tokens past
  * that removal, a delete's answer included. Its temp name is never used again: a file there is
- * that save's, removed once it stood unchanged between two looks (never zeroed under its writer),
- * or at the server's exit, after which nothing writes it (docs/agent.md, "The store").
+ * that save's, removed once it stood unchanged between two looks (not under its writer, unless its
+ * write stalled that long), or at the server's exit, after which nothing writes it (docs/agent.md, "The store").
  */
 export function watchLateTemp(path: string, exited: Promise<unknown>, drop: () => void): void {
   let last: FileIdentity | undefined;
