@@ -1,5 +1,3 @@
-import { createInflate } from "node:zlib";
-
 /**
  * Whether a PNG's image data inflates past what its header's size holds: a small file whose
  * IHDR says 1×1 and whose IDAT inflates to gigabytes passes the header's pixel check, and
@@ -78,6 +76,9 @@ export async function pngDataProblem(
   signal?: AbortSignal,
 ): Promise<string | undefined> {
   const data = await pngImageData(bytes);
+  // node:zlib on first use: evaluated with the turn's modules it cost a cold first chat ~9 ms of
+  // CPU, and a chat without a PNG never needs it (docs/performance.md).
+  const { createInflate } = await import("node:zlib");
   signal?.throwIfAborted();
   const { promise, resolve, reject } = Promise.withResolvers<string | undefined>();
   const inflate = createInflate();

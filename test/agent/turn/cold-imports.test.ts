@@ -29,4 +29,10 @@ describe("what a turn loads before it needs it (docs/performance.md)", () => {
     const sdk = [...packages].filter(([name]) => name.startsWith("@modelcontextprotocol/"));
     expect(sdk).toEqual([]);
   });
+
+  test("a turn evaluates no node:zlib until a PNG is checked: ~9 ms of a cold first chat", () => {
+    const packages = packagesOf("src/agent/turn/run-turn.ts");
+    expect(packages.has("node:fs")).toBe(true);
+    expect(packages.get("node:zlib")).toBeUndefined();
+  });
 });
