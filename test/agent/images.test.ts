@@ -379,6 +379,19 @@ describe("a chat with images", () => {
     expect(empty.terminal.data).toMatchObject({ field: "images" });
   });
 
+  test("a regenerate whose stored image llama-server cannot decode names that attachment, not params.images", async () => {
+    await using h = new ChatHarness(AGENTS, vision());
+    const undecodable = { status: 400, message: "Failed to load image or audio file" }; // 106b
+    h.llama.script({ content: "one" }, { error: undecodable });
+    await h.chat(1, { session_id: "s", input: "look", images: [{ data: b64(png(3, 3)) }] });
+    const id = (h.history("s")[0] as Json).attachments[0].id;
+    const { terminal } = await h.chat(2, { session_id: "s", regenerate: true });
+    // The host sent no images on it: what it can act on is the stored message's attachment.
+    expect(terminal.data).toEqual({ attachments: [id], problem: "damaged" });
+    expect(String(terminal.message)).not.toContain("params.images");
+    expect(String(terminal.message)).toContain(`attachment ${id}`);
+  });
+
   test("an edit with images: [] takes the replaced message's images away, erased", async () => {
     await using h = new ChatHarness(AGENTS, vision());
     h.llama.script({ content: "one" }, { content: "two" });

@@ -155,26 +155,41 @@ export function textOnly(messages: readonly ChatMessage[]): ChatMessage[] {
  * /props read), bytes its decoder cannot read past their header (400, 106b), or a body over
  * what it reads (413; the core refuses one first, llama/data-url.ts). Its answer
  * does not say which image: with one image in the chat's params it is `images[0]` (the
- * history's were read before), else the list.
+ * history's were read before), else the list. A chat that sent none (a regenerate, an edit
+ * keeping its message's images, a later turn) is told the stored images by attachment id: it
+ * never sent `params.images`, and an id is what it can find the message by and act on.
  */
-export function imageRefusal(err: LlmError, chatImages: number): CoreError | undefined {
-  if (err.status === 413) {
-    // Over the body llama-server reads (llama/data-url.ts), which the images are budgeted under.
-    const field = chatImages === 1 ? "images[0]" : "images";
-    return new CoreError(
-      "invalid_request",
-      `params.${field}: the request with the images is too large for llama-server (over its 100 MiB body): send fewer or smaller images`,
-      { field, problem: "too_large" },
-    );
-  }
+export function imageRefusal(
+  err: LlmError,
+  chatImages: number,
+  stored: readonly AttachmentRef[],
+): CoreError | undefined {
+  const storedIds = stored.map((r) => r.id);
   if (err.status === 500 && /image input is not supported/i.test(err.message)) return notVision();
-  if (err.status === 400 && /failed to load image/i.test(err.message)) {
-    const field = chatImages === 1 ? "images[0]" : "images";
+  const problem =
+    err.status === 413
+      ? "too_large"
+      : err.status === 400 && /failed to load image/i.test(err.message)
+        ? "damaged"
+        : undefined;
+  if (!problem) return undefined;
+  const what =
+    problem === "too_large"
+      ? "the request with the images is too large for llama-server (over its 100 MiB body)"
+      : `llama-server could not decode ${(chatImages || storedIds.length) === 1 ? "the" : "an"} image (its header was readable, its pixels were not)`;
+  if (chatImages === 0 && storedIds.length > 0) {
+    const ids = storedIds.join(", ");
+    const named =
+      storedIds.length === 1
+        ? `the session's stored image (attachment ${ids})`
+        : `the session's stored images (attachments ${ids})`;
     return new CoreError(
       "invalid_request",
-      `params.${field}: llama-server could not decode ${chatImages === 1 ? "the" : "an"} image (its header was readable, its pixels were not)`,
-      { field, problem: "damaged" },
+      `${named}: ${what}; edit its message (replace_from) with images: [] to send it no more, or with other images`,
+      { attachments: [...storedIds], problem },
     );
   }
-  return undefined;
+  const field = chatImages === 1 ? "images[0]" : "images";
+  const advice = problem === "too_large" ? ": send fewer or smaller images" : "";
+  return new CoreError("invalid_request", `params.${field}: ${what}${advice}`, { field, problem });
 }

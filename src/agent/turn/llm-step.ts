@@ -127,7 +127,7 @@ export async function llmStep(ctx: TurnContext, setup: StepSetup, step: number):
       // The server died or wedged mid-request (the supervisor restarts it on the next chat).
       if (isCoreError(err)) return { kind: "failed", failure: err };
       if (!(err instanceof LlmError)) throw err;
-      const image = imageRefusal(err, ctx.params.images?.length ?? 0);
+      const image = imageRefusal(err, ctx.params.images?.length ?? 0, refs);
       if (image) return { kind: "refused", error: image };
       if (isUnparsedReply(err)) return { kind: "unparsed", content: partial.content };
       if (err.kind !== "context_overflow") return { kind: "failed", failure: err };
