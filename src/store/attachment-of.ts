@@ -1,3 +1,4 @@
+import { MAX_IMAGE_BYTES } from "../images/limits.ts";
 import { CoreError } from "../protocol/errors.ts";
 import { LongText } from "../util/long-text.ts";
 import { type AttachmentData, PART_BYTES } from "./attachments.ts";
@@ -17,7 +18,7 @@ export async function readAttachment(
   id: number,
 ): Promise<AttachmentData | undefined> {
   const attachments = store.conversations.attachments;
-  const head = store.guard(() => attachments.head(userId, id));
+  const head = store.guard(() => checkedSize(attachments.head(userId, id)));
   if (!head) return undefined;
   const data = new Uint8Array(head.bytes);
   for (let at = 0, part = 0; at < head.bytes; part++) {
@@ -28,6 +29,23 @@ export async function readAttachment(
     at += piece.byteLength;
   }
   return { ...head, data };
+}
+
+/**
+ * A row's size as the core wrote it: a whole count up to what an image may be (images/limits.ts).
+ * Any other (a damaged file, a hand edit) is the database's damage, thrown as SQLite's own is
+ * (store/db/open.ts storeError: named, and the file set aside at the next start), not a buffer of
+ * that size: 1 TiB failed as "Out of memory", -1 as a RangeError, both internal errors unnamed.
+ */
+function checkedSize<T extends { id: number; bytes: number }>(head: T | undefined): T | undefined {
+  if (!head) return undefined;
+  const { id, bytes } = head;
+  if (Number.isSafeInteger(bytes) && bytes >= 0 && bytes <= MAX_IMAGE_BYTES) return head;
+  const shown = String(bytes).slice(0, 40);
+  throw Object.assign(
+    new Error(`attachment ${id}'s size (${shown}) is no image's: 0 to ${MAX_IMAGE_BYTES} bytes`),
+    { code: "SQLITE_CORRUPT" },
+  );
 }
 
 /**

@@ -1,11 +1,12 @@
 import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { refsOf, TurnImages } from "../../../src/agent/turn/images.ts";
 import type { DataUrl } from "../../../src/llama/data-url.ts";
 import type { AttachmentRef } from "../../../src/protocol/chat-message.ts";
 import { attachmentOf, readAttachment } from "../../../src/store/attachment-of.ts";
-import { DB_FILE } from "../../../src/store/db/open.ts";
+import { DB_FILE, damagedMarker } from "../../../src/store/db/open.ts";
 import { Store } from "../../../src/store/store.ts";
 import { filesHolding } from "../../fixtures/files-holding.ts";
 import { png } from "../../fixtures/images.ts";
@@ -235,6 +236,27 @@ describe("attachments", () => {
     // An erase in steps (a full disk) takes the parts before the row: none given half gone.
     raw.query("DELETE FROM attachment_data WHERE id = ? AND part = 1").run(ref!.id);
     await expect(attachmentOf(store, "alice", ref!.id)).rejects.toThrow(/no attachment/);
+    store.close();
+  });
+
+  test("a size column no image has (a damaged file) is the database's damage, nothing allocated for it", async () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    const [ref] = await turnWithImages(store, "alice", "s", "look", [png(2, 2)]);
+    using raw = new Database(join(dir.path, DB_FILE));
+    // Each past what an image may be (20 MiB): 1 TiB was a failed allocation, -1 a RangeError,
+    // both internal_error with a trace; 21 MiB allocated 21 MB, then was "no attachment".
+    for (const bytes of [2 ** 40, -1, 21 * 2 ** 20]) {
+      raw.query("UPDATE attachments SET bytes = ? WHERE id = ?").run(bytes, ref!.id);
+      const err = await attachmentOf(store, "alice", ref!.id).catch((e: unknown) => e);
+      expect(err).toMatchObject({
+        code: "internal_error",
+        data: { key: "app.data_dir", problem: "SQLITE_CORRUPT" },
+      });
+      expect(String((err as Error).message)).toContain(`attachment ${ref!.id}`);
+    }
+    // Marked as SQLite's own damage is: set aside at the next start (docs/agent.md, The store).
+    expect(existsSync(damagedMarker(join(dir.path, DB_FILE)))).toBe(true);
     store.close();
   });
 
