@@ -20,6 +20,7 @@ import { drives } from "../util/drive-answers.ts";
 import { namesIn } from "../util/names-in.ts";
 import { once } from "../util/once.ts";
 import { NotOwnFile } from "../util/read-file.ts";
+import { shellWord } from "../util/shell-word.ts";
 import { controlsMarked } from "../util/terminal-text.ts";
 import { wholeCharCut } from "../util/text-cut.ts";
 import type { Check } from "./checks.ts";
@@ -138,7 +139,7 @@ export async function runRecordsCheck(config: Config, options: RunRecordsOptions
     ...leftoverFixes(leftover as Leftover[]),
     ...(foreign.length > 0
       ? [
-          `that user's cores (or a core run with sudo) share ${dataDir}: give each user a data_dir of their own, and remove those records once their processes are gone`,
+          `that user's cores (or a core run with sudo) share ${shownDir(dataDir)}: give each user a data_dir of their own, and remove those records once their processes are gone`,
         ]
       : []),
   ];
@@ -150,6 +151,13 @@ export async function runRecordsCheck(config: Config, options: RunRecordsOptions
     data,
   };
 }
+
+/**
+ * data_dir as a fix shows it: a host shows doctor's result as it is, so a control character of
+ * the config's spelling (U+009B opens a sequence as ESC [ does) is marked `?`, as a record's
+ * name is; shell-quoted, as the other checks' paths are, so a space does not split it.
+ */
+const shownDir = (dataDir: string) => shellWord(controlsMarked(dataDir));
 
 /**
  * What to do about each leftover, as the reaper will treat it: "start the core once" stops only

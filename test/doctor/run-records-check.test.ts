@@ -104,6 +104,21 @@ describe.skipIf(process.platform === "win32")("doctor: run_records", () => {
     expect(c.message).toContain("another user");
   });
 
+  test("another user's records: the fix names data_dir shell-quoted, its control characters marked", async () => {
+    // The user's own config spelled it: C1's U+009B (ESC [ to some terminals) went raw into the
+    // fix text, which a host shows from doctor's result as it is, and a space split the path.
+    using dir = tmpdir();
+    const data = join(dir.path, "my\u009b2J data");
+    mkdirSync(join(data, "run"), { recursive: true });
+    const file = join(data, "run", "llama-server-999.json");
+    writeFileSync(file, record(1000, 999));
+    const me = process.getuid!();
+    if (me === 0) chownSync(file, 4321, 4321);
+    const c = await runRecordsCheck(configAt(data), { uid: me === 0 ? 0 : me + 1, alive, identity });
+    expect(c.fix).not.toMatch(/[\u0000-\u001f\u007f-\u009f]/);
+    expect(c.fix).toContain(`share '${join(dir.path, "my?2J data")}':`);
+  });
+
   test("thousands of records: the report names at most 20 and reads a bounded number", async () => {
     using dir = tmpdir();
     deadCoresRecords(dir.path, 300);
