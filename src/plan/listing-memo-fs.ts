@@ -4,7 +4,7 @@ import { bootStartedAt } from "../platform/pid-space.ts";
 import { allowedEnv } from "../util/child-allowlist.ts";
 import { drives, statLate } from "../util/drive-answers.ts";
 import { logger } from "../util/logger.ts";
-import { ensurePrivateTree, replacePrivateFile } from "../util/private-fs.ts";
+import { ensurePrivateTreeAsync, replacePrivateFileAsync } from "../util/private-fs.ts";
 import { readSmallFileAsync } from "../util/read-file.ts";
 import { MEMO_FOLDER, MEMO_NAME, type MemoEdges } from "./listing-memo.ts";
 
@@ -43,19 +43,22 @@ export const realMemoEdges: MemoEdges = {
     }
   },
   write: async (dataDir, text, going) => {
-    // Its drive asked off the loop first: the writes below are synchronous, and a data_dir on a
-    // share gone dead held ping and cancel in them (util/drive-answers.ts).
+    // Its drive asked first (util/drive-answers.ts): a data_dir on a share gone dead is not
+    // written, and no thread of the runtime's pool is given to a write that never answers.
     const late = await statLate(drives, dataDir);
     if (late !== null) throw new Error(`${dataDir}: ${late}`);
     if (!going()) return;
     // As runtime/pid-file.ts writes its records, not store/atomic.ts writeFileAtomic: its two
     // fsyncs would sit on a first cold chat's way to its spawn, for a file whose loss (or a torn
     // one, read as corrupt) costs one listing. Each folder under data_dir made owner-only, none
-    // followed if it is a link.
-    const dir = ensurePrivateTree(dataDir, MEMO_FOLDER);
+    // followed if it is a link; all of it off the loop, a turn between steps.
+    const dir = await ensurePrivateTreeAsync(dataDir, MEMO_FOLDER);
     // One name for every core: one killed mid-write leaves at most this one file, the next write
     // reuses it. Two cores writing at once may tear it: read as corrupt, a listing asked again.
-    replacePrivateFile(join(dir, `${MEMO_NAME}.tmp`), join(dir, MEMO_NAME), text);
+    const dest = join(dir, MEMO_NAME);
+    if (!(await replacePrivateFileAsync(join(dir, `${MEMO_NAME}.tmp`), dest, text, going))) return;
+    // A listing that wanted it gone while it was renamed in (listing-memo.ts learned): taken back.
+    if (!going()) await rm(dest, { force: true });
   },
   remove: (path) => rm(path, { force: true }),
   setTimer: (fn, ms) => {

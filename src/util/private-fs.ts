@@ -10,6 +10,7 @@ import {
   rmSync,
   writeSync,
 } from "node:fs";
+import { lstat, mkdir, open, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { kindOf, NotRegularFile } from "./read-file.ts";
 
@@ -187,4 +188,81 @@ function tightenOpen(fd: number, allowed: number): void {
   } catch {
     // Not ours to change (another owner, a read-only mount): the write itself still decides.
   }
+}
+
+/**
+ * ensurePrivateTree off the event loop (a data_dir on a slow or remote drive held ping and
+ * cancel in each synchronous call): each segment made owner-only, refused as a link, tightened.
+ */
+export async function ensurePrivateTreeAsync(base: string, ...segments: string[]): Promise<string> {
+  await mkdir(base, { recursive: true, mode: PRIVATE_DIR_MODE });
+  let dir = base;
+  for (const segment of segments) {
+    dir = join(dir, segment);
+    await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
+    await refuseLinkAsync(dir);
+    if (!tightens) continue;
+    const handle = await open(dir, constants.O_RDONLY | DIRECTORY | NOFOLLOW).catch(
+      (err: NodeJS.ErrnoException) => {
+        if (err.code === "ELOOP") throw err;
+        return null; // A folder this user cannot read keeps its mode; using it decides.
+      },
+    );
+    if (!handle) continue;
+    try {
+      const mode = (await handle.stat()).mode & 0o777;
+      if (mode & 0o077) await handle.chmod(mode & PRIVATE_DIR_MODE).catch(() => {});
+    } finally {
+      await handle.close();
+    }
+  }
+  return dir;
+}
+
+/**
+ * replacePrivateFile off the event loop: `data` written owner-only to `tmp` (never through a
+ * link, a regular file only), then renamed over `dest` unless `keep` says no more; the temp is
+ * removed when a step fails or the write is dropped. True when `dest` was replaced.
+ */
+export async function replacePrivateFileAsync(
+  tmp: string,
+  dest: string,
+  data: string,
+  keep: () => boolean = () => true,
+): Promise<boolean> {
+  try {
+    await refuseLinkAsync(tmp);
+    const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | NOFOLLOW | NONBLOCK;
+    const handle = await open(tmp, flags, PRIVATE_FILE_MODE);
+    try {
+      const stats = await handle.stat();
+      if (!stats.isFile()) throw new NotRegularFile(tmp, kindOf(stats));
+      if (tightens && stats.mode & 0o077)
+        await handle.chmod(stats.mode & 0o777 & PRIVATE_FILE_MODE).catch(() => {});
+      const bytes = Buffer.from(data);
+      for (let at = 0; at < bytes.length; )
+        at += tookSome((await handle.write(bytes, at, bytes.length - at)).bytesWritten);
+    } finally {
+      await handle.close();
+    }
+    if (!keep()) {
+      await rm(tmp, { force: true });
+      return false;
+    }
+    await rename(tmp, dest);
+    return true;
+  } catch (err) {
+    await rm(tmp, { force: true });
+    throw err;
+  }
+}
+
+/** refuseLink off the event loop. */
+async function refuseLinkAsync(path: string): Promise<void> {
+  const stats = await lstat(path).catch(() => null);
+  if (stats?.isSymbolicLink())
+    throw Object.assign(new Error(`ELOOP: ${path} is a symbolic link, which the core does not follow`), {
+      code: "ELOOP",
+      path,
+    });
 }

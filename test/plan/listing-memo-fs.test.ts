@@ -1,5 +1,5 @@
 import { describe, expect, spyOn, test } from "bun:test";
-import { mkdirSync, readdirSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { listingKey, MEMO_FOLDER, MEMO_NAME, memoPath } from "../../src/plan/listing-memo.ts";
 import { realMemoEdges } from "../../src/plan/listing-memo-fs.ts";
@@ -21,6 +21,37 @@ describe("the listing memo's real edges", () => {
     // A core stopping meanwhile writes nothing either (its data_dir may be going).
     await realMemoEdges.write(dir.path, "x\n", () => false);
     expect(readdirSync(dir.path)).toEqual([]);
+  });
+
+  test("the write itself is off the loop: it turns between the memo's folder and its file", async () => {
+    // Once its drive had answered, the folder, the temp, its bytes and the rename were all
+    // synchronous: a slow disk held ping and cancel for each. Seen from the loop, each turn.
+    using dir = tmpdir();
+    const folder = join(dir.path, MEMO_FOLDER);
+    const seen = new Set<string>();
+    let done = false;
+    const writing = realMemoEdges
+      .write(dir.path, "x\n", () => true)
+      .finally(() => {
+        done = true;
+      });
+    while (!done) {
+      await new Promise((r) => setImmediate(r));
+      seen.add(`${existsSync(folder)}/${existsSync(memoPath(dir.path))}`);
+    }
+    await writing;
+    expect(seen).toContain("true/false");
+    expect(existsSync(memoPath(dir.path))).toBe(true);
+  });
+
+  test("a listing that wants the memo gone while it is written: none left", async () => {
+    // The write now takes turns of the loop: a listing that found devices meanwhile (`going`
+    // false since) must not find a stale "none" memo landed after it (listing-memo.ts learned).
+    using dir = tmpdir();
+    let asked = 0;
+    await realMemoEdges.write(dir.path, "x\n", () => asked++ === 0);
+    expect(existsSync(memoPath(dir.path))).toBe(false);
+    expect(readdirSync(join(dir.path, MEMO_FOLDER))).toEqual([]);
   });
 
   test("written owner-only through a temp and a rename; read back; no temp left", async () => {
