@@ -64,7 +64,7 @@ export async function attachmentOf(
       reason: "attachment_not_found",
     });
   // Encoded a part at a time too (PART_BYTES is a multiple of 3: the pieces join as one base64).
-  const pieces: string[] = [];
+  const data = new LongText();
   for (let at = 0; at < found.bytes; at += PART_BYTES) {
     if (at > 0) await nextTurn();
     const piece = Buffer.from(
@@ -72,7 +72,7 @@ export async function attachmentOf(
       found.data.byteOffset + at,
       Math.min(PART_BYTES, found.bytes - at),
     );
-    pieces.push(piece.toString("base64"));
+    data.add(piece.toString("base64"));
   }
-  return { id: found.id, mime: found.mime, bytes: found.bytes, data: new LongText(pieces) };
+  return { id: found.id, mime: found.mime, bytes: found.bytes, data };
 }

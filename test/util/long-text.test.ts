@@ -39,3 +39,23 @@ test("a LongText put into text (a log line, a template) is its text, not [object
   expect(`${data}`).toBe("QUJDREVG");
   expect(String(data)).toBe("QUJDREVG");
 });
+
+test("a piece that JSON would escape is written escaped: the line stays JSON and reads back as the text", () => {
+  // Only base64 was ever handed in, but nothing said so: a quote, a backslash, a line break or a
+  // lone surrogate (a pair cut between two pieces) went into the line raw, a broken answer line.
+  const text = new LongText(['say "hi"\\', "\n", "\ud83d", "\ude00", "AB=="]);
+  const line = jsonLine({ id: 1, data: text });
+  const joined = typeof line === "string" ? line : line.join("");
+  expect(joined.endsWith("\n")).toBe(true);
+  expect(joined.slice(0, -1)).not.toContain("\n");
+  expect(JSON.parse(joined)).toEqual({ id: 1, data: 'say "hi"\\\n\ud83d\ude00AB==' });
+  // Its text elsewhere is the text given, not its escapes.
+  expect(String(text)).toBe('say "hi"\\\n\ud83d\ude00AB==');
+  expect(JSON.parse(JSON.stringify({ d: text }))).toEqual({ d: 'say "hi"\\\n\ud83d\ude00AB==' });
+});
+
+test("pieces added one at a time (a piece a turn of the loop) are the same as given at once", () => {
+  const text = new LongText();
+  for (const piece of ["QU", '"', "JD"]) text.add(piece);
+  expect(JSON.parse((jsonLine({ d: text }) as string[]).join(""))).toEqual({ d: 'QU"JD' });
+});
