@@ -18,7 +18,8 @@ export async function readAttachment(
   id: number,
 ): Promise<AttachmentData | undefined> {
   const attachments = store.conversations.attachments;
-  const head = store.guard(() => checkedSize(attachments.head(userId, id)));
+  // Checked outside the guard: a row's bad size is not SQLite's damage (nothing marked).
+  const head = checkedSize(store.guard(() => attachments.head(userId, id)));
   if (!head) return undefined;
   const data = new Uint8Array(head.bytes);
   for (let at = 0, part = 0; at < head.bytes; part++) {
@@ -32,32 +33,47 @@ export async function readAttachment(
 }
 
 /**
- * A row's size as the core wrote it: a whole count up to what an image may be (images/limits.ts).
- * Any other (a damaged file, a hand edit) is the database's damage, thrown as SQLite's own is
- * (store/db/open.ts storeError: named, and the file set aside at the next start), not a buffer of
- * that size: 1 TiB failed as "Out of memory", -1 as a RangeError, both internal errors unnamed.
+ * A stored image whose row says a size no image has (a damaged file, a hand edit): that image's
+ * damage, answered as an image that cannot be decoded is (docs/protocol.md#images). Never the
+ * database's: marking it set every conversation aside at the next start for one row.
+ */
+export class DamagedAttachment extends Error {
+  constructor(
+    readonly id: number,
+    readonly why: string,
+  ) {
+    super(`attachment ${id} is damaged in the store: ${why}`);
+  }
+}
+
+/**
+ * A row's size as the core wrote it: a whole count up to what an image may be (images/limits.ts),
+ * checked before a buffer of that size is made: 1 TiB failed as "Out of memory", -1 as a
+ * RangeError, both internal errors unnamed; 21 MiB allocated 21 MB for nothing.
  */
 function checkedSize<T extends { id: number; bytes: number }>(head: T | undefined): T | undefined {
   if (!head) return undefined;
   const { id, bytes } = head;
   if (Number.isSafeInteger(bytes) && bytes >= 0 && bytes <= MAX_IMAGE_BYTES) return head;
-  const shown = String(bytes).slice(0, 40);
-  throw Object.assign(
-    new Error(`attachment ${id}'s size (${shown}) is no image's: 0 to ${MAX_IMAGE_BYTES} bytes`),
-    { code: "SQLITE_CORRUPT" },
+  throw new DamagedAttachment(
+    id,
+    `its size (${String(bytes).slice(0, 40)}) is no image's, 0 to ${MAX_IMAGE_BYTES} bytes`,
   );
 }
 
 /**
  * `sessions.attachment`: one of the user's images, its bytes as base64; an id the user has not is
- * refused. The base64 stays in pieces, written one at a time (util/long-text.ts).
+ * refused, one whose row is damaged too (`problem: "damaged"`). The base64 stays in pieces, written one at a time (util/long-text.ts).
  */
 export async function attachmentOf(
   store: Store,
   userId: string,
   id: number,
 ): Promise<{ id: number; mime: string; bytes: number; data: LongText }> {
-  const found = await readAttachment(store, userId, id);
+  const found = await readAttachment(store, userId, id).catch((err: unknown) => {
+    if (!(err instanceof DamagedAttachment)) throw err;
+    throw new CoreError("invalid_request", `params.id: ${err.message}`, { field: "id", problem: "damaged" });
+  });
   if (!found)
     throw new CoreError("invalid_request", `params.id: no attachment ${id} for this user`, {
       field: "id",

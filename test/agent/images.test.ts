@@ -1,5 +1,6 @@
+import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
-import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CLIENT_DEFAULTS } from "../../src/client/client-options.ts";
 import { heldImages } from "../../src/images/held.ts";
@@ -390,6 +391,26 @@ describe("a chat with images", () => {
     expect(terminal.data).toEqual({ attachments: [id], problem: "damaged" });
     expect(String(terminal.message)).not.toContain("params.images");
     expect(String(terminal.message)).toContain(`attachment ${id}`);
+  });
+
+  test("a later turn whose stored image's size no image has is refused naming that attachment; the database not marked", async () => {
+    await using h = new ChatHarness(AGENTS, vision());
+    h.llama.script({ content: "one" }, { content: "two" });
+    await h.chat(1, { session_id: "s", input: "look", images: [{ data: b64(png(3, 3)) }] });
+    const id = (h.history("s")[0] as Json).attachments[0].id;
+    const db = new Database(join(h.dataDir, "local-ai.db"));
+    db.exec("PRAGMA busy_timeout = 10000");
+    db.query("UPDATE attachments SET bytes = ? WHERE id = ?").run(2 ** 40, id);
+    db.close();
+    const { terminal } = await h.chat(2, { session_id: "s", input: "and now?" });
+    // As an image llama-server cannot decode is (106b): the host can find the message and edit it.
+    expect(terminal).toMatchObject({
+      code: "invalid_request",
+      data: { attachments: [id], problem: "damaged" },
+    });
+    expect(String(terminal.message)).toContain(`attachment ${id}`);
+    expect(h.history("s")).toHaveLength(2);
+    expect(existsSync(join(h.dataDir, "local-ai.db.damaged"))).toBe(false);
   });
 
   test("an edit with images: [] takes the replaced message's images away, erased", async () => {

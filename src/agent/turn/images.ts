@@ -2,7 +2,7 @@ import { DataUrl } from "../../llama/data-url.ts";
 import type { LlmError } from "../../llama/errors.ts";
 import type { AttachmentRef, ChatMessage } from "../../protocol/chat-message.ts";
 import { CoreError } from "../../protocol/errors.ts";
-import { readAttachment } from "../../store/attachment-of.ts";
+import { DamagedAttachment, readAttachment } from "../../store/attachment-of.ts";
 import type { Store } from "../../store/store.ts";
 import type { TurnMark } from "../../store/turn-mark.ts";
 
@@ -95,12 +95,20 @@ export class TurnImages {
 
   /**
    * The bytes of these images not yet in hand, read from the store once for the turn, a part at
-   * a time (store/attachment-of.ts): before `wire`, which takes them from hand.
+   * a time (store/attachment-of.ts): before `wire`, which takes them from hand. A stored image
+   * whose row is damaged is the refusal returned: `invalid_request` naming its attachment id.
    */
-  async load(refs: readonly AttachmentRef[]): Promise<void> {
+  async load(refs: readonly AttachmentRef[]): Promise<CoreError | undefined> {
     for (const ref of refs) {
       if (this.bytes.has(ref.id)) continue;
-      const found = await readAttachment(this.store, this.userId, ref.id);
+      let found: Awaited<ReturnType<typeof readAttachment>>;
+      try {
+        found = await readAttachment(this.store, this.userId, ref.id);
+      } catch (err) {
+        if (!(err instanceof DamagedAttachment)) throw err;
+        // Its own damage, answered as an image llama-server cannot decode is: by id, to edit away.
+        return storedImagesRefused([ref.id], "damaged", `its row is damaged (${err.why})`);
+      }
       if (!found) {
         // Another core's delete of the session (this core's own aborts the turn first): the
         // turn ends as that delete ends it, not as an internal error with a trace.
@@ -113,6 +121,7 @@ export class TurnImages {
       }
       this.bytes.set(ref.id, found.data);
     }
+    return undefined;
   }
 
   /** An image's bytes, in hand (`load`). */
@@ -177,19 +186,25 @@ export function imageRefusal(
     problem === "too_large"
       ? "the request with the images is too large for llama-server (over its 100 MiB body)"
       : `llama-server could not decode ${(chatImages || storedIds.length) === 1 ? "the" : "an"} image (its header was readable, its pixels were not)`;
-  if (chatImages === 0 && storedIds.length > 0) {
-    const ids = storedIds.join(", ");
-    const named =
-      storedIds.length === 1
-        ? `the session's stored image (attachment ${ids})`
-        : `the session's stored images (attachments ${ids})`;
-    return new CoreError(
-      "invalid_request",
-      `${named}: ${what}; edit its message (replace_from) with images: [] to send it no more, or with other images`,
-      { attachments: [...storedIds], problem },
-    );
-  }
+  if (chatImages === 0 && storedIds.length > 0) return storedImagesRefused(storedIds, problem, what);
   const field = chatImages === 1 ? "images[0]" : "images";
   const advice = problem === "too_large" ? ": send fewer or smaller images" : "";
   return new CoreError("invalid_request", `params.${field}: ${what}${advice}`, { field, problem });
+}
+
+/** The session's stored images refused, by attachment id: what the host can find the message by and edit. */
+function storedImagesRefused(
+  ids: readonly number[],
+  problem: "damaged" | "too_large",
+  what: string,
+): CoreError {
+  const named =
+    ids.length === 1
+      ? `the session's stored image (attachment ${ids[0]})`
+      : `the session's stored images (attachments ${ids.join(", ")})`;
+  return new CoreError(
+    "invalid_request",
+    `${named}: ${what}; edit its message (replace_from) with images: [] to send it no more, or with other images`,
+    { attachments: [...ids], problem },
+  );
 }

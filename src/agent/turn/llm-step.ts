@@ -85,8 +85,10 @@ export async function llmStep(ctx: TurnContext, setup: StepSetup, step: number):
     const messages = breakMarkers([system, ...kept, ...own], setup.markers ?? []);
     const refs = refsOf(messages);
     let textTokens: Promise<number | undefined> | undefined;
-    // Not one of the request's failures: an image another core's delete erased ends it as that delete.
-    await session.images.load(refs);
+    // Not one of the request's failures: an image another core's delete erased ends it as that
+    // delete; one whose stored row is damaged is refused as an undecodable one is (images.ts).
+    const unloadable = await session.images.load(refs);
+    if (unloadable) return { kind: "refused", error: unloadable };
     try {
       const body = { ...request(ctx, setup), messages: session.images.wire(messages) };
       const reply = await watchedCompletion(setup.lease, body, {

@@ -239,24 +239,28 @@ describe("attachments", () => {
     store.close();
   });
 
-  test("a size column no image has (a damaged file) is the database's damage, nothing allocated for it", async () => {
+  test("a size column no image has (a damaged file) is that attachment's damage: nothing allocated, the database not marked", async () => {
     using dir = tmpdir();
     const store = Store.open(dir.path);
-    const [ref] = await turnWithImages(store, "alice", "s", "look", [png(2, 2)]);
+    const [ref, other] = await turnWithImages(store, "alice", "s", "look", [png(2, 2), png(3, 3)]);
     using raw = new Database(join(dir.path, DB_FILE));
     // Each past what an image may be (20 MiB): 1 TiB was a failed allocation, -1 a RangeError,
     // both internal_error with a trace; 21 MiB allocated 21 MB, then was "no attachment".
     for (const bytes of [2 ** 40, -1, 21 * 2 ** 20]) {
       raw.query("UPDATE attachments SET bytes = ? WHERE id = ?").run(bytes, ref!.id);
       const err = await attachmentOf(store, "alice", ref!.id).catch((e: unknown) => e);
-      expect(err).toMatchObject({
-        code: "internal_error",
-        data: { key: "app.data_dir", problem: "SQLITE_CORRUPT" },
-      });
+      expect(err).toMatchObject({ code: "invalid_request", data: { field: "id", problem: "damaged" } });
       expect(String((err as Error).message)).toContain(`attachment ${ref!.id}`);
+      const turn = await new TurnImages(store, "alice").load([ref!]);
+      expect(turn).toMatchObject({
+        code: "invalid_request",
+        data: { attachments: [ref!.id], problem: "damaged" },
+      });
     }
-    // Marked as SQLite's own damage is: set aside at the next start (docs/agent.md, The store).
-    expect(existsSync(damagedMarker(join(dir.path, DB_FILE)))).toBe(true);
+    // One row's damage: the database is not set aside at the next start (every conversation
+    // would go out of reach for it), and the other image still reads.
+    expect(existsSync(damagedMarker(join(dir.path, DB_FILE)))).toBe(false);
+    expect((await attachmentOf(store, "alice", other!.id)).bytes).toBeGreaterThan(0);
     store.close();
   });
 
