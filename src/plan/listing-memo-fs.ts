@@ -51,8 +51,9 @@ export const realMemoEdges: MemoEdges = {
     // As runtime/pid-file.ts writes its records, not store/atomic.ts writeFileAtomic: its two
     // fsyncs would sit on a first cold chat's way to its spawn, for a file whose loss (or a torn
     // one, read as corrupt) costs one listing. Each folder under data_dir made owner-only, none
-    // followed if it is a link; all of it off the loop, a turn between steps.
-    const dir = await ensurePrivateTreeAsync(dataDir, MEMO_FOLDER);
+    // followed if it is a link; all of it off the loop, a turn between steps, `going` asked at each.
+    const dir = await ensurePrivateTreeAsync(dataDir, [MEMO_FOLDER], going);
+    if (dir === null) return;
     // One name for every core: one killed mid-write leaves at most this one file, the next write
     // reuses it. Two cores writing at once may tear it: read as corrupt, a listing asked again.
     const dest = join(dir, MEMO_NAME);

@@ -193,12 +193,19 @@ function tightenOpen(fd: number, allowed: number): void {
 /**
  * ensurePrivateTree off the event loop (a data_dir on a slow or remote drive held ping and
  * cancel in each synchronous call): each segment made owner-only, refused as a link, tightened.
+ * `keep` is asked before each folder is made: null, and none made, once it says no more (a core
+ * stopping meanwhile: its data_dir may be removed, and a recursive mkdir would make it again).
  */
-export async function ensurePrivateTreeAsync(base: string, ...segments: string[]): Promise<string> {
+export async function ensurePrivateTreeAsync(
+  base: string,
+  segments: readonly string[],
+  keep: () => boolean = () => true,
+): Promise<string | null> {
   await mkdir(base, { recursive: true, mode: PRIVATE_DIR_MODE });
   let dir = base;
   for (const segment of segments) {
     dir = join(dir, segment);
+    if (!keep()) return null;
     await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
     await refuseLinkAsync(dir);
     if (!tightens) continue;
@@ -221,8 +228,9 @@ export async function ensurePrivateTreeAsync(base: string, ...segments: string[]
 
 /**
  * replacePrivateFile off the event loop: `data` written owner-only to `tmp` (never through a
- * link, a regular file only), then renamed over `dest` unless `keep` says no more; the temp is
- * removed when a step fails or the write is dropped. True when `dest` was replaced.
+ * link, a regular file only), then renamed over `dest` unless `keep` says no more (asked before
+ * the temp is made and before the rename); the temp is removed when a step fails or the write is
+ * dropped. True when `dest` was replaced.
  */
 export async function replacePrivateFileAsync(
   tmp: string,
@@ -232,6 +240,7 @@ export async function replacePrivateFileAsync(
 ): Promise<boolean> {
   try {
     await refuseLinkAsync(tmp);
+    if (!keep()) return false;
     const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | NOFOLLOW | NONBLOCK;
     const handle = await open(tmp, flags, PRIVATE_FILE_MODE);
     try {

@@ -44,12 +44,22 @@ describe("the listing memo's real edges", () => {
     expect(existsSync(memoPath(dir.path))).toBe(true);
   });
 
+  test("a core that begins to stop while the memo is written makes no folder or temp after it", async () => {
+    // Its checks were one, before the first folder: the folder, the temp's create and bytes went
+    // on past a stop, and a data_dir the host removes meanwhile could be made again.
+    using dir = tmpdir();
+    let asked = 0;
+    await realMemoEdges.write(dir.path, "x\n", () => asked++ === 0);
+    expect(readdirSync(dir.path)).toEqual([]);
+  });
+
   test("a listing that wants the memo gone while it is written: none left", async () => {
     // The write now takes turns of the loop: a listing that found devices meanwhile (`going`
     // false since) must not find a stale "none" memo landed after it (listing-memo.ts learned).
     using dir = tmpdir();
     let asked = 0;
-    await realMemoEdges.write(dir.path, "x\n", () => asked++ === 0);
+    // Still going at the drive's check, the folder's and the temp's; not at the rename.
+    await realMemoEdges.write(dir.path, "x\n", () => asked++ < 3);
     expect(existsSync(memoPath(dir.path))).toBe(false);
     expect(readdirSync(join(dir.path, MEMO_FOLDER))).toEqual([]);
   });
