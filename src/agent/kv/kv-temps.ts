@@ -99,11 +99,15 @@ export const LEFTOVER_PASS = { max: 512 };
 
 /**
  * The temps a sweep of a folder judges (`leftoverTemp`): at most `LEFTOVER_PASS.max`, each pass
- * going on where the last stopped, so over passes every one is judged. An erased session's own
- * are removed by name before (kv-disk.ts `erase`), never left to a pass.
+ * going on by name after the last one judged, so over passes every one is judged. An erased
+ * session's own are removed by name before (kv-disk.ts `erase`), never left to a pass.
  */
 export class LeftoverPass {
-  private next = 0;
+  /**
+   * The last temp judged. An index into the listing was shifted by temps added or removed
+   * between passes (the listing is in no order): one could be skipped pass after pass.
+   */
+  private after = "";
   /**
    * Its folder's temps' sightings, its own: in one table for every folder, those of a folder no
    * longer swept (an earlier data_dir's) were never forgotten and held its room for good.
@@ -113,9 +117,14 @@ export class LeftoverPass {
   temps(dir: string): string[] {
     const temps = forgetTempsGone(dir, this.seen).filter((f) => OWN_TEMP.test(f) || UNNAMED_TEMP.test(f));
     if (temps.length <= LEFTOVER_PASS.max) return temps;
-    const start = this.next % temps.length;
-    this.next = start + LEFTOVER_PASS.max;
-    return [...temps.slice(start), ...temps.slice(0, start)].slice(0, LEFTOVER_PASS.max);
+    temps.sort();
+    const start = Math.max(
+      0,
+      temps.findIndex((f) => f > this.after),
+    );
+    const pass = [...temps.slice(start), ...temps.slice(0, start)].slice(0, LEFTOVER_PASS.max);
+    this.after = pass.at(-1) ?? "";
+    return pass;
   }
 }
 

@@ -2,7 +2,7 @@ import { afterEach, expect, test } from "bun:test";
 import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { KvDisk } from "../../../src/agent/kv/kv-disk.ts";
-import { LEFTOVER_PASS, STALE_TEMP_MS } from "../../../src/agent/kv/kv-temps.ts";
+import { LEFTOVER_PASS, LeftoverPass, STALE_TEMP_MS } from "../../../src/agent/kv/kv-temps.ts";
 import { spaceOf } from "../../../src/platform/pid-space.ts";
 import { LeaseSightings } from "../../../src/store/lease-sightings.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
@@ -78,4 +78,24 @@ test("another folder's sightings hold no room of this one's", async () => {
   disk.sweep();
   expect(temps(now)).toEqual([]);
   await disk.zeroes.done();
+});
+
+// The pass went on at an index into the folder's listing, which is in no order: temps added
+// between passes shifted it, and the same ones were judged pass after pass, others never (a
+// dead core's save cut short, a deleted session's tokens, left for good). Keyed by name now.
+test("a listing that changes between passes still has every temp judged within its passes", () => {
+  using dir = tmpdir();
+  const pass = new LeftoverPass();
+  // This process's own temps: live writers, so none is dropped and the listing only grows.
+  const live = (i: number) => `s-${i.toString(16).padStart(32, "0")}.${process.pid}-0123abcd.tmp`;
+  const first = Array.from({ length: 12 }, (_, i) => live(1000 + i));
+  for (const f of first) writeFileSync(join(dir.path, f), "part");
+  LEFTOVER_PASS.max = 4;
+  const judged = new Set<string>();
+  for (let round = 0; round < 3; round++) {
+    for (const f of pass.temps(dir.path)) judged.add(f);
+    // Newcomers between passes (other saves begun), sorting before the first ones.
+    for (let i = 0; i < 4; i++) writeFileSync(join(dir.path, live(round * 4 + i)), "part");
+  }
+  expect(first.filter((f) => !judged.has(f))).toEqual([]);
 });
