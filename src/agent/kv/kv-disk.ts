@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { chmodSync, existsSync, lstatSync, readdirSync, renameSync, statSync } from "node:fs";
+import { chmodSync, existsSync, readdirSync, renameSync, statSync } from "node:fs";
 import { basename, join } from "node:path";
 import { pidSpace } from "../../platform/pid-space.ts";
 import { type StagedWrite, stageFileAtomic, syncFolderAsync } from "../../store/atomic.ts";
@@ -10,9 +10,10 @@ import { readSmallFile } from "../../util/read-file.ts";
 import { dropFile, replaceZeroed, Zeroes } from "./drop-file.ts";
 import { type KvEntry, SidecarSchema, sameSave } from "./kv-entry.ts";
 import { LeftoverPass, leftoverTemp, OWN_TEMP, tempName } from "./kv-temps.ts";
+import { type KvUse, KvUseCount, OWN_FILE, type UseMark } from "./kv-use.ts";
 import type { SessionKey } from "./session-key.ts";
 
-export type { KvEntry };
+export type { KvEntry, KvUse };
 
 /**
  * The sessions' saved KV state under data_dir/kv (docs/agent.md#prompt-reuse), one pair of files
@@ -33,20 +34,13 @@ export type { KvEntry };
  * removed (a directory in their place is left, and the session's state is not kept).
  */
 
-/** Our names (`nameOf`, `tempName`): anything else in the folder is not ours to count or remove. */
-const OWN_FILE = /^(s-[0-9a-f]{32})\.(bin|json)$/;
 /** A sidecar is a few KiB (its prompt record's notes); one past this is not one of ours. */
 const SIDECAR_MAX_BYTES = 16 * 1024 * 1024;
-
-export interface KvUse {
-  bytes: number;
-  files: number;
-}
 
 export class KvDisk {
   /** Each removed file zeroed off the loop (drop-file.ts); an erase's answer waits for `done()`. */
   readonly zeroes = new Zeroes();
-  private use: KvUse | undefined;
+  private readonly count: KvUseCount;
   /** Files a removal failed on (EACCES, EBUSY…) while an erase runs, and what it answers (`unremovedBy`). */
   private failing: { paths: Set<string>; left: string[] } | undefined;
   private readonly leftovers = new LeftoverPass();
@@ -62,7 +56,9 @@ export class KvDisk {
     private readonly space: () => string = pidSpace,
     /** Our monotonic clock: another pid space's temps are timed on it (kv-temps.ts `leftoverTemp`). */
     private readonly mono: () => number = () => performance.now(),
-  ) {}
+  ) {
+    this.count = new KvUseCount(dir);
+  }
 
   /** The session's file name, without extension: a bare name, as llama-server takes it. */
   nameOf(userId: string, sessionId: string): string {
@@ -102,6 +98,7 @@ export class KvDisk {
     const name = this.nameOf(entry.user_id, entry.session_id);
     const path = join(this.dir, temp);
     let described = false;
+    let mark: UseMark;
     try {
       const size = statSync(path).size;
       // llama-server answers the bytes it meant to write (llama_state_seq_save_file's file.tell())
@@ -136,6 +133,7 @@ export class KvDisk {
         this.discard(temp);
         return false;
       }
+      mark = this.count.before([name]);
       // Described first: a state file without its sidecar is never restored. The old ones zeroed.
       replaceZeroed(this.sidecarOf(name), this.zeroes, sidecar, { folder: false });
       described = true;
@@ -155,10 +153,10 @@ export class KvDisk {
         dropFile(this.sidecarOf(name), this.zeroes);
         dropFile(this.binOf(name), this.zeroes);
       }
-      this.use = undefined;
+      this.count.after(mark);
       return false;
     }
-    this.use = undefined;
+    this.count.after(mark);
     this.keepBudget(name);
     await syncFolderAsync(this.dir);
     return true;
@@ -175,7 +173,7 @@ export class KvDisk {
       const now = this.readSidecar(name);
       if (!now || !sameSave(now, entry)) return;
       const staged = this.stageSidecar(name, { ...entry, used_at: this.now() });
-      replaceZeroed(this.sidecarOf(name), this.zeroes, staged);
+      this.count.around([name], () => replaceZeroed(this.sidecarOf(name), this.zeroes, staged));
     } catch {
       // Only its place in the eviction order is lost.
     }
@@ -188,10 +186,11 @@ export class KvDisk {
 
   /** Drops a session's files (a restore that failed, another fingerprint, the session deleted). */
   remove(name: string): void {
-    this.drop(this.binOf(name));
-    // A state that stays keeps its sidecar: a delete sent again finds it by what its notes quote.
-    if (!existsSync(this.binOf(name))) this.drop(this.sidecarOf(name));
-    this.use = undefined;
+    this.count.around([name], () => {
+      this.drop(this.binOf(name));
+      // A state that stays keeps its sidecar: a delete sent again finds it by what its notes quote.
+      if (!existsSync(this.binOf(name))) this.drop(this.sidecarOf(name));
+    });
   }
 
   /**
@@ -253,11 +252,13 @@ export class KvDisk {
    *  is gone (`remove`): the retry of an erase that could not remove them (kv-erase.ts). */
   removeKept(kept: FileIdentity[]): void {
     const bins = kept.filter((f) => f.path.endsWith(".bin"));
-    for (const f of [...bins, ...kept.filter((f) => !bins.includes(f))]) {
-      const described = f.path.endsWith(".json") && existsSync(`${f.path.slice(0, -5)}.bin`);
-      if (!described && sameFile(f, fileIdentity(f.path))) this.drop(f.path);
-    }
-    this.use = undefined;
+    const names = kept.flatMap((f) => OWN_FILE.exec(basename(f.path))?.[1] ?? []);
+    this.count.around(names, () => {
+      for (const f of [...bins, ...kept.filter((f) => !bins.includes(f))]) {
+        const described = f.path.endsWith(".json") && existsSync(`${f.path.slice(0, -5)}.bin`);
+        if (!described && sameFile(f, fileIdentity(f.path))) this.drop(f.path);
+      }
+    });
   }
 
   private drop(path: string): void {
@@ -266,20 +267,7 @@ export class KvDisk {
 
   /** What the saved states take now (`status`), counted once and kept up to date by this core. */
   usage(): KvUse {
-    if (this.use) return this.use;
-    let bytes = 0;
-    let files = 0;
-    for (const f of this.listing()) {
-      if (!OWN_FILE.test(f)) continue;
-      try {
-        const st = lstatSync(join(this.dir, f));
-        if (!st.isFile()) continue;
-        bytes += st.size;
-        if (f.endsWith(".bin")) files++;
-      } catch {}
-    }
-    this.use = { bytes, files };
-    return this.use;
+    return this.count.get(() => this.listing());
   }
 
   /** Removes what no save waits for any more: temporary files of saves that never finished. */
@@ -297,8 +285,11 @@ export class KvDisk {
     // A state without a readable sidecar is never restored and whose it is cannot be told: each
     // erase takes it, quietly (one that stays may be any session's, not this erase's to fail).
     for (const name of this.orphans(described)) {
-      if (names.has(name) || !dropFile(this.binOf(name), this.zeroes)) continue;
-      dropFile(this.sidecarOf(name), this.zeroes);
+      if (names.has(name)) continue;
+      this.count.around(
+        [name],
+        () => dropFile(this.binOf(name), this.zeroes) && dropFile(this.sidecarOf(name), this.zeroes),
+      );
     }
     // Their temporary files, and (once it is over) a save's asked before, its file not yet made.
     const erased = (path: string) => names.has(OWN_TEMP.exec(basename(path))?.[1] ?? "");
