@@ -170,6 +170,14 @@ export class Zeroes {
     return Promise.all([...this.pending].filter((p) => !before.has(p))).then(() => {});
   }
 
+  /** `work` (an erase going on over turns of the loop, kv-disk.ts) counted as under way until it ends. */
+  hold(work: Promise<void>): void {
+    const held = work
+      .catch((err) => logger.warn(`a KV state erase failed: ${(err as Error).message}`))
+      .finally(() => this.pending.delete(held));
+    this.pending.add(held);
+  }
+
   /** Every zeroing under way now finished, parked ones included (shutdown waits on it). */
   async done(): Promise<void> {
     await Promise.all([...this.pending]);

@@ -6,9 +6,9 @@ import { type StagedWrite, stageFileAtomic, syncFolderAsync } from "../../store/
 import { type FileIdentity, fileBytes, fileIdentity, sameFile } from "../../util/file-identity.ts";
 import { logger } from "../../util/logger.ts";
 import { ensurePrivateDir, PRIVATE_FILE_MODE } from "../../util/private-fs.ts";
-import { readSmallFile } from "../../util/read-file.ts";
 import { dropFile, replaceZeroed, Zeroes } from "./drop-file.ts";
 import { type KvEntry, SidecarSchema, sameSave } from "./kv-entry.ts";
+import { type Described, listFolder, orphansOf, readInPasses, readSidecar } from "./kv-reads.ts";
 import { LeftoverPass, leftoverTemp, OWN_TEMP, tempName } from "./kv-temps.ts";
 import { type KvUse, KvUseCount, OWN_FILE, type UseMark } from "./kv-use.ts";
 import type { SessionKey } from "./session-key.ts";
@@ -33,9 +33,6 @@ export type { KvEntry, KvUse };
  * this core names them count against the budget or are ever removed, and only files are
  * removed (a directory in their place is left, and the session's state is not kept).
  */
-
-/** A sidecar is a few KiB (its prompt record's notes); one past this is not one of ours. */
-const SIDECAR_MAX_BYTES = 16 * 1024 * 1024;
 
 export class KvDisk {
   /** Each removed file zeroed off the loop (drop-file.ts); an erase's answer waits for `done()`. */
@@ -73,7 +70,7 @@ export class KvDisk {
   /** The session's saved state, if it has one of the current shape (a file of another is dropped). */
   entry(userId: string, sessionId: string): KvEntry | undefined {
     const name = this.nameOf(userId, sessionId);
-    const entry = this.readSidecar(name);
+    const entry = readSidecar(this.sidecarOf(name));
     if (!entry || entry.user_id !== userId || entry.session_id !== sessionId) return undefined;
     return entry;
   }
@@ -170,7 +167,7 @@ export class KvDisk {
   touch(entry: KvEntry): void {
     try {
       const name = this.nameOf(entry.user_id, entry.session_id);
-      const now = this.readSidecar(name);
+      const now = readSidecar(this.sidecarOf(name));
       if (!now || !sameSave(now, entry)) return;
       const staged = this.stageSidecar(name, { ...entry, used_at: this.now() });
       this.count.around([name], () => replaceZeroed(this.sidecarOf(name), this.zeroes, staged));
@@ -267,7 +264,7 @@ export class KvDisk {
 
   /** What the saved states take now (`status`), counted once and kept up to date by this core. */
   usage(): KvUse {
-    return this.count.get(() => this.listing());
+    return this.count.get(() => listFolder(this.dir));
   }
 
   /** Removes what no save waits for any more: temporary files of saves that never finished. */
@@ -276,27 +273,63 @@ export class KvDisk {
     this.dropLeftovers();
   }
 
-  /** The files of the sessions `matches` picks and of `also`, temps of any age; then crashes' leftover temps. */
+  /**
+   * The files of the sessions `matches` picks and of `also`, temps of any age; then crashes' leftover
+   * temps. One listing; the sidecars read a bounded number a turn of the loop (kv-reads.ts), the
+   * removals after the last, the erase's failures then still its own (`unremovedBy`, `zeroes`).
+   */
   private erase(matches: (e: KvEntry) => boolean, ...also: string[]): void {
-    const described = this.entries();
-    const names = new Set(described.flatMap(({ name, entry }) => (matches(entry) ? [name] : [])));
-    for (const name of also) names.add(name);
-    for (const name of names) this.remove(name);
-    // A state without a readable sidecar is never restored and whose it is cannot be told: each
-    // erase takes it, quietly (one that stays may be any session's, not this erase's to fail).
-    for (const name of this.orphans(described)) {
-      if (names.has(name)) continue;
-      this.count.around(
-        [name],
-        () => dropFile(this.binOf(name), this.zeroes) && dropFile(this.sidecarOf(name), this.zeroes),
+    const listing = listFolder(this.dir);
+    const failing = this.failing;
+    const sidecars = listing.flatMap((f) => {
+      const m = OWN_FILE.exec(f);
+      return m?.[2] === "json" ? [m[1] as string] : [];
+    });
+    const later = readInPasses(
+      sidecars,
+      (name) => readSidecar(this.sidecarOf(name)),
+      (described) => this.zeroes.within(() => this.eraseFound(listing, described, matches, also, failing)),
+    );
+    if (later) this.zeroes.hold(later);
+  }
+
+  private eraseFound(
+    listing: string[],
+    described: Described,
+    matches: (e: KvEntry) => boolean,
+    also: string[],
+    failing: KvDisk["failing"],
+  ): void {
+    const outer = this.failing;
+    // Past the erase's own turn (the sidecars read over several): its failures gathered apart.
+    const own = failing && outer !== failing ? { paths: new Set<string>(), left: failing.left } : failing;
+    this.failing = own;
+    try {
+      const names = new Set(described.flatMap(({ name, entry }) => (matches(entry) ? [name] : [])));
+      for (const name of also) names.add(name);
+      for (const name of names) this.remove(name);
+      // A state without a readable sidecar is never restored and whose it is cannot be told: each
+      // erase takes it, quietly (one that stays may be any session's, not this erase's to fail).
+      for (const name of orphansOf(described, listing)) {
+        if (names.has(name)) continue;
+        this.count.around(
+          [name],
+          () => dropFile(this.binOf(name), this.zeroes) && dropFile(this.sidecarOf(name), this.zeroes),
+        );
+      }
+      // Their temporary files, and (once it is over) a save's asked before, its file not yet made.
+      const erased = (path: string) => names.has(OWN_TEMP.exec(basename(path))?.[1] ?? "");
+      for (const f of listing) if (erased(f)) this.drop(join(this.dir, f));
+      const late = this.failing?.left; // a removal failing then is this erase's still: its delete awaits `done()`
+      this.zeroes.removeOnceSettled(
+        erased,
+        (p) => dropFile(p, this.zeroes) || !existsSync(p) || late?.push(p),
       );
+      this.dropLeftovers();
+    } finally {
+      this.failing = outer;
     }
-    // Their temporary files, and (once it is over) a save's asked before, its file not yet made.
-    const erased = (path: string) => names.has(OWN_TEMP.exec(basename(path))?.[1] ?? "");
-    for (const f of this.listing()) if (erased(f)) this.drop(join(this.dir, f));
-    const late = this.failing?.left; // a removal failing then is this erase's still: its delete awaits `done()`
-    this.zeroes.removeOnceSettled(erased, (p) => dropFile(p, this.zeroes) || !existsSync(p) || late?.push(p));
-    this.dropLeftovers();
+    if (own && own !== failing) own.left.push(...[...own.paths].filter((path) => existsSync(path)));
   }
 
   /** Temporary files no save waits for (kv-temps.ts `leftoverTemp`). */
@@ -322,7 +355,7 @@ export class KvDisk {
    */
   private keepBudget(keep: string): void {
     const described = this.entries();
-    const orphans = this.orphans(described).map((name) => ({ name, usedAt: -1 }));
+    const orphans = orphansOf(described, listFolder(this.dir)).map((name) => ({ name, usedAt: -1 }));
     const all = [...orphans, ...described.map((e) => ({ name: e.name, usedAt: e.entry.used_at }))].sort(
       (a, b) => a.usedAt - b.usedAt,
     );
@@ -336,49 +369,20 @@ export class KvDisk {
     if (total > this.budgetBytes) this.remove(keep);
   }
 
-  /** Names of our state files with no readable sidecar (`described`: the readable ones). */
-  private orphans(described: { name: string }[]): string[] {
-    const known = new Set(described.map((e) => e.name));
-    return this.listing().flatMap((f) => {
-      const m = OWN_FILE.exec(f);
-      return m?.[2] === "bin" && !known.has(m[1] as string) ? [m[1] as string] : [];
-    });
-  }
-
   private sizeOf(name: string): number {
     return fileBytes(this.binOf(name)) + fileBytes(this.sidecarOf(name));
   }
 
   private entries(): { name: string; entry: KvEntry }[] {
     const out: { name: string; entry: KvEntry }[] = [];
-    for (const f of this.listing()) {
+    for (const f of listFolder(this.dir)) {
       const m = OWN_FILE.exec(f);
       if (m?.[2] !== "json") continue;
       const name = m[1] as string;
-      const entry = this.readSidecar(name);
+      const entry = readSidecar(this.sidecarOf(name));
       if (entry) out.push({ name, entry });
     }
     return out;
-  }
-
-  private readSidecar(name: string): KvEntry | undefined {
-    try {
-      // Regular files only, never a blocking open: a FIFO here would hold the core.
-      const parsed = SidecarSchema.safeParse(
-        JSON.parse(readSmallFile(this.sidecarOf(name), SIDECAR_MAX_BYTES)),
-      );
-      return parsed.success ? parsed.data : undefined;
-    } catch {
-      return undefined;
-    }
-  }
-
-  private listing(): string[] {
-    try {
-      return readdirSync(this.dir);
-    } catch {
-      return [];
-    }
   }
 
   private binOf(name: string): string {

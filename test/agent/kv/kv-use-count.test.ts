@@ -1,38 +1,17 @@
 import { expect, spyOn, test } from "bun:test";
 import * as fs from "node:fs";
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { KvDisk } from "../../../src/agent/kv/kv-disk.ts";
-import { entryOf } from "../../../src/agent/kv/kv-entry.ts";
-import { emptyRecord } from "../../../src/agent/kv/prompt-record.ts";
-import { saved } from "../../fixtures/kv-saved.ts";
+import { saved, savedPairs } from "../../fixtures/kv-saved.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
 // `status` asks what the saved states take, often. The count was dropped at each change of this
 // core (a save, a removal) and made again at the next ask by a stat of every file in the folder,
 // on the main loop: thousands of sessions held ping for as long. It is kept by the changes now.
 
-/** Sessions of user u saved as a file pair each (as a commit leaves them). */
-function pairs(disk: KvDisk, n: number): void {
-  for (let i = 0; i < n; i++) {
-    const name = disk.nameOf("u", `s${i}`);
-    const entry = entryOf(
-      { userId: "u", sessionId: `s${i}` },
-      "f".repeat(32),
-      { n_saved: 1, n_written: 4 },
-      emptyRecord(),
-      [],
-      1,
-    );
-    writeFileSync(join(disk.dir, `${name}.json`), JSON.stringify(entry));
-    writeFileSync(join(disk.dir, `${name}.bin`), "abcd".repeat(i + 1));
-  }
-}
-
 test("status after saves and removals stats no file of the folder, and answers as a fresh count does", async () => {
   using dir = tmpdir();
   const disk = new KvDisk(dir.path, 1 << 30);
-  pairs(disk, 30);
+  savedPairs(disk, 30, undefined, (i) => "abcd".repeat(i + 1));
   disk.usage();
   await saved(disk, "new");
   await saved(disk, "s3"); // over an older state of the session
