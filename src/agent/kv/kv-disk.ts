@@ -10,7 +10,7 @@ import { dropFile, replaceZeroed, Zeroes } from "./drop-file.ts";
 import { type KvEntry, SidecarSchema, sameSave } from "./kv-entry.ts";
 import { type Described, listFolder, orphansOf, readInPasses, readSidecar } from "./kv-reads.ts";
 import { LeftoverPass, leftoverTemp, OWN_TEMP, tempName } from "./kv-temps.ts";
-import { type KvUse, KvUseCount, OWN_FILE, type UseMark } from "./kv-use.ts";
+import { type KvUse, KvUseCount, OWN_FILE } from "./kv-use.ts";
 import type { SessionKey } from "./session-key.ts";
 
 export type { KvEntry, KvUse };
@@ -95,7 +95,6 @@ export class KvDisk {
     const name = this.nameOf(entry.user_id, entry.session_id);
     const path = join(this.dir, temp);
     let described = false;
-    let mark: UseMark;
     try {
       const size = statSync(path).size;
       // llama-server answers the bytes it meant to write (llama_state_seq_save_file's file.tell())
@@ -130,7 +129,8 @@ export class KvDisk {
         this.discard(temp);
         return false;
       }
-      mark = this.count.before([name]);
+      // Counted afresh (at the budget's pass, else the next ask): another core's states count too.
+      this.count.forget();
       // Described first: a state file without its sidecar is never restored. The old ones zeroed.
       replaceZeroed(this.sidecarOf(name), this.zeroes, sidecar, { folder: false });
       described = true;
@@ -150,10 +150,8 @@ export class KvDisk {
         dropFile(this.sidecarOf(name), this.zeroes);
         dropFile(this.binOf(name), this.zeroes);
       }
-      this.count.after(mark);
       return false;
     }
-    this.count.after(mark);
     this.keepBudget(name);
     await syncFolderAsync(this.dir);
     return true;
@@ -262,7 +260,7 @@ export class KvDisk {
     if (!dropFile(path, this.zeroes)) this.failing?.paths.add(path);
   }
 
-  /** What the saved states take now (`status`), counted once and kept up to date by this core. */
+  /** What the saved states take now (`status`), counted at each save and kept by this core's removals. */
   usage(): KvUse {
     return this.count.get(() => listFolder(this.dir));
   }
@@ -354,6 +352,8 @@ export class KvDisk {
    * first (it can never be restored); `keep` (just saved) goes only if it alone is too big.
    */
   private keepBudget(keep: string): void {
+    // Within it nothing goes: no sidecar read (each save read them all, up to 16 MiB each).
+    if (this.usage().bytes <= this.budgetBytes) return;
     const described = this.entries();
     const orphans = orphansOf(described, listFolder(this.dir)).map((name) => ({ name, usedAt: -1 }));
     const all = [...orphans, ...described.map((e) => ({ name: e.name, usedAt: e.entry.used_at }))].sort(

@@ -13,9 +13,10 @@ export interface KvUse {
 export type UseMark = { use: KvUse; files: string[] } | undefined;
 
 /**
- * What the saved states take (`status`, the budget): the folder counted once (a stat a file), then
- * kept by this core's own changes, a session's two files each. Counted again after each change, a
- * folder of thousands was stat'ed whole on the main loop at the next `status`, which hosts ask often.
+ * What the saved states take (`status`, the budget): the folder counted (a stat a file) at each
+ * save (`forget`: another core's states count against the budget too), and kept by this core's
+ * other changes, a session's two files each. Counted again after every change, a folder of
+ * thousands was stat'ed whole on the main loop at the next `status`, which hosts ask often.
  */
 export class KvUseCount {
   private use: KvUse | undefined;
@@ -28,6 +29,11 @@ export class KvUseCount {
     for (const f of listing()) if (OWN_FILE.test(f)) this.add(use, f, 1);
     this.use = use;
     return use;
+  }
+
+  /** Counted afresh when next asked. */
+  forget(): void {
+    this.use = undefined;
   }
 
   /** Before the files of `names` change: their sizes taken out of the count, put back by `after`. */
