@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { chmodSync, existsSync, readdirSync, renameSync, statSync } from "node:fs";
+import { chmodSync, existsSync, renameSync, statSync } from "node:fs";
 import { basename, join } from "node:path";
 import { pidSpace } from "../../platform/pid-space.ts";
 import { type StagedWrite, stageFileAtomic, syncFolderAsync } from "../../store/atomic.ts";
@@ -7,8 +7,8 @@ import { type FileIdentity, fileBytes, fileIdentity, sameFile } from "../../util
 import { logger } from "../../util/logger.ts";
 import { ensurePrivateDir, PRIVATE_FILE_MODE } from "../../util/private-fs.ts";
 import { dropFile, replaceZeroed, Zeroes } from "./drop-file.ts";
-import { type KvEntry, SidecarSchema, sameSave } from "./kv-entry.ts";
-import { type Described, listFolder, orphansOf, readInPasses, readSidecar } from "./kv-reads.ts";
+import { type KvEntry, sameSave } from "./kv-entry.ts";
+import { type Described, listedSince, listFolder, orphansOf, readInPasses, readSidecar } from "./kv-reads.ts";
 import { LeftoverPass, leftoverTemp, OWN_TEMP, tempName } from "./kv-temps.ts";
 import { type KvUse, KvUseCount, OWN_FILE } from "./kv-use.ts";
 import type { SessionKey } from "./session-key.ts";
@@ -283,11 +283,12 @@ export class KvDisk {
       const m = OWN_FILE.exec(f);
       return m?.[2] === "json" ? [m[1] as string] : [];
     });
-    const later = readInPasses(
-      sidecars,
-      (name) => readSidecar(this.sidecarOf(name)),
-      (described) => this.zeroes.within(() => this.eraseFound(listing, described, matches, also, failing)),
-    );
+    // Over several turns, listed again: a first save renamed into place meanwhile (kv-reads.ts `listedSince`).
+    const found = (described: Described, turned: boolean) => {
+      const now = turned ? listedSince(this.dir, listing, described) : listing;
+      return this.zeroes.within(() => this.eraseFound(now, described, matches, also, failing));
+    };
+    const later = readInPasses(sidecars, (name) => readSidecar(this.sidecarOf(name)), found);
     if (later) this.zeroes.hold(later);
   }
 

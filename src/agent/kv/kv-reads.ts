@@ -1,4 +1,5 @@
 import { readdirSync } from "node:fs";
+import { join } from "node:path";
 import { readSmallFile } from "../../util/read-file.ts";
 import { type KvEntry, SidecarSchema } from "./kv-entry.ts";
 import { OWN_FILE } from "./kv-use.ts";
@@ -19,12 +20,13 @@ export type Described = { name: string; entry: KvEntry }[];
 
 /**
  * The readable sidecars of `names`, read `ERASE_PASS.max` a turn of the loop, given to `done`:
- * at once (undefined returned) when they fit one pass, else later (a promise of `done`'s end).
+ * at once (undefined returned) when they fit one pass, else later (a promise of `done`'s end,
+ * `done` told the loop turned meanwhile).
  */
 export function readInPasses(
   names: readonly string[],
   read: (name: string) => KvEntry | undefined,
-  done: (described: Described) => Promise<void>,
+  done: (described: Described, turned: boolean) => Promise<void>,
 ): Promise<void> | undefined {
   const described: Described = [];
   let next = 0;
@@ -38,14 +40,14 @@ export function readInPasses(
     return next >= names.length;
   };
   if (pass()) {
-    void done(described);
+    void done(described, false);
     return undefined;
   }
   return new Promise<void>((resolve, reject) => {
     const go = () => {
       try {
         if (!pass()) setImmediate(go);
-        else done(described).then(resolve, reject);
+        else done(described, true).then(resolve, reject);
       } catch (err) {
         reject(err);
       }
@@ -81,4 +83,21 @@ export function orphansOf(described: { name: string }[], listing: string[]): str
     const m = OWN_FILE.exec(f);
     return m?.[2] === "bin" && !known.has(m[1] as string) ? [m[1] as string] : [];
   });
+}
+
+/**
+ * The folder listed again after an erase's turns (`readInPasses`): a session's first save renamed
+ * into place meanwhile (another core's, its look at the store made before the rows went) was never
+ * listed, its sidecar never read, its notes' text left past the delete. Only the new sidecars are
+ * read (into `described`); the listing returned has the temps made meanwhile too.
+ */
+export function listedSince(dir: string, listing: string[], described: Described): string[] {
+  const before = new Set(listing);
+  const now = listFolder(dir);
+  for (const f of now) {
+    const m = before.has(f) ? null : OWN_FILE.exec(f);
+    const entry = m?.[2] === "json" ? readSidecar(join(dir, f)) : undefined;
+    if (m && entry) described.push({ name: m[1] as string, entry });
+  }
+  return [...new Set([...listing, ...now])];
 }

@@ -1,11 +1,11 @@
 import { afterEach, expect, spyOn, test } from "bun:test";
 import * as fs from "node:fs";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { KvDisk } from "../../../src/agent/kv/kv-disk.ts";
 import { ERASE_PASS } from "../../../src/agent/kv/kv-reads.ts";
 import { kvErased } from "../../../src/methods/kv-erased.ts";
 import { logger } from "../../../src/util/logger.ts";
-import { savedPairs, savingOnNoReuse } from "../../fixtures/kv-saved.ts";
+import { savedPair, savedPairs, savingOnNoReuse } from "../../fixtures/kv-saved.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
 // An erase read every sidecar of the KV folder (up to 16 MiB each) in one go on the main loop: a
@@ -66,4 +66,40 @@ test("a file an erase over several turns could not remove still fails its delete
     unlink.mockRestore();
     warn.mockRestore();
   }
+});
+
+/** A folder of 12 sessions (the even ones quoting `document:d`), its erases over several turns. */
+function overTurns(dir: string) {
+  const disk = new KvDisk(dir, 1 << 30);
+  sessions(disk, 12);
+  ERASE_PASS.max = 2;
+  return { disk, erase: savingOnNoReuse(disk) };
+}
+
+// The erase lists the folder at its first turn and removes after its last: a save of the erased
+// session renamed into place between (another core's, its rows not yet gone when it looked) is
+// still removed, by name (a review of the passes asked whether the listing missed it).
+test("a state of the erased session committed while its erase reads still goes", async () => {
+  using dir = tmpdir();
+  const { disk, erase } = overTurns(dir.path);
+  const left = erase.forget("u", "s0");
+  // Renamed into place now, as another core's commit (written straight: a commit here awaits its syncs).
+  const x = savedPair(disk, "s0", ["document:d"], "newer");
+  expect(readFileSync(x, "utf8")).toBe("newer");
+  await kvErased(left, { kvZeroed: (l) => erase.zeroed(l) });
+  expect(existsSync(x)).toBe(false);
+  expect(existsSync(x.replace(/\.bin$/, ".json"))).toBe(false);
+});
+
+// A session's first save quoting what the erase takes, renamed into place between the listing and
+// the removals (another core's, its check of the store made before the rows went): never listed,
+// its sidecar was never read, and its notes' text stayed on disk past the delete's answer.
+test("a first save quoting the erased document, committed while its erase reads, still goes", async () => {
+  using dir = tmpdir();
+  const { disk, erase } = overTurns(dir.path);
+  const left = erase.forgetSource("u", "document:d");
+  const late = savedPair(disk, "late", ["document:d"]);
+  await kvErased(left, { kvZeroed: (l) => erase.zeroed(l) });
+  expect(existsSync(late)).toBe(false);
+  expect(existsSync(late.replace(/\.bin$/, ".json"))).toBe(false);
 });
