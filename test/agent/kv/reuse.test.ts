@@ -766,14 +766,21 @@ describe("an erased session in another session's saved state", () => {
     h.send("b", "chat", { session_id: "b", input: "what does the GANNET-4410 keeper do?" });
     const kv = h.llama.model.kv;
     const held = () => kv.slots.some((s) => s.tokens.join("").includes(WORDS));
+    // The cancel comes once the core heard llama-server take b's request up (its 2xx, then the
+    // first token): cancelled before that, the slot counts as still holding a's tokens and is not
+    // saved as b's (docs/agent.md#prompt-reuse). Waiting for the stand-in's slot instead raced
+    // that answer: on a loaded box the cancel won, and b's state was never saved.
+    await h.waitFor((m) => m.id === "b" && m.event === "llm_chunk", 5000);
     // b's prompt in the slot: its note (a's words) and its own question (a's prompt has the words too).
-    const bSent = () =>
-      kv.slots.some((s) => s.tokens.join("").includes(WORDS) && s.tokens.join("").includes("keeper do?"));
-    expect(await waitFor(bSent, { timeoutMs: 5000 })).toBe(true);
+    const bSent = (s: { tokens: string[] }) =>
+      s.tokens.join("").includes(WORDS) && s.tokens.join("").includes("keeper do?");
+    expect(kv.slots.some(bSent)).toBe(true);
     h.send("c", "cancel", { request_id: "b" });
     expect(JSON.stringify(await h.terminal("b"))).toContain("cancelled");
-    // b's own state is saved, its tokens holding a's words (its note).
-    expect(await waitFor(() => stateOf(h, "b", WORDS), { timeoutMs: 5000 })).toBe(true);
+    // b's own state is saved by the quiet save its end set (fired now, awaited), its tokens
+    // holding a's words (its note).
+    await h.quietSave();
+    expect(stateOf(h, "b", WORDS)).toBe(true);
     h.send("d", "sessions.delete", { session_id: "a" });
     expect((await h.terminal("d")).result).toMatchObject({ deleted: true });
     expect(statesHolding(h, WORDS)).toEqual([]);
