@@ -18,8 +18,12 @@ export class QuietTimer {
     private readonly seen?: (quiet: QuietSave) => void,
   ) {}
 
-  /** `save` once idle for `ms`, this timer's earlier one cleared. */
-  set(save: () => Promise<void> | undefined): void {
+  /**
+   * `save` once idle for `ms`, this timer's earlier one cleared. `save` answers "busy" when the
+   * server was not idle: set again, not dropped. The lease keeping it busy may end with no turn's
+   * end to set it (a turn cancelled before it took a slot, a warmup), and the change stayed unsaved.
+   */
+  set(save: () => Promise<void> | "busy" | undefined): void {
     this.clear();
     const ran = Promise.withResolvers<void>();
     const fire = () => {
@@ -27,7 +31,9 @@ export class QuietTimer {
       clearTimeout(timer);
       this.timer = undefined;
       this.cleared = undefined;
-      void Promise.resolve(save()).then(ran.resolve, ran.resolve);
+      const saving = save();
+      if (saving === "busy") this.set(save);
+      void Promise.resolve(saving === "busy" ? undefined : saving).then(ran.resolve, ran.resolve);
     };
     const timer = setTimeout(fire, this.ms);
     timer.unref?.();

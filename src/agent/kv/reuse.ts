@@ -337,13 +337,13 @@ export class PromptReuse {
     return next;
   }
 
-  /** Once the server has been idle for quietMs: the slots that changed are saved. */
+  /** Once the server has been idle for quietMs: the slots that changed are saved (busy: asked again). */
   private whenQuiet(): void {
     this.quiet.clear();
     if (!this.deps.disk || this.stopped) return;
     this.quiet.set(() => {
       const server = this.server;
-      if (server?.launch.awake && server.launch.slots.idle()) return this.saveQuietly(server);
+      if (server?.launch.awake) return server.launch.slots.idle() ? this.saveQuietly(server) : "busy";
     });
   }
 

@@ -70,6 +70,24 @@ describe("the quiet save's timer", () => {
     expect(runs).toEqual([]);
   });
 
+  test("a server found busy: the save is set again, and runs when the next wait ends", async () => {
+    const { quiet, seen } = timer();
+    const answers: ("busy" | undefined)[] = ["busy", undefined];
+    let runs = 0;
+    quiet.set(() => {
+      runs++;
+      return answers.shift();
+    });
+    seen[0]?.now();
+    expect(await settled(seen[0]!.ran)).toBe(true);
+    expect(seen).toHaveLength(2);
+    seen[1]?.now();
+    expect(runs).toBe(2);
+    expect(await settled(seen[1]!.ran)).toBe(true);
+    quiet.clear(); // none set a third time
+    expect(seen).toHaveLength(2);
+  });
+
   test("the idle wait ends by itself: the save runs", async () => {
     const seen: QuietSave[] = [];
     const quiet = new QuietTimer(0, (q) => seen.push(q));

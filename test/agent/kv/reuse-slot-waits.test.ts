@@ -55,13 +55,15 @@ test("a turn abandoned in a changed slot sets the quiet save again: the slot's c
   const second = await reuse.begin(lease, key("x"), live());
   quiets[0]?.now();
   await quiets[0]?.ran;
-  expect(table.dirty()).toEqual([]); // busy: not listed, not saved
+  expect(table.dirty()).toEqual([]); // busy: not listed, not saved; set again (quiet-timer.ts)
+  expect(quiets.length).toBe(2);
   second.abandon(); // cancelled before its request
   expect(table.dirty()).toEqual([{ slot: 0, holder: "u/x" }]);
-  // Without a quiet save set again, nothing saves the slot before idle sleep empties it.
-  expect(quiets.length).toBe(2);
-  quiets[1]?.now();
-  await quiets[1]?.ran;
+  // Without a quiet save set again, nothing saves the slot before idle sleep empties it: the
+  // abandon sets it anew, its idle wait from now.
+  expect(quiets.length).toBe(3);
+  quiets[2]?.now();
+  await quiets[2]?.ran;
   expect(table.dirty()).toEqual([]);
 });
 

@@ -201,6 +201,34 @@ describe("prompt reuse with the stand-in", () => {
     }
   });
 
+  test("a quiet save that found the server busy is set again when the lease holding it ends without a slot", async () => {
+    // The turn holding the server sets the save again as it ends; one that ends before it took a
+    // slot (cancelled while /props did not answer, refused for images) set none: the change stayed
+    // unsaved until some later turn, and an idle sleep (every slot emptied) or a killed core lost it.
+    await using h = harness({ quietMs: FIRED_BY_TEST });
+    await say(h, "a", "a first question");
+    // b's turn holds the server's lease, waiting for its /props, before it takes a slot.
+    const asked = Promise.withResolvers<void>();
+    const props = spyOn(h.provider.launch, "props").mockImplementation((signal: AbortSignal) => {
+      asked.resolve();
+      return new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason)));
+    });
+    try {
+      h.send("b1", "chat", { session_id: "b", input: "a second question" });
+      await asked.promise;
+      // a's quiet save comes now: the server is busy, nothing is saved.
+      await h.quietSave();
+      expect(kvFiles(h)).toEqual([]);
+      h.send("k", "cancel", { request_id: "b1" });
+      expect(await h.terminal("b1")).toMatchObject({ type: "error", code: "cancelled" });
+    } finally {
+      props.mockRestore();
+    }
+    // The server is quiet again: a's change is saved.
+    await h.quietSave();
+    expect(pairInPlace(h)).toBe(true);
+  });
+
   test("saved once the server is quiet, owner-only; nothing left under a temporary name", async () => {
     await using h = harness({ quietMs: QUIET_MS });
     await say(h, "q", "a first question");
