@@ -492,20 +492,22 @@ describe("an erased document in other sessions' saved state", () => {
     const doc = ((await h.terminal("add")).result as { document_id: string }).document_id;
     h.llama.script({ content: ["a"], hang: true });
     h.send("z", "chat", { session_id: "z", input: `tell me about the ${MARK}` });
-    const kv = h.llama.model.kv;
-    expect(
-      await waitFor(() => kv.slots[0]?.tokens.join("").includes(PASSAGE) ?? false, { timeoutMs: 5000 }),
-    ).toBe(true);
+    // Once the core heard the request taken up (its first token), not when the stand-in's slot
+    // holds it: on a loaded box the cancel then raced llama-server's answer (b's test below).
+    await h.waitFor((m) => m.id === "z" && m.event === "llm_chunk", 5000);
+    expect(h.llama.model.kv.slots[0]?.tokens.join("")).toContain(PASSAGE);
     h.send("c", "cancel", { request_id: "z" });
     expect(JSON.stringify(await h.terminal("z"))).toContain("cancelled");
     return doc;
   }
 
-  /** z's state is saved quietly, its tokens holding the passage; the document's delete takes it. */
+  /**
+   * z's state is saved quietly (the save its last turn set, fired and awaited), its tokens
+   * holding the passage; the document's delete takes it.
+   */
   async function savedThenDeleted(h: ChatHarness, doc: string): Promise<void> {
-    expect(
-      await waitFor(() => pairInPlace(h) && statesHolding(h, PASSAGE).length === 1, { timeoutMs: 5000 }),
-    ).toBe(true);
+    await h.quietSave();
+    expect(pairInPlace(h) && statesHolding(h, PASSAGE).length === 1).toBe(true);
     h.send("d", "documents.delete", { document_id: doc });
     expect((await h.terminal("d")).result).toEqual({ deleted: true });
     expect(statesHolding(h, PASSAGE)).toEqual([]);
@@ -770,7 +772,9 @@ describe("an erased session in another session's saved state", () => {
     const held = (t: string[]) => t.join("").includes("ORYX-5521");
     h.llama.script({ content: ["a"], hang: true });
     h.send("s", "chat", { session_id: "a", input: "my code word is ORYX-5521" });
-    expect(await waitFor(() => held(kv.slots[0]?.tokens ?? []), { timeoutMs: 5000 })).toBe(true);
+    // Cancelled once the core heard the request taken up, as b's below.
+    await h.waitFor((m) => m.id === "s" && m.event === "llm_chunk", 5000);
+    expect(held(kv.slots[0]?.tokens ?? [])).toBe(true);
     h.send("c", "cancel", { request_id: "s" });
     expect(JSON.stringify(await h.terminal("s"))).toContain("cancelled");
     await say(h, "u", "tell me about the sea and the waves");
