@@ -128,8 +128,14 @@ export class LeftoverPass {
   }
 }
 
-/** How often, and how many times, a late save's temp is looked for (`watchLateTemp`). Lowered in tests. */
-export const LATE_LOOK = { ms: 2_000, times: 60 };
+/**
+ * How a late save's temp is looked for (`watchLateTemp`): every `ms` for `times` looks, then every
+ * `slowMs` until its server's exit, at most `max` temps at a time. Lowered in tests.
+ */
+export const LATE_LOOK = { ms: 2_000, times: 60, slowMs: 30_000, max: 64 };
+
+/** The late temps looked for, oldest first, by path: each one's end of looks. */
+const watched = new Map<string, () => void>();
 
 /**
  * A save that did not answer, whose end was taken from the answer of an erase queued behind it
@@ -139,25 +145,47 @@ export const LATE_LOOK = { ms: 2_000, times: 60 };
  * server-queue.cpp `pop_deferred_task`). The file it then writes holds the slot's tokens past
  * that removal, a delete's answer included. Its temp name is never used again: a file there is
  * that save's, removed once it stood unchanged between two looks (not under its writer, unless its
- * write stalled that long), or at the server's exit, after which nothing writes it (docs/agent.md, "The store").
+ * write stalled that long), or at the server's exit, after which nothing writes it. One taken up
+ * more than the fast looks late (all of llama-server's HTTP threads busy) is looked for at the
+ * slow pace until that exit; past `LATE_LOOK.max` temps, the oldest is looked for no more
+ * (docs/agent.md, "The store").
  */
 export function watchLateTemp(path: string, exited: Promise<unknown>, drop: () => void): void {
   let last: FileIdentity | undefined;
   let looks = 0;
+  let timer: ReturnType<typeof setTimeout> | undefined;
   const found = () => {
     logger.warn(`${path}: a save ran after the erase queued behind it answered: its file is removed`);
     drop();
   };
-  const timer = setInterval(() => {
+  const end = () => {
+    clearTimeout(timer);
+    if (watched.get(path) === end) watched.delete(path);
+  };
+  const next = () => {
+    timer = setTimeout(look, ++looks < LATE_LOOK.times ? LATE_LOOK.ms : LATE_LOOK.slowMs);
+    timer.unref?.();
+  };
+  const look = () => {
     const now = fileIdentity(path);
     const still = last !== undefined && sameFile(last, now);
     last = now;
-    if (still) found();
-    if (still || ++looks >= LATE_LOOK.times) clearInterval(timer);
-  }, LATE_LOOK.ms);
+    if (!still) return next();
+    end();
+    found();
+  };
+  watched.set(path, end);
+  for (const [oldest, stop] of watched) {
+    if (watched.size <= LATE_LOOK.max) break;
+    logger.warn(
+      `${oldest}: a late save's file is looked for no more (${LATE_LOOK.max} at most): removed at its server's exit`,
+    );
+    stop();
+  }
+  timer = setTimeout(look, LATE_LOOK.ms);
   timer.unref?.();
   void exited.then(() => {
-    clearInterval(timer);
+    end();
     if (existsSync(path)) found();
   });
 }

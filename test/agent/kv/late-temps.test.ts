@@ -1,0 +1,45 @@
+import { afterEach, beforeEach, expect, test } from "bun:test";
+import * as fs from "node:fs";
+import { join } from "node:path";
+import { LATE_LOOK, watchLateTemp } from "../../../src/agent/kv/kv-temps.ts";
+import { tmpdir } from "../../fixtures/tmpdir.ts";
+
+// A late save's temp (kv-temps.ts `watchLateTemp`), its server an exit promise and its removal a
+// stand-in: looked for past its fast looks, a bounded number at a time.
+
+const look = { ...LATE_LOOK };
+beforeEach(() => {
+  Object.assign(LATE_LOOK, { ms: 5, times: 1, slowMs: 5 });
+});
+afterEach(() => {
+  Object.assign(LATE_LOOK, look);
+});
+
+const never = new Promise<void>(() => {});
+const until = async (done: () => boolean) => {
+  for (let t = 0; t < 100 && !done(); t++) await new Promise((r) => setTimeout(r, 5));
+};
+
+test("a save llama-server ran after the fast looks ended: its file is still looked for and removed", async () => {
+  using dir = tmpdir();
+  const temp = join(dir.path, "late.tmp");
+  watchLateTemp(temp, never, () => fs.rmSync(temp, { force: true }));
+  await new Promise((r) => setTimeout(r, 30)); // the one fast look spent
+  fs.writeFileSync(temp, "tokens of my secret diagnosis\n");
+  await until(() => !fs.existsSync(temp));
+  expect(fs.existsSync(temp)).toBe(false);
+});
+
+test("past the bound, the oldest watched temp is no longer looked for", async () => {
+  using dir = tmpdir();
+  LATE_LOOK.max = 1;
+  const [first, second] = [join(dir.path, "first.tmp"), join(dir.path, "second.tmp")];
+  const dropped: string[] = [];
+  watchLateTemp(first, never, () => dropped.push(first));
+  watchLateTemp(second, never, () => dropped.push(second));
+  fs.writeFileSync(first, "a");
+  fs.writeFileSync(second, "b");
+  await until(() => dropped.length > 0);
+  await new Promise((r) => setTimeout(r, 30));
+  expect(dropped).toEqual([second]);
+});
