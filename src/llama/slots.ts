@@ -72,6 +72,24 @@ export function eraseSlot(server: LlamaEndpoint, id: number, signal?: AbortSigna
 }
 
 /**
+ * Whether llama-server's loop answered GET /slots: a task it puts at its queue's front, run
+ * between two tasks (or during a decode), never during a slot save, which its loop writes whole
+ * (b10587 server-context.cpp `process_single_task`), so a save whose file was there when this was
+ * asked is over. A server started with `--no-slots` answers 501 without its loop: no proof is
+ * to be had, true (the file's two looks alone, as before). False on any other failure.
+ */
+export async function slotsAnswered(server: LlamaEndpoint, signal?: AbortSignal): Promise<boolean> {
+  try {
+    const res = await call(server, "/slots", { signal });
+    if (res.ok) await answerText(res, "/slots", signal);
+    else await res.body?.cancel();
+    return res.ok || res.status === 501;
+  } catch {
+    return false;
+  }
+}
+
+/**
  * Whether a failed slot action left no task of it in llama-server: it answered with an error
  * status (its slot actions answer once their task is over, 93b), or the connection was refused
  * (the request never reached it). Any other failure (a reset or cut connection, a timeout, a

@@ -144,13 +144,19 @@ const watched = new Map<string, () => void>();
  * one whose slot is busy again going to its back, so the erase can answer first (b10587
  * server-queue.cpp `pop_deferred_task`). The file it then writes holds the slot's tokens past
  * that removal, a delete's answer included. Its temp name is never used again: a file there is
- * that save's, removed once it stood unchanged between two looks (not under its writer, unless its
- * write stalled that long), or at the server's exit, after which nothing writes it. One taken up
+ * that save's, removed once it stood unchanged between two looks and after an answer of
+ * llama-server's loop (`queued`), or at the server's exit, after which nothing writes it. One taken up
  * more than the fast looks late (all of llama-server's HTTP threads busy) is looked for at the
  * slow pace until that exit; past `LATE_LOOK.max` temps, the oldest is looked for no more
  * (docs/agent.md, "The store").
  */
-export function watchLateTemp(path: string, exited: Promise<unknown>, drop: () => void): void {
+export function watchLateTemp(
+  path: string,
+  exited: Promise<unknown>,
+  drop: () => void,
+  /** Resolves true once llama-server's loop answered a task queued now (`slotsAnswered`). */
+  queued: () => Promise<boolean>,
+): void {
   let last: FileIdentity | undefined;
   let looks = 0;
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -166,13 +172,23 @@ export function watchLateTemp(path: string, exited: Promise<unknown>, drop: () =
     timer = setTimeout(look, ++looks < LATE_LOOK.times ? LATE_LOOK.ms : LATE_LOOK.slowMs);
     timer.unref?.();
   };
+  // Unchanged between two looks is no proof over a stalled write (a hung share): llama-server
+  // writes a save whole on its loop, so once a task queued after this look is answered, the save
+  // that made the file is over; then the file must still be as seen (docs/agent.md, "The store").
   const look = () => {
     const now = fileIdentity(path);
-    const still = last !== undefined && sameFile(last, now);
+    const still = last !== undefined && now !== undefined && sameFile(last, now);
     last = now;
     if (!still) return next();
-    end();
-    found();
+    void queued()
+      .catch(() => false)
+      .then((over) => {
+        if (watched.get(path) !== end) return; // its server exited, or looked for no more
+        last = fileIdentity(path);
+        if (!over || !sameFile(now, last)) return next();
+        end();
+        found();
+      });
   };
   watched.set(path, end);
   for (const [oldest, stop] of watched) {

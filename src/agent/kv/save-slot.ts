@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { noTaskLeft, type SlotSaved, saveSlot } from "../../llama/slots.ts";
+import { noTaskLeft, type SlotSaved, saveSlot, slotsAnswered } from "../../llama/slots.ts";
 import type { LaunchView } from "../../runtime/launch.ts";
 import { logger } from "../../util/logger.ts";
 import type { KvDisk } from "./kv-disk.ts";
@@ -71,7 +71,12 @@ export async function saveSlotState(s: SlotSave): Promise<void> {
       disk.discard(temp);
       disk.zeroes.settled(path);
       // An erase behind it can answer before its deferred task runs: looked for again (kv-temps.ts).
-      watchLateTemp(path, launch.exited, () => disk.discard(temp));
+      watchLateTemp(
+        path,
+        launch.exited,
+        () => disk.discard(temp),
+        () => slotsAnswered(launch, launch.died),
+      );
     };
     if (stopping) void exitSeen(launch).then(over);
     else if (writing) emptyBehind(launch, slot, "a save", over);

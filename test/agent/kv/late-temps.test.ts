@@ -16,6 +16,8 @@ afterEach(() => {
 });
 
 const never = new Promise<void>(() => {});
+/** llama-server's loop answering at once. */
+const answered = async () => true;
 const until = async (done: () => boolean) => {
   for (let t = 0; t < 100 && !done(); t++) await new Promise((r) => setTimeout(r, 5));
 };
@@ -23,7 +25,7 @@ const until = async (done: () => boolean) => {
 test("a save llama-server ran after the fast looks ended: its file is still looked for and removed", async () => {
   using dir = tmpdir();
   const temp = join(dir.path, "late.tmp");
-  watchLateTemp(temp, never, () => fs.rmSync(temp, { force: true }));
+  watchLateTemp(temp, never, () => fs.rmSync(temp, { force: true }), answered);
   await new Promise((r) => setTimeout(r, 30)); // the one fast look spent
   fs.writeFileSync(temp, "tokens of my secret diagnosis\n");
   await until(() => !fs.existsSync(temp));
@@ -35,11 +37,56 @@ test("past the bound, the oldest watched temp is no longer looked for", async ()
   LATE_LOOK.max = 1;
   const [first, second] = [join(dir.path, "first.tmp"), join(dir.path, "second.tmp")];
   const dropped: string[] = [];
-  watchLateTemp(first, never, () => dropped.push(first));
-  watchLateTemp(second, never, () => dropped.push(second));
+  watchLateTemp(first, never, () => dropped.push(first), answered);
+  watchLateTemp(second, never, () => dropped.push(second), answered);
   fs.writeFileSync(first, "a");
   fs.writeFileSync(second, "b");
   await until(() => dropped.length > 0);
   await new Promise((r) => setTimeout(r, 30));
   expect(dropped).toEqual([second]);
+});
+
+test("a write stalled between two looks is not zeroed under it: llama-server's loop answers first", async () => {
+  using dir = tmpdir();
+  LATE_LOOK.times = 100;
+  const temp = join(dir.path, "stalled.tmp");
+  fs.writeFileSync(temp, "part of the state\n");
+  let resumed = false;
+  // The loop answers once the save's task is over: the stalled write ends before that answer.
+  const queued = async () => {
+    if (!resumed) fs.appendFileSync(temp, "the rest of the state\n");
+    resumed = true;
+    return true;
+  };
+  let atDrop = "";
+  watchLateTemp(
+    temp,
+    never,
+    () => {
+      atDrop = fs.readFileSync(temp, "utf8");
+      fs.rmSync(temp);
+    },
+    queued,
+  );
+  await until(() => !fs.existsSync(temp));
+  expect(atDrop).toBe("part of the state\nthe rest of the state\n");
+});
+
+test("with no answer from llama-server's loop the file is left for a later look", async () => {
+  using dir = tmpdir();
+  LATE_LOOK.times = 100;
+  const temp = join(dir.path, "unproven.tmp");
+  fs.writeFileSync(temp, "state\n");
+  let asked = 0;
+  let dropped = false;
+  watchLateTemp(
+    temp,
+    never,
+    () => {
+      dropped = true;
+    },
+    async () => ++asked > 2,
+  );
+  await until(() => dropped);
+  expect(asked).toBe(3);
 });

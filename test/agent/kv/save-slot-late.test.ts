@@ -28,9 +28,15 @@ afterEach(() => {
 });
 
 /** A save that fails with no HTTP answer (its task left queued), erases answered at once. */
-function serverDeferringTheSave() {
-  const asked = { temp: "" };
+function serverDeferringTheSave(loop: { busy?: boolean } = {}) {
+  const asked = { temp: "", slots: 0 };
   const spy = spyOn(globalThis, "fetch").mockImplementation((async (url: string, init?: RequestInit) => {
+    if (new URL(url).pathname === "/slots") {
+      asked.slots++;
+      // Its loop still writing the save: no answer until the request's signal ends it.
+      if (loop.busy) return new Promise(() => {});
+      return Response.json([]);
+    }
     if (new URL(url).searchParams.get("action") === "save") {
       asked.temp = (JSON.parse(String(init?.body)) as { filename: string }).filename;
       throw new TypeError("fetch failed");
@@ -41,6 +47,9 @@ function serverDeferringTheSave() {
   return asked;
 }
 
+const launchOf = (exited: Promise<void>) =>
+  new Launch({ baseUrl: "http://127.0.0.1:9", apiKey: "k", slots: 1, exited });
+
 const until = async (done: () => boolean) => {
   for (let t = 0; t < 100 && !done(); t++) await new Promise((r) => setTimeout(r, 5));
 };
@@ -49,12 +58,7 @@ test("a save that runs after the erase behind it answered: its file is removed w
   using dir = tmpdir();
   const disk = new KvDisk(dir.path, 10_000_000);
   const asked = serverDeferringTheSave();
-  const launch = new Launch({
-    baseUrl: "http://127.0.0.1:9",
-    apiKey: "k",
-    slots: 1,
-    exited: new Promise(() => {}),
-  });
+  const launch = launchOf(new Promise(() => {}));
   await saveUs(disk, launch);
   disk.removeSession("u", "s"); // sessions.delete while the save's task is still deferred
   await launch.slots.workOn(0);
@@ -72,7 +76,7 @@ test("such a late file is removed at the server's exit, looks spent or not", asy
   const asked = serverDeferringTheSave();
   LATE_LOOK.times = 1;
   const exit = Promise.withResolvers<void>();
-  const launch = new Launch({ baseUrl: "http://127.0.0.1:9", apiKey: "k", slots: 1, exited: exit.promise });
+  const launch = launchOf(exit.promise);
   await saveUs(disk, launch);
   await launch.slots.workOn(0);
   await disk.zeroes.done();
@@ -83,4 +87,19 @@ test("such a late file is removed at the server's exit, looks spent or not", asy
   exit.resolve();
   await until(() => !fs.existsSync(temp));
   expect(fs.existsSync(temp)).toBe(false);
+});
+
+test("a late file unchanged between two looks stays while llama-server's loop has not answered", async () => {
+  using dir = tmpdir();
+  const disk = new KvDisk(dir.path, 10_000_000);
+  const asked = serverDeferringTheSave({ busy: true });
+  const launch = launchOf(new Promise(() => {}));
+  await saveUs(disk, launch);
+  await launch.slots.workOn(0);
+  await disk.zeroes.done();
+  const temp = join(dir.path, asked.temp);
+  fs.writeFileSync(temp, TOKENS); // a write that stalls here, on a hung share
+  await until(() => asked.slots > 0);
+  await new Promise((r) => setTimeout(r, 40)); // looks that would have found it still
+  expect(fs.existsSync(temp)).toBe(true);
 });
