@@ -159,6 +159,20 @@ export class KvErase {
     await Promise.all([this.deps.made()?.zeroes.done(), this.unbudgeted?.zeroes.done()]);
   }
 
+  /**
+   * Shutdown's wait for every zeroing (`zeroed`), late saves' files removed first at their
+   * servers' exit (kv-temps.ts `lateTempsAtExit`): only a made folder has saves to have run late.
+   */
+  async atShutdown(): Promise<void> {
+    const made = this.deps.made();
+    if (made) {
+      const { lateTempsAtExit } =
+        require("../agent/kv/kv-temps.ts") as typeof import("../agent/kv/kv-temps.ts");
+      await lateTempsAtExit(made.zeroes);
+    }
+    await this.zeroed();
+  }
+
   /** The one model's reuse's erase; false when none is made. */
   private one(erase: (r: PromptReuse) => void): boolean {
     const reuse = this.deps.reuse();

@@ -83,7 +83,7 @@ export class CoreServices implements Services {
     // Stopped late: llama-server's stop first leaves a large old log's zeroing time (log-scrub.ts).
     this.shutdown.add("earlier logs' zeroing", null, () => earlierLogsSettled());
     // Added first, stopped after the prompt reuses' last saves and removals (kv-erase.ts `zeroed`).
-    this.shutdown.add("KV state zeroing", null, () => this.kvErase.zeroed());
+    this.shutdown.add("KV state zeroing", null, () => this.kvErase.atShutdown());
   }
 
   loadedConfig(): LoadedConfig {

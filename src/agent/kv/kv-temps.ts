@@ -6,6 +6,7 @@ import { LeaseSightings } from "../../store/lease-sightings.ts";
 import { type FileIdentity, fileIdentity, sameFile } from "../../util/file-identity.ts";
 import { logger } from "../../util/logger.ts";
 import { alive } from "./drop-file.ts";
+import { EXIT_WAIT_MS } from "./slot-clear.ts";
 
 // The KV state folder's temporary names (kv-disk.ts): a save before it is whole, and when one is
 // a leftover no save waits for (docs/agent.md, "Prompt reuse").
@@ -156,6 +157,8 @@ export function watchLateTemp(
   drop: () => void,
   /** Resolves true once llama-server's loop answered a task queued now (`slotsAnswered`). */
   queued: () => Promise<boolean>,
+  /** Whose removals these are (its folder's `Zeroes`), for `lateTempsAtExit`. */
+  owner: object,
 ): void {
   let last: FileIdentity | undefined;
   let looks = 0;
@@ -200,8 +203,38 @@ export function watchLateTemp(
   }
   timer = setTimeout(look, LATE_LOOK.ms);
   timer.unref?.();
-  void exited.then(() => {
+  const exits = atExit.get(owner) ?? new Map<() => void, Promise<unknown>>();
+  atExit.set(owner, exits);
+  const removal = () => {
+    if (!exits.delete(removal)) return;
     end();
     if (existsSync(path)) found();
-  });
+  };
+  exits.set(removal, exited);
+  void exited.then(removal);
+}
+
+/**
+ * Per owner (a folder's `Zeroes`), each late temp's removal at its server's exit not yet done,
+ * with that exit (`lateTempsAtExit`): a shutdown waits for its own servers' exits only.
+ */
+const atExit = new WeakMap<object, Map<() => void, Promise<unknown>>>();
+
+/**
+ * At shutdown, after the servers' stops: each late temp's removal at its server's exit done
+ * (that exit awaited, `EXIT_WAIT_MS` at most), so its zeroing is under way before the shutdown
+ * waits for the zeroings (server/kv-erase.ts `atShutdown`): run by the exit's own callback alone,
+ * it came before that wait only by the order of promise callbacks (docs/agent.md, "The store").
+ */
+export async function lateTempsAtExit(owner: object): Promise<void> {
+  await Promise.all(
+    [...(atExit.get(owner) ?? [])].map(async ([removal, exited]) => {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const bound = new Promise((resolve) => {
+        timer = setTimeout(resolve, EXIT_WAIT_MS);
+      });
+      await Promise.race([exited, bound]).finally(() => clearTimeout(timer));
+      removal();
+    }),
+  );
 }

@@ -76,6 +76,7 @@ export async function saveSlotState(s: SlotSave): Promise<void> {
         launch.exited,
         () => disk.discard(temp),
         () => slotsAnswered(launch, launch.died),
+        disk.zeroes,
       );
     };
     if (stopping) void exitSeen(launch).then(over);

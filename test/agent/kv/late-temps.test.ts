@@ -18,6 +18,8 @@ afterEach(() => {
 const never = new Promise<void>(() => {});
 /** llama-server's loop answering at once. */
 const answered = async () => true;
+/** Whose removals these are (a folder's `Zeroes` in the core). */
+const owner = {};
 const until = async (done: () => boolean) => {
   for (let t = 0; t < 100 && !done(); t++) await new Promise((r) => setTimeout(r, 5));
 };
@@ -25,7 +27,7 @@ const until = async (done: () => boolean) => {
 test("a save llama-server ran after the fast looks ended: its file is still looked for and removed", async () => {
   using dir = tmpdir();
   const temp = join(dir.path, "late.tmp");
-  watchLateTemp(temp, never, () => fs.rmSync(temp, { force: true }), answered);
+  watchLateTemp(temp, never, () => fs.rmSync(temp, { force: true }), answered, owner);
   await new Promise((r) => setTimeout(r, 30)); // the one fast look spent
   fs.writeFileSync(temp, "tokens of my secret diagnosis\n");
   await until(() => !fs.existsSync(temp));
@@ -37,8 +39,8 @@ test("past the bound, the oldest watched temp is no longer looked for", async ()
   LATE_LOOK.max = 1;
   const [first, second] = [join(dir.path, "first.tmp"), join(dir.path, "second.tmp")];
   const dropped: string[] = [];
-  watchLateTemp(first, never, () => dropped.push(first), answered);
-  watchLateTemp(second, never, () => dropped.push(second), answered);
+  watchLateTemp(first, never, () => dropped.push(first), answered, owner);
+  watchLateTemp(second, never, () => dropped.push(second), answered, owner);
   fs.writeFileSync(first, "a");
   fs.writeFileSync(second, "b");
   await until(() => dropped.length > 0);
@@ -67,6 +69,7 @@ test("a write stalled between two looks is not zeroed under it: llama-server's l
       fs.rmSync(temp);
     },
     queued,
+    owner,
   );
   await until(() => !fs.existsSync(temp));
   expect(atDrop).toBe("part of the state\nthe rest of the state\n");
@@ -86,6 +89,7 @@ test("with no answer from llama-server's loop the file is left for a later look"
       dropped = true;
     },
     async () => ++asked > 2,
+    owner,
   );
   await until(() => dropped);
   expect(asked).toBe(3);
