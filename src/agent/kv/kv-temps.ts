@@ -6,7 +6,6 @@ import { LeaseSightings } from "../../store/lease-sightings.ts";
 import { type FileIdentity, fileIdentity, sameFile } from "../../util/file-identity.ts";
 import { logger } from "../../util/logger.ts";
 import { alive } from "./drop-file.ts";
-import { EXIT_WAIT_MS } from "./slot-clear.ts";
 
 // The KV state folder's temporary names (kv-disk.ts): a save before it is whole, and when one is
 // a leftover no save waits for (docs/agent.md, "Prompt reuse").
@@ -131,9 +130,10 @@ export class LeftoverPass {
 
 /**
  * How a late save's temp is looked for (`watchLateTemp`): every `ms` for `times` looks, then every
- * `slowMs` until its server's exit, at most `max` temps at a time. Lowered in tests.
+ * `slowMs` until its server's exit, at most `max` temps at a time; at shutdown, their servers'
+ * exits waited for `atShutdownMs` at most, all together (`lateTempsAtExit`). Lowered in tests.
  */
-export const LATE_LOOK = { ms: 2_000, times: 60, slowMs: 30_000, max: 64 };
+export const LATE_LOOK = { ms: 2_000, times: 60, slowMs: 30_000, max: 64, atShutdownMs: 1_000 };
 
 /** The late temps looked for, oldest first, by path: each one's end of looks. */
 const watched = new Map<string, () => void>();
@@ -221,20 +221,25 @@ export function watchLateTemp(
 const atExit = new WeakMap<object, Map<() => void, Promise<unknown>>>();
 
 /**
- * At shutdown, after the servers' stops: each late temp's removal at its server's exit done
- * (that exit awaited, `EXIT_WAIT_MS` at most), so its zeroing is under way before the shutdown
- * waits for the zeroings (server/kv-erase.ts `atShutdown`): run by the exit's own callback alone,
- * it came before that wait only by the order of promise callbacks (docs/agent.md, "The store").
+ * At shutdown, after the servers' stops: each late temp's removal at its server's exit done, so
+ * its zeroing is under way before the shutdown waits for the zeroings (server/kv-erase.ts
+ * `atShutdown`): run by the exit's own callback alone, it came before that wait only by the order
+ * of promise callbacks. The exits are waited for under one deadline, `atShutdownMs`: a stop that
+ * returned without its exit seen SIGKILLed a server stuck in the kernel, and the client kills a
+ * core that has not answered within the stop's grace and 7 s (client/shutdown-timing.ts), which
+ * 60 s a file outlasted, the files left whole; removed then, only what a stuck write lands after
+ * is left in the blocks (docs/agent.md, "The store").
  */
 export async function lateTempsAtExit(owner: object): Promise<void> {
-  await Promise.all(
-    [...(atExit.get(owner) ?? [])].map(async ([removal, exited]) => {
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const bound = new Promise((resolve) => {
-        timer = setTimeout(resolve, EXIT_WAIT_MS);
-      });
-      await Promise.race([exited, bound]).finally(() => clearTimeout(timer));
-      removal();
-    }),
-  );
+  const exits = [...(atExit.get(owner) ?? [])];
+  if (exits.length === 0) return;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const bound = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, LATE_LOOK.atShutdownMs);
+  });
+  try {
+    await Promise.all(exits.map(([removal, exited]) => Promise.race([exited, bound]).then(removal, removal)));
+  } finally {
+    clearTimeout(timer);
+  }
 }

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, expect, test } from "bun:test";
 import * as fs from "node:fs";
 import { join } from "node:path";
-import { LATE_LOOK, watchLateTemp } from "../../../src/agent/kv/kv-temps.ts";
+import { LATE_LOOK, lateTempsAtExit, watchLateTemp } from "../../../src/agent/kv/kv-temps.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
 // A late save's temp (kv-temps.ts `watchLateTemp`), its server an exit promise and its removal a
@@ -94,3 +94,26 @@ test("with no answer from llama-server's loop the file is left for a later look"
   await until(() => dropped);
   expect(asked).toBe(3);
 });
+
+test("at shutdown, servers whose exits are never seen hold it once, briefly, not 60 s a file", async () => {
+  using dir = tmpdir();
+  // The client kills a core that has not answered `shutdown` within llama-server's grace and 7 s
+  // (client/shutdown-timing.ts): a longer wait here left the files whole, unremoved.
+  expect(look.atShutdownMs).toBeLessThanOrEqual(1000);
+  LATE_LOOK.atShutdownMs = 20;
+  const mine = {};
+  const temps = ["a.tmp", "b.tmp", "c.tmp"].map((n) => join(dir.path, n));
+  for (const temp of temps) {
+    fs.writeFileSync(temp, "tokens of my secret diagnosis\n");
+    // Each one's server SIGKILLed and stuck in the kernel: its exit is never seen.
+    watchLateTemp(
+      temp,
+      never,
+      () => fs.rmSync(temp, { force: true }),
+      async () => false,
+      mine,
+    );
+  }
+  await lateTempsAtExit(mine);
+  expect(temps.filter((t) => fs.existsSync(t))).toEqual([]);
+}, 2000);
