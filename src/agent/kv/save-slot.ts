@@ -75,7 +75,7 @@ export async function saveSlotState(s: SlotSave): Promise<void> {
         path,
         launch.exited,
         () => disk.discard(temp),
-        () => slotsAnswered(launch, launch.died),
+        () => loopPastSave(launch),
         disk.zeroes,
       );
     };
@@ -102,4 +102,15 @@ export async function saveSlotState(s: SlotSave): Promise<void> {
   };
   if (s.later && !s.later.closed) s.later.keeps.push(keep);
   else return keep();
+}
+
+/**
+ * Whether llama-server's loop is past a save that made a late file (kv-temps.ts `watchLateTemp`).
+ * Known asleep, it is: its loop sleeps only with no task queued (b10587 server-queue.cpp
+ * `start_loop`), and GET /slots would wake it, the model read again, for each file
+ * (server-context.cpp `create_response`; docs/agent.md, "The store").
+ */
+function loopPastSave(launch: LaunchView): Promise<boolean> {
+  if (!launch.died.aborted && launch.sleepPhase === "asleep") return Promise.resolve(true);
+  return slotsAnswered(launch, launch.died);
 }

@@ -103,3 +103,27 @@ test("a late file unchanged between two looks stays while llama-server's loop ha
   await new Promise((r) => setTimeout(r, 40)); // looks that would have found it still
   expect(fs.existsSync(temp)).toBe(true);
 });
+
+test("a late file on a server known asleep is removed without GET /slots, which would wake it", async () => {
+  using dir = tmpdir();
+  const disk = new KvDisk(dir.path, 10_000_000);
+  const asked = serverDeferringTheSave();
+  const launch = new Launch({
+    baseUrl: "http://127.0.0.1:9",
+    apiKey: "k",
+    slots: 1,
+    exited: new Promise(() => {}),
+    sleep: { idleMs: 1000, pushed: true, isAsleep: async () => true, rouse: async () => {} },
+  });
+  await saveUs(disk, launch);
+  await launch.slots.workOn(0);
+  await disk.zeroes.done();
+  // llama-server sleeps only with no task queued (server-queue.cpp start_loop): the save is over.
+  launch.heard("sleeping");
+  const temp = join(dir.path, asked.temp);
+  fs.writeFileSync(temp, TOKENS);
+  await until(() => !fs.existsSync(temp));
+  expect(fs.existsSync(temp)).toBe(false);
+  // GET /slots waits until the model is loaded again (server-context.cpp create_response).
+  expect(asked.slots).toBe(0);
+});
