@@ -135,8 +135,11 @@ export class LeftoverPass {
  */
 export const LATE_LOOK = { ms: 2_000, times: 60, slowMs: 30_000, max: 64, atShutdownMs: 1_000 };
 
-/** The late temps looked for, oldest first, by path: each one's end of looks. */
-const watched = new Map<string, () => void>();
+/**
+ * Per owner (a folder's `Zeroes`), the late temps looked for, oldest first, by path: each one's
+ * end of looks. Per folder, so another's (a second model's, a test's) ends none of these.
+ */
+const watching = new WeakMap<object, Map<string, () => void>>();
 
 /**
  * A save that did not answer, whose end was taken from the answer of an erase queued behind it
@@ -148,8 +151,8 @@ const watched = new Map<string, () => void>();
  * that save's, removed once it stood unchanged between two looks and after an answer of
  * llama-server's loop (`queued`), or at the server's exit, after which nothing writes it. One taken up
  * more than the fast looks late (all of llama-server's HTTP threads busy) is looked for at the
- * slow pace until that exit; past `LATE_LOOK.max` temps, the oldest is looked for no more
- * (docs/agent.md, "The store").
+ * slow pace until that exit; past `LATE_LOOK.max` temps of its folder, the oldest is looked
+ * for no more (docs/agent.md, "The store").
  */
 export function watchLateTemp(
   path: string,
@@ -160,6 +163,8 @@ export function watchLateTemp(
   /** Whose removals these are (its folder's `Zeroes`), for `lateTempsAtExit`. */
   owner: object,
 ): void {
+  const watched = watching.get(owner) ?? new Map<string, () => void>();
+  watching.set(owner, watched);
   let last: FileIdentity | undefined;
   let looks = 0;
   let timer: ReturnType<typeof setTimeout> | undefined;

@@ -117,3 +117,16 @@ test("at shutdown, servers whose exits are never seen hold it once, briefly, not
   await lateTempsAtExit(mine);
   expect(temps.filter((t) => fs.existsSync(t))).toEqual([]);
 }, 2000);
+
+test("the bound is per KV folder: another folder's late temps do not end this one's looks", async () => {
+  using dir = tmpdir();
+  LATE_LOOK.max = 1;
+  const [mine, theirs] = [join(dir.path, "mine.tmp"), join(dir.path, "theirs.tmp")];
+  const dropped: string[] = [];
+  watchLateTemp(mine, never, () => dropped.push(mine), answered, {});
+  watchLateTemp(theirs, never, () => dropped.push(theirs), answered, {});
+  fs.writeFileSync(mine, "a");
+  fs.writeFileSync(theirs, "b");
+  await until(() => dropped.length > 1);
+  expect(dropped.sort()).toEqual([mine, theirs].sort());
+});
