@@ -133,7 +133,15 @@ export class LeftoverPass {
  * `slowMs` until its server's exit, at most `max` temps at a time; at shutdown, their servers'
  * exits waited for `atShutdownMs` at most, all together (`lateTempsAtExit`). Lowered in tests.
  */
-export const LATE_LOOK = { ms: 2_000, times: 60, slowMs: 30_000, max: 64, atShutdownMs: 1_000 };
+export const LATE_LOOK = {
+  ms: 2_000,
+  times: 60,
+  slowMs: 30_000,
+  max: 64,
+  atShutdownMs: 1_000,
+  /** Removals kept for one server's exit (`atExit`). */
+  atExitMax: 1024,
+};
 
 /**
  * Per owner (a folder's `Zeroes`), the late temps looked for, oldest first, by path: each one's
@@ -208,22 +216,46 @@ export function watchLateTemp(
   }
   timer = setTimeout(look, LATE_LOOK.ms);
   timer.unref?.();
-  const exits = atExit.get(owner) ?? new Map<() => void, Promise<unknown>>();
-  atExit.set(owner, exits);
-  const removal = () => {
-    if (!exits.delete(removal)) return;
+  const removals = removalsAt(owner, exited);
+  removals.set(path, () => {
     end();
     if (existsSync(path)) found();
-  };
-  exits.set(removal, exited);
-  void exited.then(removal);
+  });
+  for (const [oldest] of removals) {
+    if (removals.size <= LATE_LOOK.atExitMax) break;
+    logger.warn(
+      `${oldest}: a late save's file is not removed at its server's exit (${LATE_LOOK.atExitMax} at most a server)`,
+    );
+    removals.delete(oldest);
+  }
 }
 
 /**
- * Per owner (a folder's `Zeroes`), each late temp's removal at its server's exit not yet done,
- * with that exit (`lateTempsAtExit`): a shutdown waits for its own servers' exits only.
+ * Per owner (a folder's `Zeroes`), per server's exit, each late temp's removal then not yet done,
+ * by path (`lateTempsAtExit`): a shutdown waits for its own servers' exits only. One callback on
+ * each exit, and at most `LATE_LOOK.atExitMax` removals on it: one a save that did not answer,
+ * kept until its server's exit, grew without end on a server up for weeks. One given up is left to
+ * a later erase's sweep, or the next start's leftover pass (docs/agent.md, "The store").
  */
-const atExit = new WeakMap<object, Map<() => void, Promise<unknown>>>();
+const atExit = new WeakMap<object, Map<Promise<unknown>, Map<string, () => void>>>();
+
+function removalsAt(owner: object, exited: Promise<unknown>): Map<string, () => void> {
+  const byExit = atExit.get(owner) ?? new Map<Promise<unknown>, Map<string, () => void>>();
+  atExit.set(owner, byExit);
+  const known = byExit.get(exited);
+  if (known) return known;
+  const removals = new Map<string, () => void>();
+  byExit.set(exited, removals);
+  void exited.then(() => runRemovals(byExit, exited));
+  return removals;
+}
+
+/** The removals at `exited`, each once: by the exit's callback or by a shutdown's wait, first come. */
+function runRemovals(byExit: Map<Promise<unknown>, Map<string, () => void>>, exited: Promise<unknown>): void {
+  const removals = byExit.get(exited);
+  byExit.delete(exited);
+  for (const removal of removals?.values() ?? []) removal();
+}
 
 /**
  * At shutdown, after the servers' stops: each late temp's removal at its server's exit done, so
@@ -236,14 +268,15 @@ const atExit = new WeakMap<object, Map<() => void, Promise<unknown>>>();
  * is left in the blocks (docs/agent.md, "The store").
  */
 export async function lateTempsAtExit(owner: object): Promise<void> {
-  const exits = [...(atExit.get(owner) ?? [])];
-  if (exits.length === 0) return;
+  const byExit = atExit.get(owner);
+  if (!byExit || byExit.size === 0) return;
   let timer: ReturnType<typeof setTimeout> | undefined;
   const bound = new Promise<void>((resolve) => {
     timer = setTimeout(resolve, LATE_LOOK.atShutdownMs);
   });
+  const run = (exited: Promise<unknown>) => () => runRemovals(byExit, exited);
   try {
-    await Promise.all(exits.map(([removal, exited]) => Promise.race([exited, bound]).then(removal, removal)));
+    await Promise.all([...byExit.keys()].map((e) => Promise.race([e, bound]).then(run(e), run(e))));
   } finally {
     clearTimeout(timer);
   }
