@@ -173,6 +173,7 @@ export function watchLateTemp(
 ): void {
   const watched = watching.get(owner) ?? new Map<string, () => void>();
   watching.set(owner, watched);
+  const removals = removalsAt(owner, exited);
   let last: FileIdentity | undefined;
   let looks = 0;
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -203,6 +204,7 @@ export function watchLateTemp(
         last = fileIdentity(path);
         if (!over || !sameFile(now, last)) return next();
         end();
+        removals.delete(path); // nothing left for its server's exit: kept, it counted to the bound
         found();
       });
   };
@@ -216,7 +218,6 @@ export function watchLateTemp(
   }
   timer = setTimeout(look, LATE_LOOK.ms);
   timer.unref?.();
-  const removals = removalsAt(owner, exited);
   removals.set(path, () => {
     end();
     if (existsSync(path)) found();

@@ -1,7 +1,8 @@
-import { afterEach, beforeEach, expect, test } from "bun:test";
+import { afterEach, beforeEach, expect, spyOn, test } from "bun:test";
 import * as fs from "node:fs";
 import { join } from "node:path";
 import { LATE_LOOK, lateTempsAtExit, watchLateTemp } from "../../../src/agent/kv/kv-temps.ts";
+import { logger } from "../../../src/util/logger.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
 // A late save's temp (kv-temps.ts `watchLateTemp`), its server an exit promise and its removal a
@@ -154,4 +155,35 @@ test("the removals kept for a server's exit are bounded: past the bound the olde
   // One closure a save that did not answer, kept until its server's exit, grew without end on a
   // server up for weeks; the one given up is left to a later erase's sweep or the next start.
   expect(dropped).toEqual(temps.slice(1));
+});
+
+test("a late file a look removed keeps no removal for its server's exit", async () => {
+  using dir = tmpdir();
+  const warned: string[] = [];
+  const warnSpy = spyOn(logger, "warn").mockImplementation(((m: string) => {
+    warned.push(m);
+  }) as typeof logger.warn);
+  LATE_LOOK.atExitMax = 1;
+  const mine = {};
+  const exit = Promise.withResolvers<void>();
+  const [found, later] = [join(dir.path, "found.tmp"), join(dir.path, "later.tmp")];
+  const dropped: string[] = [];
+  fs.writeFileSync(found, "a");
+  watchLateTemp(found, exit.promise, () => fs.rmSync(found), answered, mine);
+  await until(() => !fs.existsSync(found));
+  LATE_LOOK.times = 1000; // the second is not looked at again before the exit
+  watchLateTemp(
+    later,
+    exit.promise,
+    () => dropped.push(later),
+    async () => false,
+    mine,
+  );
+  fs.writeFileSync(later, "b");
+  exit.resolve();
+  await lateTempsAtExit(mine);
+  warnSpy.mockRestore();
+  expect(dropped).toEqual([later]);
+  // Kept, the one removed counted to the bound: a warning named it given up, a removal wasted.
+  expect(warned.filter((w) => w.includes("not removed at its server's exit"))).toEqual([]);
 });
