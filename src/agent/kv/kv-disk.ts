@@ -3,10 +3,11 @@ import { chmodSync, existsSync, renameSync, statSync } from "node:fs";
 import { basename, join } from "node:path";
 import { pidSpace } from "../../platform/pid-space.ts";
 import { type StagedWrite, stageFileAtomic, syncFolderAsync } from "../../store/atomic.ts";
-import { type FileIdentity, fileBytes, fileIdentity, sameFile } from "../../util/file-identity.ts";
+import { type FileIdentity, fileIdentity, sameFile } from "../../util/file-identity.ts";
 import { logger } from "../../util/logger.ts";
 import { ensurePrivateDir, PRIVATE_FILE_MODE } from "../../util/private-fs.ts";
 import { dropFile, replaceZeroed, Zeroes } from "./drop-file.ts";
+import { keepBudget } from "./kv-budget.ts";
 import { type KvEntry, sameSave } from "./kv-entry.ts";
 import { type Described, listedSince, listFolder, orphansOf, readInPasses, readSidecar } from "./kv-reads.ts";
 import { LeftoverPass, leftoverTemp, OWN_TEMP, tempName } from "./kv-temps.ts";
@@ -152,7 +153,7 @@ export class KvDisk {
       }
       return false;
     }
-    this.keepBudget(name);
+    keepBudget(this, name);
     await syncFolderAsync(this.dir);
     return true;
   }
@@ -346,44 +347,6 @@ export class KvDisk {
   private stageSidecar(name: string, entry: KvEntry): StagedWrite {
     const temp = tempName(name, this.space(), ".json");
     return stageFileAtomic(this.sidecarOf(name), `${JSON.stringify(entry)}\n`, temp, (t) => this.drop(t));
-  }
-
-  /**
-   * The least recently used go until the whole fits, a state of ours without a readable sidecar
-   * first (it can never be restored); `keep` (just saved) goes only if it alone is too big.
-   */
-  private keepBudget(keep: string): void {
-    // Within it nothing goes: no sidecar read (each save read them all, up to 16 MiB each).
-    if (this.usage().bytes <= this.budgetBytes) return;
-    const described = this.entries();
-    const orphans = orphansOf(described, listFolder(this.dir)).map((name) => ({ name, usedAt: -1 }));
-    const all = [...orphans, ...described.map((e) => ({ name: e.name, usedAt: e.entry.used_at }))].sort(
-      (a, b) => a.usedAt - b.usedAt,
-    );
-    let total = this.usage().bytes;
-    for (const { name } of all) {
-      if (total <= this.budgetBytes) break;
-      if (name === keep) continue;
-      total -= this.sizeOf(name);
-      this.remove(name);
-    }
-    if (total > this.budgetBytes) this.remove(keep);
-  }
-
-  private sizeOf(name: string): number {
-    return fileBytes(this.binOf(name)) + fileBytes(this.sidecarOf(name));
-  }
-
-  private entries(): { name: string; entry: KvEntry }[] {
-    const out: { name: string; entry: KvEntry }[] = [];
-    for (const f of listFolder(this.dir)) {
-      const m = OWN_FILE.exec(f);
-      if (m?.[2] !== "json") continue;
-      const name = m[1] as string;
-      const entry = readSidecar(this.sidecarOf(name));
-      if (entry) out.push({ name, entry });
-    }
-    return out;
   }
 
   private binOf(name: string): string {
