@@ -161,15 +161,21 @@ export class KvDisk {
   /**
    * The saved state was restored: it is the most recently used. Only while the sidecar is still
    * the one the restore read: erased meanwhile (documents.delete), it is not written back with
-   * the notes it quotes; saved again by another core, the newer one's sources are kept.
+   * the notes it quotes; saved again by another core, the newer one's sources are kept. Another
+   * core's erase between the read and the rename takes the state first (`remove`): a sidecar put
+   * back over none is removed again, still the one written here (another core's first save may
+   * have renamed its own there since).
    */
   touch(entry: KvEntry): void {
     try {
       const name = this.nameOf(entry.user_id, entry.session_id);
       const now = readSidecar(this.sidecarOf(name));
       if (!now || !sameSave(now, entry)) return;
-      const staged = this.stageSidecar(name, { ...entry, used_at: this.now() });
+      const temp = tempName(name, this.space(), ".json");
+      const staged = this.stageSidecar(name, { ...entry, used_at: this.now() }, temp);
+      const written = fileIdentity(join(this.dir, temp));
       this.count.around([name], () => replaceZeroed(this.sidecarOf(name), this.zeroes, staged));
+      if (written && !this.hasState(name)) this.removeKept([{ ...written, path: this.sidecarOf(name) }]);
     } catch {
       // Only its place in the eviction order is lost.
     }
@@ -344,8 +350,11 @@ export class KvDisk {
   }
 
   /** A sidecar under a temporary name of ours (a crash's leftover known as ours), zeroed if not kept. */
-  private stageSidecar(name: string, entry: KvEntry): StagedWrite {
-    const temp = tempName(name, this.space(), ".json");
+  private stageSidecar(
+    name: string,
+    entry: KvEntry,
+    temp = tempName(name, this.space(), ".json"),
+  ): StagedWrite {
     return stageFileAtomic(this.sidecarOf(name), `${JSON.stringify(entry)}\n`, temp, (t) => this.drop(t));
   }
 
