@@ -86,6 +86,8 @@ export class KvErase {
     if (left.length === 0) return;
     let full = false;
     for (const path of left) {
+      // The folder itself: an erase over several turns failed (kv-disk.ts `erase`), no file to try again.
+      if (path === this.deps.dir()) continue;
       // A state's sidecar stays while the state does (kv-disk.ts `remove`) and holds its notes'
       // text: kept together, or the retry would take the state and leave its sidecar for good.
       const both = path.endsWith(".bin") ? [path, `${path.slice(0, -4)}.json`] : [path];

@@ -170,10 +170,17 @@ export class Zeroes {
     return Promise.all([...this.pending].filter((p) => !before.has(p))).then(() => {});
   }
 
-  /** `work` (an erase going on over turns of the loop, kv-disk.ts) counted as under way until it ends. */
-  hold(work: Promise<void>): void {
+  /**
+   * `work` (an erase going on over turns of the loop, kv-disk.ts) counted as under way until it
+   * ends; one that fails is told to `failed` before it counts as over (only logged, its delete
+   * answered ok over files it may have left).
+   */
+  hold(work: Promise<void>, failed?: (err: Error) => void): void {
     const held = work
-      .catch((err) => logger.warn(`a KV state erase failed: ${(err as Error).message}`))
+      .catch((err) => {
+        logger.warn(`a KV state erase failed: ${(err as Error).message}`);
+        failed?.(err as Error);
+      })
       .finally(() => this.pending.delete(held));
     this.pending.add(held);
   }

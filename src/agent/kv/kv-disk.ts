@@ -296,7 +296,8 @@ export class KvDisk {
       return this.zeroes.within(() => this.eraseFound(now, described, matches, also, failing));
     };
     const later = readInPasses(sidecars, (name) => readSidecar(this.sidecarOf(name)), found);
-    if (later) this.zeroes.hold(later);
+    // Failing over its turns, it may have left any of its files: its delete fails, naming the folder.
+    if (later) this.zeroes.hold(later, () => failing?.left.push(this.dir));
   }
 
   private eraseFound(
