@@ -130,12 +130,12 @@ export class KvDisk {
         this.discard(temp);
         return false;
       }
-      // Counted afresh (at the budget's pass, else the next ask): another core's states count too.
-      this.count.forget();
       // Described first: a state file without its sidecar is never restored. The old ones zeroed.
-      replaceZeroed(this.sidecarOf(name), this.zeroes, sidecar, { folder: false });
-      described = true;
-      replaceZeroed(this.binOf(name), this.zeroes, { commit: () => renameSync(path, this.binOf(name)) });
+      this.count.around([name], () => {
+        replaceZeroed(this.sidecarOf(name), this.zeroes, sidecar, { folder: false });
+        described = true;
+        replaceZeroed(this.binOf(name), this.zeroes, { commit: () => renameSync(path, this.binOf(name)) });
+      });
       // Asked again once in place: another core's erase (its rows first, then its files) or
       // takeover of the session between the check and the renames would otherwise leave them.
       if (!wanted()) {
@@ -147,13 +147,15 @@ export class KvDisk {
       this.discard(temp);
       // The sidecar now describes a state that is not there, and the old file goes with it: never
       // restored without a sidecar, it would also be one `removeUser` (which reads sidecars) misses.
-      if (described) {
-        dropFile(this.sidecarOf(name), this.zeroes);
-        dropFile(this.binOf(name), this.zeroes);
-      }
+      if (described)
+        this.count.around([name], () => {
+          dropFile(this.sidecarOf(name), this.zeroes);
+          dropFile(this.binOf(name), this.zeroes);
+        });
       return false;
     }
-    keepBudget(this, name);
+    // Counted afresh there: another core's states count too (kv-budget.ts).
+    await keepBudget(this, this.count, name);
     await syncFolderAsync(this.dir);
     return true;
   }

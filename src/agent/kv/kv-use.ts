@@ -9,51 +9,78 @@ export interface KvUse {
   files: number;
 }
 
+/** What is counted: each file's size, and their sums. */
+type Tally = { sizes: Map<string, number>; bytes: number; files: number };
+
 /** The files of a few sessions about to change (`KvUseCount.before`), and the count they change. */
-export type UseMark = { sizes: Map<string, number>; files: string[] } | undefined;
+export type UseMark = { tally: Tally; files: string[] } | undefined;
+
+/**
+ * Files a save's count (`KvUseCount.recount`) stats a turn of the loop: stat'ed all at once, a
+ * shared folder of 10^5 files (or one planted full) held ping at every save. Lowered in tests.
+ */
+export const COUNT_PASS = { max: 256 };
 
 /**
  * What the saved states take (`status`, the budget): the folder counted (a stat a file) at each
- * save (`forget`: another core's states count against the budget too), and kept by this core's
- * other changes, a session's two files each. Counted again after every change, a folder of
- * thousands was stat'ed whole on the main loop at the next `status`, which hosts ask often.
- * Each file's size is kept as counted: a change takes out what was counted of it, not what a stat
- * finds then (another core's state, never counted here, removed took the count below zero; one
- * the other core had removed stayed in it). Another core's changes show at this core's next save.
+ * save (`recount`: another core's states count against the budget too), `COUNT_PASS.max` files a
+ * turn of the loop, and kept by this core's other changes, a session's two files each. Counted
+ * again after every change, a folder of thousands was stat'ed whole on the main loop at the next
+ * `status`, which hosts ask often. Each file's size is kept as counted: a change takes out what
+ * was counted of it, not what a stat finds then (another core's state, never counted here, removed
+ * took the count below zero; one the other core had removed stayed in it). Another core's changes
+ * show at this core's next save.
  */
 export class KvUseCount {
-  private sizes: Map<string, number> | undefined;
-  private bytes = 0;
-  private files = 0;
+  private tally: Tally | undefined;
+  /** Per count under way (`recount`), the files this core changed meanwhile: stat'ed again at its end. */
+  private readonly counting = new Set<Set<string>>();
 
   constructor(private readonly dir: string) {}
 
+  /** The count; the first ask counts the folder at once. */
   get(listing: () => string[]): KvUse {
-    if (!this.sizes) {
-      this.sizes = new Map();
-      this.bytes = 0;
-      this.files = 0;
-      for (const f of listing()) if (OWN_FILE.test(f)) this.set(this.sizes, f);
+    if (!this.tally) {
+      const tally = empty();
+      for (const f of listing()) if (OWN_FILE.test(f)) this.set(tally, f);
+      this.tally = tally;
     }
-    return { bytes: this.bytes, files: this.files };
+    return { bytes: this.tally.bytes, files: this.tally.files };
   }
 
-  /** Counted afresh when next asked. */
-  forget(): void {
-    this.sizes = undefined;
+  /**
+   * The folder as `listing` names it counted afresh, `COUNT_PASS.max` files a turn of the loop, in
+   * place of the count once done (kept by this core's changes until then, and those made meanwhile
+   * stat'ed again at the end).
+   */
+  async recount(listing: readonly string[]): Promise<void> {
+    const changed = new Set<string>();
+    this.counting.add(changed);
+    try {
+      const tally = empty();
+      const own = listing.filter((f) => OWN_FILE.test(f));
+      for (let i = 0; i < own.length; i += COUNT_PASS.max) {
+        if (i > 0) await new Promise<void>((go) => setImmediate(go));
+        for (const f of own.slice(i, i + COUNT_PASS.max)) this.set(tally, f);
+      }
+      for (const f of changed) this.set(tally, f);
+      this.tally = tally;
+    } finally {
+      this.counting.delete(changed);
+    }
   }
 
   /** Before the files of `names` change: what is counted of them is put right by `after`. */
   before(names: readonly string[]): UseMark {
-    const sizes = this.sizes;
-    if (!sizes) return undefined;
-    return { sizes, files: [...new Set(names)].flatMap((n) => [`${n}.bin`, `${n}.json`]) };
+    const files = [...new Set(names)].flatMap((n) => [`${n}.bin`, `${n}.json`]);
+    for (const changed of this.counting) for (const f of files) changed.add(f);
+    return this.tally && { tally: this.tally, files };
   }
 
   after(mark: UseMark): void {
     // Counted afresh meanwhile: nothing to put right.
-    if (!mark || mark.sizes !== this.sizes) return;
-    for (const f of mark.files) this.set(mark.sizes, f);
+    if (!mark || mark.tally !== this.tally) return;
+    for (const f of mark.files) this.set(mark.tally, f);
   }
 
   /** Runs `act`, which changes the files of `names` only, the count kept. */
@@ -67,19 +94,21 @@ export class KvUseCount {
   }
 
   /** `f`'s size as a stat finds it now, in place of what was counted of it (none: not there, not a file). */
-  private set(sizes: Map<string, number>, f: string): void {
-    const was = sizes.get(f);
+  private set(tally: Tally, f: string): void {
+    const was = tally.sizes.get(f);
     if (was !== undefined) {
-      this.bytes -= was;
-      if (f.endsWith(".bin")) this.files -= 1;
-      sizes.delete(f);
+      tally.bytes -= was;
+      if (f.endsWith(".bin")) tally.files -= 1;
+      tally.sizes.delete(f);
     }
     try {
       const st = lstatSync(join(this.dir, f));
       if (!st.isFile()) return;
-      sizes.set(f, st.size);
-      this.bytes += st.size;
-      if (f.endsWith(".bin")) this.files += 1;
+      tally.sizes.set(f, st.size);
+      tally.bytes += st.size;
+      if (f.endsWith(".bin")) tally.files += 1;
     } catch {}
   }
 }
+
+const empty = (): Tally => ({ sizes: new Map(), bytes: 0, files: 0 });
