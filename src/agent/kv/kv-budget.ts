@@ -1,5 +1,6 @@
 import { join } from "node:path";
 import { fileBytes } from "../../util/file-identity.ts";
+import { type KvEntry, sameSave } from "./kv-entry.ts";
 import { type Described, listFolder, orphansOf, readInPasses, readSidecar } from "./kv-reads.ts";
 import { type KvUse, type KvUseCount, OWN_FILE } from "./kv-use.ts";
 
@@ -18,7 +19,8 @@ export interface BudgetedFolder {
  * until the whole fits, a state of ours without a readable sidecar first (it can never be
  * restored); `keep` (just saved) goes only if it alone is too big. The count and the sidecars'
  * reads go a bounded number a turn of the loop (kv-use.ts `recount`, kv-reads.ts `readInPasses`):
- * all at once, a shared folder of 10^5 files held ping at every save.
+ * all at once, a shared folder of 10^5 files held ping at every save. A state whose sidecar changed
+ * since it was read is not evicted by that read (`asRead`).
  */
 export async function keepBudget(disk: BudgetedFolder, count: KvUseCount, keep: string): Promise<void> {
   await count.recount(listFolder(disk.dir));
@@ -27,18 +29,31 @@ export async function keepBudget(disk: BudgetedFolder, count: KvUseCount, keep: 
   // One listing: a state renamed into place after it is not taken for one without a sidecar.
   const listing = listFolder(disk.dir);
   const described = await sidecars(disk.dir, listing);
-  const orphans = orphansOf(described, listing).map((name) => ({ name, usedAt: -1 }));
-  const all = [...orphans, ...described.map((e) => ({ name: e.name, usedAt: e.entry.used_at }))].sort(
-    (a, b) => a.usedAt - b.usedAt,
-  );
+  const orphans = orphansOf(described, listing).map((name) => ({ name, usedAt: -1, entry: undefined }));
+  const all = [
+    ...orphans,
+    ...described.map((e) => ({ name: e.name, usedAt: e.entry.used_at, entry: e.entry })),
+  ];
+  all.sort((a, b) => a.usedAt - b.usedAt);
   let total = disk.usage().bytes;
-  for (const { name } of all) {
+  for (const { name, entry } of all) {
     if (total <= disk.budgetBytes) break;
-    if (name === keep) continue;
+    if (name === keep || !asRead(disk.dir, name, entry)) continue;
     total -= fileBytes(join(disk.dir, `${name}.bin`)) + fileBytes(join(disk.dir, `${name}.json`));
     disk.remove(name);
   }
   if (total > disk.budgetBytes) disk.remove(keep);
+}
+
+/**
+ * Whether `name`'s sidecar is still as the pass read it (`entry`; none: a state without one), so
+ * its place in the order holds: read over several turns, a state restored (`touch`) or saved
+ * again meanwhile went as the least recently used it had been, a just-saved state evicted.
+ */
+function asRead(dir: string, name: string, entry: KvEntry | undefined): boolean {
+  const now = readSidecar(join(dir, `${name}.json`));
+  if (!entry) return now === undefined;
+  return now !== undefined && now.used_at === entry.used_at && sameSave(now, entry);
 }
 
 /** The readable sidecars `listing` names, read a bounded number a turn of the loop. */

@@ -81,3 +81,46 @@ test("this core's removals while a save counts the folder are in the count it pu
   expect(disk.usage().files).toBe(393);
   await disk.zeroes.done();
 });
+
+// A save's budget pass read the sidecars over several turns and evicted by what it had read: a
+// state restored (touched) or saved again meanwhile went as the least recently used it had been.
+test("a state used while a save's budget pass reads the sidecars is not evicted as the oldest", async () => {
+  using dir = tmpdir();
+  let clock = 1000;
+  const disk = new KvDisk(dir.path, 1 << 30, () => clock);
+  savedPairs(disk, 200);
+  // The first sidecar the pass reads is the oldest; the others in order after it.
+  const jsons = fs.readdirSync(dir.path).filter((f) => f.endsWith(".json"));
+  jsons.forEach((f, i) => {
+    const path = join(dir.path, f);
+    fs.writeFileSync(path, JSON.stringify({ ...JSON.parse(fs.readFileSync(path, "utf8")), used_at: 10 + i }));
+  });
+  const first = join(dir.path, jsons[0] as string);
+  const session = JSON.parse(fs.readFileSync(first, "utf8")).session_id as string;
+  const budgeted = new KvDisk(dir.path, disk.usage().bytes, () => clock);
+  const open = spyOn(fs, "openSync");
+  let touched = false;
+  const sidecars = new Set(jsons.map((f) => join(dir.path, f)));
+  const tick = () => {
+    const read = open.mock.calls.filter(([p]) => sidecars.has(String(p))).length;
+    if (!touched && read > 0 && read < sidecars.size) {
+      // Restored now: the most recently used.
+      clock = 10 ** 9;
+      touched = true;
+      budgeted.touch(budgeted.entry("u", session)!);
+    }
+    if (read < sidecars.size) setImmediate(tick);
+  };
+  setImmediate(tick);
+  try {
+    await saved(budgeted, "new");
+  } finally {
+    open.mockRestore();
+  }
+  expect(touched).toBe(true);
+  expect(budgeted.entry("u", session)?.used_at).toBe(10 ** 9);
+  expect(budgeted.hasState(budgeted.nameOf("u", session))).toBe(true);
+  // Others went in its place.
+  expect(budgeted.usage().files).toBeLessThan(201);
+  await Promise.all([disk.zeroes.done(), budgeted.zeroes.done()]);
+});
