@@ -82,12 +82,18 @@ export class KvErase {
   }
 
   /** `left` logged, named, and kept to be tried again at each later erase (`keptForRetry`). */
-  private keepStuck(left: string[], what: string): void {
+  private keepStuck(all: string[], what: string): void {
+    // The folder itself: an erase over several turns failed (kv-disk.ts `erase`), which of its
+    // files stayed unknown; said so, not counted as a file tried again (it is not).
+    const dir = this.deps.dir();
+    const left = all.filter((path) => path !== dir);
+    if (left.length < all.length)
+      logger.warn(
+        `an erase of saved KV state ${what} failed part way over ${dir}: which of its files stayed cannot be told, and none is tried again`,
+      );
     if (left.length === 0) return;
     let full = false;
     for (const path of left) {
-      // The folder itself: an erase over several turns failed (kv-disk.ts `erase`), no file to try again.
-      if (path === this.deps.dir()) continue;
       // A state's sidecar stays while the state does (kv-disk.ts `remove`) and holds its notes'
       // text: kept together, or the retry would take the state and leave its sidecar for good.
       const both = path.endsWith(".bin") ? [path, `${path.slice(0, -4)}.json`] : [path];
