@@ -38,9 +38,20 @@ export async function keepBudget(disk: BudgetedFolder, count: KvUseCount, keep: 
   let total = disk.usage().bytes;
   for (const { name, entry } of all) {
     if (total <= disk.budgetBytes) break;
-    if (name === keep || !asRead(disk.dir, name, entry)) continue;
-    total -= fileBytes(join(disk.dir, `${name}.bin`)) + fileBytes(join(disk.dir, `${name}.json`));
+    if (name === keep) continue;
+    // What the count held of it put right too: another core's erase during the pass freed what
+    // it counted, which a stat now does not find (all else evicted then, and the state just saved).
+    const was = disk.usage().bytes;
+    if (!asRead(disk.dir, name, entry)) {
+      count.restat([name]);
+      total -= was - disk.usage().bytes;
+      continue;
+    }
+    const size = fileBytes(join(disk.dir, `${name}.bin`)) + fileBytes(join(disk.dir, `${name}.json`));
     disk.remove(name);
+    // A file its removal left (held open) is taken as gone, as before: the budget is not kept by
+    // evicting every other state over it.
+    total -= Math.max(size, was - disk.usage().bytes);
   }
   if (total > disk.budgetBytes) disk.remove(keep);
 }

@@ -83,6 +83,11 @@ export class KvUseCount {
     for (const f of mark.files) this.set(mark.tally, f);
   }
 
+  /** The files of `names` counted as a stat finds them now (changed by another core, say). */
+  restat(names: readonly string[]): void {
+    this.after(this.before(names));
+  }
+
   /** Runs `act`, which changes the files of `names` only, the count kept. */
   around<T>(names: readonly string[], act: () => T): T {
     const mark = this.before(names);

@@ -2,7 +2,7 @@ import { expect, spyOn, test } from "bun:test";
 import * as fs from "node:fs";
 import { join } from "node:path";
 import { KvDisk } from "../../../src/agent/kv/kv-disk.ts";
-import { saved, savedPairs } from "../../fixtures/kv-saved.ts";
+import { saved, savedPair, savedPairs } from "../../fixtures/kv-saved.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
 // Each save counted the whole KV folder (a stat a file, other cores' states included) on the main
@@ -24,6 +24,23 @@ function turns(stat: { mock: { calls: unknown[][] } }, paths: Set<string>) {
       going = false;
     },
   };
+}
+
+/** User u's "new" saved into `disk`, `during` asked at each turn of the loop meanwhile (the paths opened so far) until it says it is done. */
+async function savedWhile(disk: KvDisk, during: (opened: string[]) => boolean): Promise<void> {
+  const open = spyOn(fs, "openSync");
+  let over = false;
+  const tick = () => {
+    if (!over) over = during(open.mock.calls.map(([p]) => String(p)));
+    if (!over) setImmediate(tick);
+  };
+  setImmediate(tick);
+  try {
+    await saved(disk, "new");
+  } finally {
+    over = true;
+    open.mockRestore();
+  }
 }
 
 test("the loop turns while a save counts a large folder for its budget; the count is a fresh one's", async () => {
@@ -98,29 +115,49 @@ test("a state used while a save's budget pass reads the sidecars is not evicted 
   const first = join(dir.path, jsons[0] as string);
   const session = JSON.parse(fs.readFileSync(first, "utf8")).session_id as string;
   const budgeted = new KvDisk(dir.path, disk.usage().bytes, () => clock);
-  const open = spyOn(fs, "openSync");
   let touched = false;
   const sidecars = new Set(jsons.map((f) => join(dir.path, f)));
-  const tick = () => {
-    const read = open.mock.calls.filter(([p]) => sidecars.has(String(p))).length;
-    if (!touched && read > 0 && read < sidecars.size) {
-      // Restored now: the most recently used.
-      clock = 10 ** 9;
-      touched = true;
-      budgeted.touch(budgeted.entry("u", session)!);
-    }
-    if (read < sidecars.size) setImmediate(tick);
-  };
-  setImmediate(tick);
-  try {
-    await saved(budgeted, "new");
-  } finally {
-    open.mockRestore();
-  }
+  await savedWhile(budgeted, (opened) => {
+    const read = opened.filter((p) => sidecars.has(p)).length;
+    if (read === 0 || read >= sidecars.size) return false;
+    // Restored now: the most recently used.
+    clock = 10 ** 9;
+    touched = true;
+    budgeted.touch(budgeted.entry("u", session)!);
+    return true;
+  });
   expect(touched).toBe(true);
   expect(budgeted.entry("u", session)?.used_at).toBe(10 ** 9);
   expect(budgeted.hasState(budgeted.nameOf("u", session))).toBe(true);
   // Others went in its place.
   expect(budgeted.usage().files).toBeLessThan(201);
   await Promise.all([disk.zeroes.done(), budgeted.zeroes.done()]);
+});
+
+// The pass took off what a stat found of each state it evicted: one another core erased while the
+// pass read the sidecars was still in the count and freed nothing, so the pass evicted every
+// other state and then the one just saved, which fit.
+test("another core's erase while a save's budget pass reads the sidecars does not evict the state just saved", async () => {
+  using dir = tmpdir();
+  const other = new KvDisk(dir.path, 1 << 30);
+  savedPairs(other, 150);
+  const small = new KvDisk(dir.path, 1 << 30).usage().bytes;
+  // The oldest is large, over what the budget leaves: once it is gone, all fit, the new one too.
+  savedPair(other, "big", [], "y".repeat(50_000));
+  const big = join(dir.path, `${other.nameOf("u", "big")}.json`);
+  fs.writeFileSync(big, JSON.stringify({ ...JSON.parse(fs.readFileSync(big, "utf8")), used_at: 0 }));
+  const disk = new KvDisk(dir.path, small + 5_000);
+  let erased = false;
+  // Between two of the pass's turns, the large one read or not yet.
+  await savedWhile(disk, (opened) => {
+    if (!opened.some((p) => p.endsWith(".json") && !p.includes(".tmp"))) return false;
+    other.removeSession("u", "big");
+    erased = true;
+    return true;
+  });
+  expect(erased).toBe(true);
+  expect(disk.hasState(disk.nameOf("u", "new"))).toBe(true);
+  expect(disk.usage()).toEqual(new KvDisk(dir.path, 1 << 30).usage());
+  expect(disk.usage().files).toBe(151);
+  await Promise.all([disk.zeroes.done(), other.zeroes.done()]);
 });
