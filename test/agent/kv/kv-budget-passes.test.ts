@@ -2,6 +2,7 @@ import { expect, spyOn, test } from "bun:test";
 import * as fs from "node:fs";
 import { join } from "node:path";
 import { KvDisk } from "../../../src/agent/kv/kv-disk.ts";
+import { COUNT_PASS } from "../../../src/agent/kv/kv-use.ts";
 import { saved, savedPair, savedPairs } from "../../fixtures/kv-saved.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
@@ -26,12 +27,20 @@ function turns(stat: { mock: { calls: unknown[][] } }, paths: Set<string>) {
   };
 }
 
-/** User u's "new" saved into `disk`, `during` asked at each turn of the loop meanwhile (the paths opened so far) until it says it is done. */
-async function savedWhile(disk: KvDisk, during: (opened: string[]) => boolean): Promise<void> {
-  const open = spyOn(fs, "openSync");
+/**
+ * User u's "new" saved into `disk`, `during` asked at each turn of the loop meanwhile until it says
+ * it is done, with the paths `fn` of node:fs (spied on) was called on so far.
+ */
+async function savedWhile(
+  disk: KvDisk,
+  fn: "openSync" | "lstatSync",
+  during: (paths: () => string[]) => boolean,
+): Promise<void> {
+  const spy = spyOn(fs, fn);
+  const paths = () => spy.mock.calls.map(([p]) => String(p));
   let over = false;
   const tick = () => {
-    if (!over) over = during(open.mock.calls.map(([p]) => String(p)));
+    if (!over) over = during(paths);
     if (!over) setImmediate(tick);
   };
   setImmediate(tick);
@@ -39,7 +48,7 @@ async function savedWhile(disk: KvDisk, during: (opened: string[]) => boolean): 
     await saved(disk, "new");
   } finally {
     over = true;
-    open.mockRestore();
+    spy.mockRestore();
   }
 }
 
@@ -83,16 +92,28 @@ test("a save over the budget still evicts the least recently used, over several 
 test("this core's removals while a save counts the folder are in the count it puts in place", async () => {
   using dir = tmpdir();
   const disk = new KvDisk(dir.path, 1 << 30);
-  savedPairs(disk, 400);
+  const planted = new Set(savedPairs(disk, 400).flatMap((b) => [b, b.replace(/\.bin$/, ".json")]));
   disk.usage();
+  // A removal a turn while the count is part way (it was a removal a turn from the save's start,
+  // as many turns as the save happened to take: some ran before the count, or after it).
+  COUNT_PASS.max = 32;
   let removed = 0;
-  const remove = () => {
-    disk.remove(disk.nameOf("u", `s${removed * 37}`));
-    removed += 1;
-    if (removed < 8) setImmediate(remove);
-  };
-  setImmediate(remove);
-  await saved(disk, "new");
+  let byRemovals = 0;
+  try {
+    await savedWhile(disk, "lstatSync", (paths) => {
+      const stats = () => paths().filter((p) => planted.has(p)).length;
+      const counted = stats() - byRemovals;
+      if (counted > 0 && counted < planted.size && removed < 8) {
+        const before = stats();
+        disk.remove(disk.nameOf("u", `s${removed * 37}`));
+        byRemovals += stats() - before;
+        removed += 1;
+      }
+      return false;
+    });
+  } finally {
+    COUNT_PASS.max = 256;
+  }
   expect(removed).toBe(8);
   expect(disk.usage()).toEqual(new KvDisk(dir.path, 1 << 30).usage());
   expect(disk.usage().files).toBe(393);
@@ -117,8 +138,8 @@ test("a state used while a save's budget pass reads the sidecars is not evicted 
   const budgeted = new KvDisk(dir.path, disk.usage().bytes, () => clock);
   let touched = false;
   const sidecars = new Set(jsons.map((f) => join(dir.path, f)));
-  await savedWhile(budgeted, (opened) => {
-    const read = opened.filter((p) => sidecars.has(p)).length;
+  await savedWhile(budgeted, "openSync", (opened) => {
+    const read = opened().filter((p) => sidecars.has(p)).length;
     if (read === 0 || read >= sidecars.size) return false;
     // Restored now: the most recently used.
     clock = 10 ** 9;
@@ -149,8 +170,8 @@ test("another core's erase while a save's budget pass reads the sidecars does no
   const disk = new KvDisk(dir.path, small + 5_000);
   let erased = false;
   // Between two of the pass's turns, the large one read or not yet.
-  await savedWhile(disk, (opened) => {
-    if (!opened.some((p) => p.endsWith(".json") && !p.includes(".tmp"))) return false;
+  await savedWhile(disk, "openSync", (opened) => {
+    if (!opened().some((p) => p.endsWith(".json") && !p.includes(".tmp"))) return false;
     other.removeSession("u", "big");
     erased = true;
     return true;
