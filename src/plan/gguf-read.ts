@@ -14,7 +14,7 @@ import {
   KEEP_ARRAY_MAX,
   quotedName,
   type ScannedGguf,
-  scanGguf,
+  scanGgufSliced,
   versionProblem,
 } from "./gguf-scan.ts";
 import { splitProblem } from "./gguf-split.ts";
@@ -110,13 +110,13 @@ async function readOneFile(path: string, shardLabel: string | null, ask: DriveAn
   }
   const { fd, size } = opened;
   try {
-    return readOpened(fd, size, path, label);
+    return await readOpened(fd, size, path, label);
   } finally {
     closeSync(fd);
   }
 }
 
-function readOpened(fd: number, size: number, path: string, label: string): GgufHeader {
+async function readOpened(fd: number, size: number, path: string, label: string): Promise<GgufHeader> {
   const head = readAt(fd, size, 0, 24);
   if (head.length === 0) throw problem("not_gguf", label, "not a GGUF: the file is empty");
   if (head.length < 4 || new TextDecoder().decode(head.subarray(0, 4)) !== "GGUF") {
@@ -126,8 +126,9 @@ function readOpened(fd: number, size: number, path: string, label: string): Gguf
 
   let scanned: ScannedGguf;
   try {
-    // The header is read front to back in 1 MiB windows, never past the file's end.
-    scanned = scanGguf((position, length) => readAt(fd, size, position, length));
+    // The header is read front to back in 1 MiB windows, never past the file's end; the loop
+    // has its turns meanwhile (gguf-scan.ts STEPS_PER_TURN), the fd held open till the end.
+    scanned = await scanGgufSliced((position, length) => readAt(fd, size, position, length));
   } catch (err) {
     if (err instanceof GgufTruncated)
       throw problem(

@@ -173,10 +173,14 @@ class Cursor {
   skip(n: number): void {
     this.pos += n;
   }
-  /** Steps over `count` length-prefixed strings: one tight loop, as a vocabulary has 30k–250k. */
-  skipStrings(count: number): void {
+  /**
+   * Steps over `count` length-prefixed strings: one tight loop, as a vocabulary has 30k–250k,
+   * paused every STEPS_PER_TURN for the loop's turn (`scanGgufSliced`).
+   */
+  *skipStrings(count: number): Generator<undefined, void> {
     const le = this.littleEndian;
     for (let i = 0; i < count; i++) {
+      if (i > 0 && i % STEPS_PER_TURN === 0) yield;
       const at = this.need(8);
       const lo = this.view.getUint32(le ? at : at + 4, le);
       const hi = this.view.getUint32(le ? at + 4 : at, le);
@@ -188,7 +192,34 @@ class Cursor {
 
 const utf8 = new TextDecoder();
 
+/**
+ * Entries stepped over, or keys or tensors read, between two pauses: the 16 Mi entries
+ * MAX_STEPPED allows took ~1.8 s in one stretch, `ping` and `cancel` waiting (docs/plan.md).
+ */
+const STEPS_PER_TURN = 1 << 16;
+const ENTRIES_PER_TURN = 1 << 10;
+
+/** The scan in one go: what a caller off the main loop, or over bytes it holds, uses. */
 export function scanGguf(readAt: ReadAt, window = 1 << 20): ScannedGguf {
+  const steps = scanSteps(readAt, window);
+  for (;;) {
+    const step = steps.next();
+    if (step.done) return step.value;
+  }
+}
+
+/** The scan with a turn of the event loop at each pause: a header's counts are the file's word. */
+export async function scanGgufSliced(readAt: ReadAt, window = 1 << 20): Promise<ScannedGguf> {
+  const steps = scanSteps(readAt, window);
+  for (;;) {
+    const step = steps.next();
+    if (step.done) return step.value;
+    await new Promise((r) => setImmediate(r));
+  }
+}
+
+/** The scan, pausing (a bare `yield`) every so many entries; its value the header. */
+function* scanSteps(readAt: ReadAt, window: number): Generator<undefined, ScannedGguf> {
   const c = new Cursor(readAt, window);
   const version = versionOf(c);
   const size = () => c.u64();
@@ -198,20 +229,12 @@ export function scanGguf(readAt: ReadAt, window = 1 << 20): ScannedGguf {
     return utf8.decode(c.bytes(length));
   };
   let keep = KEEP_BYTES_MAX;
-
-  const tensorCount = size();
-  if (tensorCount > MAX_TENSORS) throw new GgufInvalid(`a tensor count of ${tensorCount}`);
-  const kvCount = size();
-  if (kvCount > MAX_KV) throw new GgufInvalid(`a metadata count of ${kvCount}`);
-  const metadata: Record<string, ScannedValue> = {
-    version,
-    tensor_count: tensorCount,
-    kv_count: kvCount,
-  };
+  const { tensorCount, kvCount } = countsOf(c);
+  const metadata: Record<string, ScannedValue> = { version, tensor_count: tensorCount, kv_count: kvCount };
 
   let stepped = MAX_STEPPED;
   /** Steps over `count` values of `type` (nested arrays included). */
-  const skipValues = (type: number, count: number, depth = 1): void => {
+  function* skipValues(type: number, count: number, depth = 1): Generator<undefined, void> {
     // Arrays of arrays exist (rarely, shallow); a file nesting them without end is not a model.
     if (depth > MAX_NESTING) throw new GgufInvalid(`arrays nested more than ${MAX_NESTING} deep`);
     const fixed = FIXED_SIZE[type];
@@ -222,11 +245,15 @@ export function scanGguf(readAt: ReadAt, window = 1 << 20): ScannedGguf {
     if (count > stepped)
       throw new GgufInvalid(`arrays of ${count} entries at byte ${c.pos}, more entries than any vocabulary`);
     stepped -= count;
-    if (type === T.STRING) c.skipStrings(count);
-    else for (let i = 0; i < count; i++) skipValues(checkedType(c.u32()), size(), depth + 1);
-  };
+    if (type === T.STRING) yield* c.skipStrings(count);
+    else
+      for (let i = 0; i < count; i++) {
+        if (i > 0 && i % ENTRIES_PER_TURN === 0) yield;
+        yield* skipValues(checkedType(c.u32()), size(), depth + 1);
+      }
+  }
   /** The value, or undefined for a string stepped over (KEEP_STRING_MAX). */
-  const value = (type: number): ScannedValue | undefined => {
+  function* value(type: number): Generator<undefined, ScannedValue | undefined> {
     if (type === T.STRING) {
       const length = size();
       if (length > Math.min(KEEP_STRING_MAX, keep)) return void c.skip(length);
@@ -239,18 +266,19 @@ export function scanGguf(readAt: ReadAt, window = 1 << 20): ScannedGguf {
     if (count === 0) return []; // as the library gives an empty array of any type
     const numeric = FIXED_SIZE[elem] !== undefined && elem !== T.BOOL;
     if (!numeric || count > KEEP_ARRAY_MAX || count * 8 > keep) {
-      skipValues(elem, count);
+      yield* skipValues(elem, count);
       return { array_length: count };
     }
     keep -= count * 8;
     const out: number[] = new Array(count);
     for (let i = 0; i < count; i++) out[i] = c.scalar(elem) as number;
     return out;
-  };
+  }
 
   // llama.cpp's reader refuses a key or a tensor name given twice: the plan read the last one.
   const keys = new Set<string>();
   for (let i = 0; i < kvCount; i++) {
+    if (i > 0 && i % ENTRIES_PER_TURN === 0) yield;
     const key = name();
     if (keys.has(key)) throw new GgufInvalid(`the key ${quotedName(key)} is given twice`);
     keys.add(key);
@@ -258,15 +286,24 @@ export function scanGguf(readAt: ReadAt, window = 1 << 20): ScannedGguf {
     // llama.cpp reads it as a u32 only: another type aborts llama-server (GGML_ASSERT) at load.
     if (key === "general.alignment" && type !== T.U32)
       throw new GgufInvalid(`general.alignment is of type ${type}, not a u32 (type 4)`);
-    const v = value(type);
+    const v = yield* value(type);
     if (v !== undefined) metadata[key] = v;
   }
 
-  const tensorInfos = tensorTable(c, tensorCount, name, size);
+  const tensorInfos = yield* tensorTable(c, tensorCount, name, size);
 
   const alignment = alignmentOf(metadata);
   const tensorDataOffset = Math.ceil(c.pos / alignment) * alignment;
   return { version, littleEndian: c.littleEndian, metadata, tensorInfos, tensorDataOffset };
+}
+
+/** The header's tensor and key counts, each within what a model has. */
+function countsOf(c: Cursor): { tensorCount: number; kvCount: number } {
+  const tensorCount = c.u64();
+  if (tensorCount > MAX_TENSORS) throw new GgufInvalid(`a tensor count of ${tensorCount}`);
+  const kvCount = c.u64();
+  if (kvCount > MAX_KV) throw new GgufInvalid(`a metadata count of ${kvCount}`);
+  return { tensorCount, kvCount };
 }
 
 /** The magic bytes, then the version: one llama.cpp reads, or GgufInvalid naming it. */
@@ -300,15 +337,16 @@ export function versionProblem(version: number, littleEndian: boolean): string |
 }
 
 /** The tensor table: each tensor's name, shape, type and offset (its data is never read). */
-function tensorTable(
+function* tensorTable(
   c: Cursor,
   count: number,
   name: () => string,
   size: () => number,
-): ScannedGguf["tensorInfos"] {
+): Generator<undefined, ScannedGguf["tensorInfos"]> {
   const tensorInfos: ScannedGguf["tensorInfos"] = new Array(count);
   const names = new Set<string>();
   for (let i = 0; i < count; i++) {
+    if (i > 0 && i % ENTRIES_PER_TURN === 0) yield;
     const tensor = name();
     if (names.has(tensor)) throw new GgufInvalid(`the tensor ${quotedName(tensor)} is given twice`);
     names.add(tensor);
