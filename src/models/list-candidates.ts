@@ -7,7 +7,7 @@ import { logger } from "../util/logger.ts";
 import { oneLanedAtATime } from "../util/one-at-a-time.ts";
 import { within } from "../util/within.ts";
 import { repoPaths } from "./hf-cache.ts";
-import { groupGgufs, isGgufPath, isProjector, missingText } from "./pick-gguf.ts";
+import { type GgufGroup, groupGgufs, isGgufPath, isProjector, missingText } from "./pick-gguf.ts";
 import { readRefAsync, snapshotFilesAsync } from "./resolve.ts";
 import { type FolderNames, folderNamesAsync } from "./utf8-names.ts";
 
@@ -44,7 +44,20 @@ export async function folderCandidates(folder: string, reads: CacheReads): Promi
   );
   if (found === null) return [];
   const names = found.names.filter((n) => isGgufPath(n) && !isProjector(n));
-  return groupGgufs(names).map((g) => ({
+  // Made a slice a turn: the names are the folder's, 10,000 or more (folderNamesAsync's reason).
+  const out: Candidate[] = [];
+  for (const [i, g] of groupGgufs(names).entries()) {
+    if (i > 0 && i % CANDIDATES_PER_TURN === 0) await new Promise((r) => setImmediate(r));
+    out.push(folderCandidate(folder, g, found.undecodable));
+  }
+  return out;
+}
+
+/** Candidates made between two turns of the loop (`folderCandidates`). */
+const CANDIDATES_PER_TURN = 256;
+
+function folderCandidate(folder: string, g: GgufGroup, undecodable: ReadonlySet<string>): Candidate {
+  return {
     source: "folder" as const,
     repo: null,
     commit: null,
@@ -54,8 +67,8 @@ export async function folderCandidates(folder: string, reads: CacheReads): Promi
     missing: g.missing,
     missingText: missingText(g),
     model_path: join(folder, g.first),
-    undecodable: g.parts.some((p) => found.undecodable.has(p)),
-  }));
+    undecodable: g.parts.some((p) => undecodable.has(p)),
+  };
 }
 
 /** Tests: whose drives answer (and how long a listing is waited for), a folder's names, a snapshot's walk. */

@@ -3,8 +3,10 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { defaultConfig } from "../../src/config/load.ts";
 import { listModels } from "../../src/models/list.ts";
+import { folderCandidates } from "../../src/models/list-candidates.ts";
 import { CoreError } from "../../src/protocol/errors.ts";
 import { cpuOnlyMachine, GIB } from "../fixtures/hardware.ts";
+import { turnsDuring } from "../fixtures/loop-lag.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { ListingWhole } from "./listing-whole.ts";
 
@@ -57,5 +59,17 @@ describe("models: a folder of thousands of GGUFs", () => {
     }
     // At least a turn per 500 paths: the old stretch gave the folder's listing's ~2, whatever its size.
     expect(beforeFirstHeader).toBeGreaterThanOrEqual(n / 500);
+  });
+});
+
+describe("models: a folder's names", () => {
+  test("are decoded and made candidates with turns of the loop between pieces", async () => {
+    using dir = tmpdir();
+    const n = 2000;
+    for (let i = 0; i < n; i++) writeFileSync(join(dir.path, `m${i}.gguf`), "");
+    const { value, turns } = await turnsDuring(() => folderCandidates(dir.path, { drives: new Answering() }));
+    expect(value).toHaveLength(n);
+    // A turn per 500 names at least: the old stretch gave the listing's one or two, whatever its size.
+    expect(turns).toBeGreaterThanOrEqual(n / 500);
   });
 });
