@@ -1,5 +1,6 @@
 import { terminalText } from "../util/terminal-text.ts";
 import { cutText } from "../util/text-cut.ts";
+import { ENTRY_STEPS, Pauses, STEPS_PER_TURN } from "./scan-pauses.ts";
 
 /**
  * Reads a GGUF header the way the planner needs it: scalar metadata, small numeric arrays, and
@@ -191,12 +192,7 @@ class Cursor {
 
 const utf8 = new TextDecoder();
 
-/**
- * Entries stepped over, or keys or tensors read, between two pauses: the 16 Mi entries
- * MAX_STEPPED allows took ~1.8 s in one stretch, `ping` and `cancel` waiting (docs/plan.md).
- */
-const STEPS_PER_TURN = 1 << 16;
-const ENTRIES_PER_TURN = 1 << 10;
+const ENTRIES_PER_TURN = STEPS_PER_TURN / ENTRY_STEPS;
 
 /** The scan in one go: what a caller off the main loop, or over bytes it holds, uses. */
 export function scanGguf(readAt: ReadAt, window = 1 << 20): ScannedGguf {
@@ -232,6 +228,7 @@ function* scanSteps(readAt: ReadAt, window: number): Generator<undefined, Scanne
   const metadata: Record<string, ScannedValue> = { version, tensor_count: tensorCount, kv_count: kvCount };
 
   let stepped = MAX_STEPPED;
+  const pauses = new Pauses();
   /** Steps over `count` values of `type` (nested arrays included). */
   function* skipValues(type: number, count: number, depth = 1): Generator<undefined, void> {
     // Arrays of arrays exist (rarely, shallow); a file nesting them without end is not a model.
@@ -244,10 +241,10 @@ function* scanSteps(readAt: ReadAt, window: number): Generator<undefined, Scanne
     if (count > stepped)
       throw new GgufInvalid(`arrays of ${count} entries at byte ${c.pos}, more entries than any vocabulary`);
     stepped -= count;
-    if (type === T.STRING) yield* skipStringsPaused(c, count);
+    if (type === T.STRING) yield* skipStringsPaused(c, count, pauses);
     else
       for (let i = 0; i < count; i++) {
-        if (i > 0 && i % ENTRIES_PER_TURN === 0) yield;
+        if (pauses.spend(ENTRY_STEPS)) yield;
         yield* skipValues(checkedType(c.u32()), size(), depth + 1);
       }
   }
@@ -277,7 +274,7 @@ function* scanSteps(readAt: ReadAt, window: number): Generator<undefined, Scanne
   // llama.cpp's reader refuses a key or a tensor name given twice: the plan read the last one.
   const keys = new Set<string>();
   for (let i = 0; i < kvCount; i++) {
-    if (i > 0 && i % ENTRIES_PER_TURN === 0) yield;
+    if (pauses.spend(ENTRY_STEPS)) yield;
     const key = name();
     if (keys.has(key)) throw new GgufInvalid(`the key ${quotedName(key)} is given twice`);
     keys.add(key);
@@ -297,10 +294,12 @@ function* scanSteps(readAt: ReadAt, window: number): Generator<undefined, Scanne
 }
 
 /** `count` strings stepped over through the plain loop, paused between its slices (docs/performance.md). */
-function* skipStringsPaused(c: Cursor, count: number): Generator<undefined, void> {
-  for (let left = count; left > 0; left -= STEPS_PER_TURN) {
-    if (left < count) yield;
-    c.skipStrings(Math.min(left, STEPS_PER_TURN));
+function* skipStringsPaused(c: Cursor, count: number, pauses: Pauses): Generator<undefined, void> {
+  for (let left = count; left > 0; ) {
+    const n = Math.min(left, pauses.room());
+    c.skipStrings(n);
+    left -= n;
+    if (pauses.spend(n)) yield;
   }
 }
 

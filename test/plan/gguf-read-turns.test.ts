@@ -35,7 +35,52 @@ function emptyStrings(path: string, count: number): void {
   }
 }
 
+/**
+ * A GGUF of one key, an array of `outer` arrays of `inner` strings of length 0 each: no one
+ * array is long, the entries stepped over in all are.
+ */
+function nestedEmptyStrings(path: string, outer: number, inner: number): void {
+  const head = 4 + 4 + 8 + 8 + 8 + 1 + 4 + 4 + 8;
+  const entry = 4 + 8 + inner * 8;
+  const bytes = new Uint8Array(head + outer * entry + 64);
+  const view = new DataView(bytes.buffer);
+  bytes.set(new TextEncoder().encode("GGUF"), 0);
+  view.setUint32(4, 3, true); // version; 0 tensors
+  view.setUint32(16, 1, true); // keys
+  view.setUint32(24, 1, true); // the key's name: "k"
+  bytes[32] = "k".charCodeAt(0);
+  view.setUint32(33, 9, true); // an array
+  view.setUint32(37, 9, true); // of arrays
+  view.setUint32(41, outer, true);
+  for (let i = 0; i < outer; i++) {
+    const at = head + i * entry;
+    view.setUint32(at, 8, true); // each of strings
+    view.setUint32(at + 4, inner, true);
+  }
+  const fd = openSync(path, "w");
+  try {
+    writeSync(fd, bytes);
+  } finally {
+    closeSync(fd);
+  }
+}
+
 describe("a GGUF header's big arrays", () => {
+  test("nested, each short, are stepped over with turns of the loop as one long one", async () => {
+    using dir = tmpdir();
+    const path = join(dir.path, "nested.gguf");
+    // 1 Mi entries in all, as below, in arrays of 1,024: none long enough to pause by itself.
+    nestedEmptyStrings(path, 1 << 10, 1 << 10);
+    const { value, turns } = await turnsDuring(() =>
+      readGgufHeader(path).then(
+        (h) => h.metadata.k,
+        (err: Error) => err.message,
+      ),
+    );
+    expect(value).toEqual({ array_length: 1 << 10 });
+    expect(turns).toBeGreaterThanOrEqual((1 << 20) / (1 << 17));
+  });
+
   test("are stepped over with turns of the loop between pieces", async () => {
     using dir = tmpdir();
     const path = join(dir.path, "many.gguf");
