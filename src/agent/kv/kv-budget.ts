@@ -1,8 +1,15 @@
 import { join } from "node:path";
 import { fileBytes } from "../../util/file-identity.ts";
 import { type KvEntry, sameSave } from "./kv-entry.ts";
-import { type Described, listFolder, orphansOf, readInPasses, readSidecar } from "./kv-reads.ts";
-import { type KvUse, type KvUseCount, OWN_FILE } from "./kv-use.ts";
+import {
+  type Described,
+  listFolder,
+  orphansOf,
+  readInPasses,
+  readSidecar,
+  sidecarNames,
+} from "./kv-reads.ts";
+import type { KvUse, KvUseCount } from "./kv-use.ts";
 
 // The KV folder's budget (kv-disk.ts, `llama.kv_disk_bytes`): what goes after a save.
 
@@ -68,13 +75,15 @@ function asRead(dir: string, name: string, entry: KvEntry | undefined): boolean 
 }
 
 /** The readable sidecars `listing` names, read a bounded number a turn of the loop. */
-function sidecars(dir: string, listing: readonly string[]): Promise<Described> {
-  const names = listing.flatMap((f) => {
-    const m = OWN_FILE.exec(f);
-    return m?.[2] === "json" ? [m[1] as string] : [];
-  });
-  return new Promise<Described>((resolve, reject) => {
-    const done = async (described: Described) => resolve(described);
-    readInPasses(names, (name) => readSidecar(join(dir, `${name}.json`)), done)?.catch(reject);
-  });
+async function sidecars(dir: string, listing: readonly string[]): Promise<Described> {
+  let read: Described = [];
+  // `done` runs at once where the names fit one pass (nothing returned to wait for).
+  await readInPasses(
+    sidecarNames(listing),
+    (name) => readSidecar(join(dir, `${name}.json`)),
+    async (d) => {
+      read = d;
+    },
+  );
+  return read;
 }

@@ -9,7 +9,15 @@ import { ensurePrivateDir, PRIVATE_FILE_MODE } from "../../util/private-fs.ts";
 import { dropFile, replaceZeroed, Zeroes } from "./drop-file.ts";
 import { keepBudget } from "./kv-budget.ts";
 import { type KvEntry, sameSave } from "./kv-entry.ts";
-import { type Described, listedSince, listFolder, orphansOf, readInPasses, readSidecar } from "./kv-reads.ts";
+import {
+  type Described,
+  listedSince,
+  listFolder,
+  orphansOf,
+  readInPasses,
+  readSidecar,
+  sidecarNames,
+} from "./kv-reads.ts";
 import { LeftoverPass, leftoverTemp, OWN_TEMP, tempName } from "./kv-temps.ts";
 import { type KvUse, KvUseCount, OWN_FILE } from "./kv-use.ts";
 import type { SessionKey } from "./session-key.ts";
@@ -288,10 +296,7 @@ export class KvDisk {
   private erase(matches: (e: KvEntry) => boolean, ...also: string[]): void {
     const listing = listFolder(this.dir);
     const failing = this.failing;
-    const sidecars = listing.flatMap((f) => {
-      const m = OWN_FILE.exec(f);
-      return m?.[2] === "json" ? [m[1] as string] : [];
-    });
+    const sidecars = sidecarNames(listing);
     // Over several turns, listed again: a first save renamed into place meanwhile (kv-reads.ts `listedSince`).
     const found = (described: Described, turned: boolean) => {
       const now = turned ? listedSince(this.dir, listing, described) : listing;

@@ -76,6 +76,14 @@ export function listFolder(dir: string): string[] {
   }
 }
 
+/** The sessions whose sidecar `listing` names (our names only). */
+export function sidecarNames(listing: readonly string[]): string[] {
+  return listing.flatMap((f) => {
+    const m = OWN_FILE.exec(f);
+    return m?.[2] === "json" ? [m[1] as string] : [];
+  });
+}
+
 /** Names of our state files in `listing` with no readable sidecar (`described`: the readable ones). */
 export function orphansOf(described: { name: string }[], listing: string[]): string[] {
   const known = new Set(described.map((e) => e.name));

@@ -74,7 +74,7 @@ export function leftoverTemp(
  * share's hiccup, EMFILE) is not emptied: read so, each temp was timed afresh, none ever 10
  * minutes still while it recurred, a deleted session's save cut short left for a day.
  */
-export function forgetTempsGone(dir: string, seen: LeaseSightings): string[] {
+function forgetTempsGone(dir: string, seen: LeaseSightings): string[] {
   let listing: string[];
   try {
     listing = readdirSync(dir);

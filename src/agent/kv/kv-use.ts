@@ -13,7 +13,7 @@ export interface KvUse {
 type Tally = { sizes: Map<string, number>; bytes: number; files: number };
 
 /** The files of a few sessions about to change (`KvUseCount.before`), and the count they change. */
-export type UseMark = { tally: Tally; files: string[] } | undefined;
+type UseMark = { tally: Tally; files: string[] } | undefined;
 
 /**
  * Files a save's count (`KvUseCount.recount`) stats a turn of the loop: stat'ed all at once, a
@@ -71,13 +71,13 @@ export class KvUseCount {
   }
 
   /** Before the files of `names` change: what is counted of them is put right by `after`. */
-  before(names: readonly string[]): UseMark {
+  private before(names: readonly string[]): UseMark {
     const files = [...new Set(names)].flatMap((n) => [`${n}.bin`, `${n}.json`]);
     for (const changed of this.counting) for (const f of files) changed.add(f);
     return this.tally && { tally: this.tally, files };
   }
 
-  after(mark: UseMark): void {
+  private after(mark: UseMark): void {
     // Counted afresh meanwhile: nothing to put right.
     if (!mark || mark.tally !== this.tally) return;
     for (const f of mark.files) this.set(mark.tally, f);
