@@ -127,7 +127,7 @@ async function readOpened(fd: number, size: number, path: string, label: string)
   let scanned: ScannedGguf;
   try {
     // The header is read front to back in 1 MiB windows, never past the file's end; the loop
-    // has its turns meanwhile (gguf-scan.ts STEPS_PER_TURN), the fd held open till the end.
+    // has its turns meanwhile (scan-pauses.ts STEPS_PER_TURN), the fd held open till the end.
     scanned = await scanGgufSliced((position, length) => readAt(fd, size, position, length));
   } catch (err) {
     if (err instanceof GgufTruncated)

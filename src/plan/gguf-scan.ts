@@ -1,6 +1,6 @@
 import { terminalText } from "../util/terminal-text.ts";
 import { cutText } from "../util/text-cut.ts";
-import { ENTRY_STEPS, Pauses, STEPS_PER_TURN } from "./scan-pauses.ts";
+import { ENTRY_STEPS, Pauses } from "./scan-pauses.ts";
 
 /**
  * Reads a GGUF header the way the planner needs it: scalar metadata, small numeric arrays, and
@@ -192,8 +192,6 @@ class Cursor {
 
 const utf8 = new TextDecoder();
 
-const ENTRIES_PER_TURN = STEPS_PER_TURN / ENTRY_STEPS;
-
 /** The scan in one go: what a caller off the main loop, or over bytes it holds, uses. */
 export function scanGguf(readAt: ReadAt, window = 1 << 20): ScannedGguf {
   const steps = scanSteps(readAt, window);
@@ -286,7 +284,7 @@ function* scanSteps(readAt: ReadAt, window: number): Generator<undefined, Scanne
     if (v !== undefined) metadata[key] = v;
   }
 
-  const tensorInfos = yield* tensorTable(c, tensorCount, name, size);
+  const tensorInfos = yield* tensorTable(c, tensorCount, name, size, pauses);
 
   const alignment = alignmentOf(metadata);
   const tensorDataOffset = Math.ceil(c.pos / alignment) * alignment;
@@ -348,11 +346,12 @@ function* tensorTable(
   count: number,
   name: () => string,
   size: () => number,
+  pauses: Pauses,
 ): Generator<undefined, ScannedGguf["tensorInfos"]> {
   const tensorInfos: ScannedGguf["tensorInfos"] = new Array(count);
   const names = new Set<string>();
   for (let i = 0; i < count; i++) {
-    if (i > 0 && i % ENTRIES_PER_TURN === 0) yield;
+    if (pauses.spend(ENTRY_STEPS)) yield;
     const tensor = name();
     if (names.has(tensor)) throw new GgufInvalid(`the tensor ${quotedName(tensor)} is given twice`);
     names.add(tensor);

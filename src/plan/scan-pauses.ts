@@ -4,7 +4,7 @@
  * a tensor or an entry of an array of arrays counts ENTRY_STEPS. One count for the whole header:
  * 1,024 arrays of 1,024 strings each, none long by itself, held the loop as one long array did.
  */
-export const STEPS_PER_TURN = 1 << 16;
+const STEPS_PER_TURN = 1 << 16;
 export const ENTRY_STEPS = 64;
 
 /** The work done since the last pause: `spend` says when one is due, and counts again from 0. */
