@@ -1,7 +1,7 @@
 import type { PendingDocument } from "../store/document-store.ts";
 import type { Store } from "../store/store.ts";
+import { nextTurn } from "../util/next-turn.ts";
 import type { Chunk } from "./chunk.ts";
-import { nextTurn } from "./turn.ts";
 
 /** Chunks stored per write: each batch holds the database a few milliseconds. */
 export const STORE_BATCH = 64;

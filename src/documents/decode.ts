@@ -1,7 +1,7 @@
 import type { TextEncoding } from "../protocol/documents.ts";
+import { nextTurn } from "../util/next-turn.ts";
 import { MAX_TEXT_CHARS } from "./limits.ts";
 import { tooMuchText, unsupportedFormat } from "./refusal.ts";
-import { nextTurn } from "./turn.ts";
 
 /**
  * A text document's bytes as text (docs/agent.md "Documents"): a UTF-16 byte order mark says

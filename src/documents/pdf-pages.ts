@@ -1,10 +1,10 @@
 import { CoreError, type ErrorCode } from "../protocol/errors.ts";
+import { nextTurn } from "../util/next-turn.ts";
 import { Semaphore } from "../util/semaphore.ts";
 import { within } from "../util/within.ts";
 import { workerEntry } from "../util/worker-entry.ts";
 import { MAX_PDF_STALL_MS, MAX_PDF_THREAD_GROWTH_BYTES } from "./limits.ts";
 import { documentProblem } from "./refusal.ts";
-import { nextTurn } from "./turn.ts";
 
 /**
  * A PDF's pages as the main loop sees them (docs/agent.md "Documents"): pdf.js reads the file on

@@ -1,9 +1,9 @@
 import { brotliDecompress, constants, createInflateRaw, type inflate } from "node:zlib";
+import { nextTurn } from "../util/next-turn.ts";
 import { MAX_INFLATED_STREAM_BYTES, MAX_INFLATED_TOTAL_BYTES, MAX_PDF_STREAMS } from "./limits.ts";
 import { ascii85Decode, asciiHexDecode, type Decoded, lzwDecode, runLengthDecode } from "./pdf-decoders.ts";
 import { isRegular, PdfLexer, type PdfValue } from "./pdf-dict.ts";
 import { documentProblem } from "./refusal.ts";
-import { nextTurn } from "./turn.ts";
 
 /** What one stream's decoding, and all of them, may come to (limits.ts); tests pass smaller ones. */
 export interface InflateCaps {

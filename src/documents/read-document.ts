@@ -1,5 +1,6 @@
 import type { DocumentFormat, IndexProgress, TextEncoding } from "../protocol/documents.ts";
 import { abortable } from "../util/abortable.ts";
+import { nextTurn } from "../util/next-turn.ts";
 import { type Block, markdownScan, type Scanned, textScan } from "./blocks.ts";
 import { type Chunk, Chunker } from "./chunk.ts";
 import { decodeText } from "./decode.ts";
@@ -8,7 +9,6 @@ import { HtmlBlocks } from "./html-blocks.ts";
 import { CHUNK_TARGET_CHARS, MAX_TEXT_CHARS, SLICE_CHARS } from "./limits.ts";
 import { pdfPages } from "./pdf-pages.ts";
 import { documentProblem, tooMuchText } from "./refusal.ts";
-import { nextTurn } from "./turn.ts";
 
 /**
  * A document read into chunks (docs/agent.md "Documents"): its bytes (from a path through the

@@ -1,3 +1,4 @@
+import { nextTurn } from "../util/next-turn.ts";
 /**
  * An image's format and size from its bytes, never its name or declared type
  * (docs/protocol.md#images): the formats llama-server decodes itself (PNG, JPEG, GIF, BMP);
@@ -31,8 +32,6 @@ const PNG_SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
  * loop walked whole, ping unanswered.
  */
 const STEPS_A_SLICE = 1 << 18;
-
-const nextTurn = () => new Promise((r) => setImmediate(r));
 
 export async function readImageHeader(bytes: Uint8Array): Promise<ImageHeader> {
   // No bytes is no image of any format: "send PNG or JPEG" would be the wrong advice.

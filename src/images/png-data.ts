@@ -1,3 +1,5 @@
+import { nextTurn } from "../util/next-turn.ts";
+
 /**
  * Whether a PNG's image data inflates past what its header's size holds: a small file whose
  * IHDR says 1×1 and whose IDAT inflates to gigabytes passes the header's pixel check, and
@@ -41,7 +43,7 @@ export async function pngImageData(b: Uint8Array): Promise<Buffer> {
   const view = new DataView(b.buffer, b.byteOffset, b.byteLength);
   const walk = async (each: (at: number, length: number) => void) => {
     for (let at = 8, n = 1; at + 12 <= b.length; n++) {
-      if (n % CHUNKS_A_SLICE === 0) await new Promise((r) => setImmediate(r));
+      if (n % CHUNKS_A_SLICE === 0) await nextTurn();
       const length = view.getUint32(at);
       const type = view.getUint32(at + 4);
       if (type === IEND) break;

@@ -4,6 +4,7 @@ import { HF_PREFIX, parseHfModelPath } from "../protocol/model-ref.ts";
 import type { LeftOut, ModelEntry } from "../protocol/models.ts";
 import type { DriveAnswers } from "../util/drive-answers.ts";
 import { logger } from "../util/logger.ts";
+import { nextTurn } from "../util/next-turn.ts";
 import { oneLanedAtATime } from "../util/one-at-a-time.ts";
 import { within } from "../util/within.ts";
 import { repoPaths } from "./hf-cache.ts";
@@ -47,7 +48,7 @@ export async function folderCandidates(folder: string, reads: CacheReads): Promi
   // Made a slice a turn: the names are the folder's, 10,000 or more (folderNamesAsync's reason).
   const out: Candidate[] = [];
   for (const [i, g] of groupGgufs(names).entries()) {
-    if (i > 0 && i % CANDIDATES_PER_TURN === 0) await new Promise((r) => setImmediate(r));
+    if (i > 0 && i % CANDIDATES_PER_TURN === 0) await nextTurn();
     out.push(folderCandidate(folder, g, found.undecodable));
   }
   return out;

@@ -14,6 +14,7 @@ import { LEFT_OUT_MAX, type LeftOut, type ModelEntry, type ModelsResult } from "
 import { abortable } from "../util/abortable.ts";
 import { type DriveAnswers, drives } from "../util/drive-answers.ts";
 import { logger } from "../util/logger.ts";
+import { nextTurn } from "../util/next-turn.ts";
 import { distinctPaths, sameFile } from "../util/same-file.ts";
 import { brokenLinkOf } from "./broken-link.ts";
 import { cachedPathOf } from "./configured-cached.ts";
@@ -64,7 +65,7 @@ export async function listModels(input: ListInput, deps: Partial<ListDeps> = {})
   const answering = async (paths: string[]) => {
     const asked: Promise<boolean>[] = [];
     for (const [i, p] of paths.entries()) {
-      if (i > 0 && i % SLICE === 0) await new Promise((r) => setImmediate(r));
+      if (i > 0 && i % SLICE === 0) await nextTurn();
       asked.push(ask.answers(p));
     }
     const answers = await Promise.all(asked);
@@ -112,7 +113,7 @@ export async function listModels(input: ListInput, deps: Partial<ListDeps> = {})
   for (const c of candidates) {
     // A header and its plan take milliseconds, and no await in them waits on the loop: a folder
     // of thousands of GGUFs held a ping and shutdown until its end. The loop's turn comes first.
-    await new Promise((r) => setImmediate(r));
+    await nextTurn();
     deps.stop?.throwIfAborted();
     hardware ??= llamaServerAsked(input.config).then((server) => (deps.probe ?? defaultProbe)(server));
     const path = c.parts[0]!;
@@ -287,7 +288,7 @@ async function dedupe(candidates: Candidate[]): Promise<Candidate[]> {
   const seen = new Set<string>();
   const kept: Candidate[] = [];
   for (const [i, c] of candidates.entries()) {
-    if (i > 0 && i % SLICE === 0) await new Promise((r) => setImmediate(r));
+    if (i > 0 && i % SLICE === 0) await nextTurn();
     const key = realOrSelf(c.parts[0]!);
     if (seen.has(key)) continue;
     seen.add(key);

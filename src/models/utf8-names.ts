@@ -1,5 +1,6 @@
 import { readdirSync } from "node:fs";
 import { readdir } from "node:fs/promises";
+import { nextTurn } from "../util/next-turn.ts";
 
 // ignoreBOM: a name that begins with U+FEFF keeps it (by default the decoder drops it, naming no file).
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
@@ -32,7 +33,7 @@ export async function folderNamesAsync(folder: string): Promise<FolderNames> {
   const raws = await readdir(folder, { encoding: "buffer" });
   const out: FolderNames = { names: [], undecodable: new Set() };
   for (let at = 0; at < raws.length; at += NAMES_PER_TURN) {
-    if (at > 0) await new Promise((r) => setImmediate(r));
+    if (at > 0) await nextTurn();
     decodeInto(raws.slice(at, at + NAMES_PER_TURN), out);
   }
   return out;

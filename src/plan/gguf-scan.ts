@@ -1,3 +1,4 @@
+import { nextTurn } from "../util/next-turn.ts";
 import { terminalText } from "../util/terminal-text.ts";
 import { cutText } from "../util/text-cut.ts";
 import { ENTRY_STEPS, Pauses } from "./scan-pauses.ts";
@@ -207,7 +208,7 @@ export async function scanGgufSliced(readAt: ReadAt, window = 1 << 20): Promise<
   for (;;) {
     const step = steps.next();
     if (step.done) return step.value;
-    await new Promise((r) => setImmediate(r));
+    await nextTurn();
   }
 }
 

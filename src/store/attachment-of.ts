@@ -1,10 +1,9 @@
 import { MAX_IMAGE_BYTES } from "../images/limits.ts";
 import { CoreError } from "../protocol/errors.ts";
 import { LongText } from "../util/long-text.ts";
+import { nextTurn } from "../util/next-turn.ts";
 import { type AttachmentData, PART_BYTES } from "./attachments.ts";
 import type { Store } from "./store.ts";
-
-const nextTurn = () => new Promise((r) => setImmediate(r));
 
 /**
  * One of the user's images with its bytes, when the store has it whole (one still being staged a

@@ -1,5 +1,6 @@
 import { logger } from "../../util/logger.ts";
 import { jsonLine } from "../../util/long-text.ts";
+import { nextTurn } from "../../util/next-turn.ts";
 import { wholeCharCut } from "../../util/text-cut.ts";
 import { within } from "../../util/within.ts";
 import type { OutboundMessage } from "../messages.ts";
@@ -235,7 +236,7 @@ export class Writer {
   private async writeSliced(lines: readonly Line[]): Promise<void> {
     let written = 0;
     for (const piece of writeSlices(lines)) {
-      if (written > 0) await new Promise((r) => setImmediate(r));
+      if (written > 0) await nextTurn();
       written += piece.length;
       const accepted = this.sink.write(piece);
       if (accepted) await accepted;
