@@ -20,7 +20,7 @@ export const doctor = defineMethod({
  * the CLI's view escapes them (a path of the config's spelling or a folder's name carried U+009B,
  * ESC [ to some terminals, raw into a host's window). `data` keeps the exact values.
  */
-export function shownReport(report: DoctorReport): DoctorReport {
+function shownReport(report: DoctorReport): DoctorReport {
   const checks = report.checks.map((c) => ({
     ...c,
     message: controlsMarked(c.message),

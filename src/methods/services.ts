@@ -74,7 +74,7 @@ export interface Services {
    * quotes the session (not `quoted`: a set-aside turn's, its own state only); the files that could
    * not be removed.
    */
-  forgetEditedKv?(userId: string, sessionId: string, model: string, quoted?: boolean): string[];
+  forgetEditedKv?(userId: string, sessionId: string, model: string, quoted?: boolean): void;
   /** A pull's edges on this machine (its environment, the home folder), read when asked. */
   pullDeps(): PullDeps;
   /** The saved KV state on disk for `status`; null before the config is loaded, or with saving off. */

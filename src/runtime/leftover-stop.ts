@@ -60,7 +60,7 @@ export interface StopDeps {
  * whose drive does not answer (a network share offline). `sameFile`'s realpath of it would block
  * the main loop for minutes, for good on a hard mount, and the core's start with it. Null: all answer.
  */
-export async function programLate(
+async function programLate(
   binary: string | undefined,
   configured: readonly string[],
   deps: Pick<StopDeps, "driveAnswers">,

@@ -14,7 +14,7 @@ export interface MigrateFirstDeps {
   shutdown: ShutdownOrder;
   /** Tests: the thread's run (default store/db/migrate-ahead.ts `migrateAhead`). */
   migrate?: (dataDir: string) => MigratedAhead;
-  /** Tests: the clock the cool-down after a failed loop try is read on (default `Date.now`). */
+  /** Tests: the clock the cool-down after a failed loop try is read on (default monotonic: a wall clock set back held the refusal). */
   now?: () => number;
 }
 
@@ -190,7 +190,7 @@ export class MigrateFirst {
   }
 
   private now(): number {
-    return (this.deps.now ?? Date.now)();
+    return (this.deps.now ?? (() => performance.now()))();
   }
 
   private cooled(): boolean {

@@ -360,8 +360,8 @@ export class CoreServices implements Services {
   }
 
   /** The saved KV state an edit's erase of its session's tail reaches, what stays logged and retried (kv-erase.ts `edited`). */
-  forgetEditedKv(userId: string, sessionId: string, model: string, quoted?: boolean): string[] {
-    return this.kvErase.edited(userId, sessionId, model, quoted);
+  forgetEditedKv(userId: string, sessionId: string, model: string, quoted?: boolean): void {
+    this.kvErase.edited(userId, sessionId, model, quoted);
   }
 
   pullDeps(): PullDeps {

@@ -172,12 +172,15 @@ export function refuseLink(path: string): void {
   } catch {
     return;
   }
-  if (link) {
-    throw Object.assign(new Error(`ELOOP: ${path} is a symbolic link, which the core does not follow`), {
-      code: "ELOOP",
-      path,
-    });
-  }
+  if (link) throw linkRefused(path);
+}
+
+/** The ELOOP a link where the core writes is refused with. */
+function linkRefused(path: string): Error {
+  return Object.assign(new Error(`ELOOP: ${path} is a symbolic link, which the core does not follow`), {
+    code: "ELOOP",
+    path,
+  });
 }
 
 function tightenOpen(fd: number, allowed: number): void {
@@ -199,7 +202,7 @@ function tightenOpen(fd: number, allowed: number): void {
 export async function ensurePrivateTreeAsync(
   base: string,
   segments: readonly string[],
-  keep: () => boolean = () => true,
+  keep: () => boolean,
 ): Promise<string | null> {
   await mkdir(base, { recursive: true, mode: PRIVATE_DIR_MODE });
   let dir = base;
@@ -236,7 +239,7 @@ export async function replacePrivateFileAsync(
   tmp: string,
   dest: string,
   data: string,
-  keep: () => boolean = () => true,
+  keep: () => boolean,
 ): Promise<boolean> {
   try {
     await refuseLinkAsync(tmp);
@@ -269,9 +272,5 @@ export async function replacePrivateFileAsync(
 /** refuseLink off the event loop. */
 async function refuseLinkAsync(path: string): Promise<void> {
   const stats = await lstat(path).catch(() => null);
-  if (stats?.isSymbolicLink())
-    throw Object.assign(new Error(`ELOOP: ${path} is a symbolic link, which the core does not follow`), {
-      code: "ELOOP",
-      path,
-    });
+  if (stats?.isSymbolicLink()) throw linkRefused(path);
 }
