@@ -4,6 +4,7 @@ import { wholeCharCut } from "../util/text-cut.ts";
 import { nextLinkTarget, readAnswerObject, readListingPage } from "./hub-listing-page.ts";
 import { withoutToken } from "./hub-token.ts";
 import { refusedEntry } from "./listed-entry.ts";
+import { isGgufPath, MAX_LISTED_GGUFS, TOO_MANY_GGUFS } from "./pick-gguf.ts";
 
 /**
  * The few Hugging Face hub calls a pull makes, over fetch (docs/models.md lists them):
@@ -133,7 +134,11 @@ export class HubClient {
     });
   }
 
-  /** Every file of the repo at `commit`, following the listing's pages. */
+  /**
+   * The GGUF files of the repo at `commit` (the only files a pull takes), following the listing's
+   * pages; every entry is checked, but the others are not kept (a repo of 10^5 files was
+   * mapped and filtered by the pick in one stretch). Past MAX_LISTED_GGUFS it is refused.
+   */
   async listFiles(repo: string, commit: string, signal?: AbortSignal): Promise<HubFile[]> {
     let url: string | null = `${this.options.endpoint}/api/models/${repo}/tree/${commit}?recursive=true`;
     const files: HubFile[] = [];
@@ -153,7 +158,9 @@ export class HubClient {
           for (const [i, entry] of entries.entries()) {
             if (i % CHECKED_A_SLICE === 0) await nextTurn(signal);
             const file = toHubFile(entry, at);
-            if (file) files.push(file);
+            if (!file || !isGgufPath(file.path)) continue;
+            if (files.length === MAX_LISTED_GGUFS) throw new HubBadAnswer(at, TOO_MANY_GGUFS);
+            files.push(file);
           }
         };
         budget -= await readListingPage(res, budget, check, (why) => new HubBadAnswer(at, why));

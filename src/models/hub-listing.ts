@@ -8,6 +8,7 @@ import { nextLink } from "./hub-client.ts";
 import { TOO_LARGE_ENTRY } from "./hub-listing-page.ts";
 import { readToken, UnusableToken, withoutToken } from "./hub-token.ts";
 import { refusedEntry } from "./listed-entry.ts";
+import { isGgufPath, MAX_LISTED_GGUFS, TOO_MANY_GGUFS } from "./pick-gguf.ts";
 
 /**
  * The hub's file listing, and the one fetch edge the remote fit check goes through:
@@ -99,7 +100,10 @@ const CHECKED_A_SLICE = 5000;
 /** The most all of a listing's pages together may bring: far more than a real repo's listing. */
 const MAX_LISTING_BYTES = 64 * 1024 * 1024;
 
-/** Every file of `repo` at `revision` on the hub. */
+/**
+ * The GGUF files of `repo` at `revision` on the hub (the only files a fit check reads); every
+ * entry is checked, the others not kept. Past MAX_LISTED_GGUFS it is refused (pick-gguf.ts).
+ */
 export async function listRepoFiles(
   access: HubAccess,
   repo: string,
@@ -129,7 +133,11 @@ export async function listRepoFiles(
         // Checked in slices, the loop given back between: 10^5 entries were ~0.3 s of one turn.
         for (let i = 0; i < piece.length; i += CHECKED_A_SLICE) {
           await new Promise((r) => setImmediate(r)).then(() => signal?.throwIfAborted());
-          files.push(...parseTreeListing(piece.slice(i, i + CHECKED_A_SLICE)));
+          for (const file of parseTreeListing(piece.slice(i, i + CHECKED_A_SLICE))) {
+            if (!isGgufPath(file.path)) continue;
+            if (files.length === MAX_LISTED_GGUFS) throw new Error(TOO_MANY_GGUFS);
+            files.push(file);
+          }
         }
       });
       // Resolved against the URL that gave the page, after the redirects (RFC 8288 §3.2: a

@@ -33,6 +33,17 @@ export type GgufPick =
   | { kind: "none"; available: string[] }
   | { kind: "many"; matches: string[] };
 
+/**
+ * The most GGUF files a hub listing may name (docs/models.md "The hub's listing"): the pick
+ * groups, sorts and matches them all in one stretch of the loop, and a hostile hub's 400,000
+ * names held `ping` and `cancel` ~3.4 s. The largest real GGUF repos name a few hundred; a
+ * listing past the bound is refused before any pick.
+ */
+export const MAX_LISTED_GGUFS = 10_000;
+
+/** Why a listing past MAX_LISTED_GGUFS is refused (pull's `hub_error`, the fit check's). */
+export const TOO_MANY_GGUFS = `the hub's file listing names more than ${MAX_LISTED_GGUFS.toLocaleString("en")} GGUF files, the most a pick takes`;
+
 export function isGgufPath(path: string): boolean {
   return path.toLowerCase().endsWith(".gguf");
 }
