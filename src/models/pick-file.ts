@@ -1,6 +1,6 @@
 import { CoreError } from "../protocol/errors.ts";
 import type { HubFile } from "./hub-client.ts";
-import { type GgufGroup, groupGgufs, isProjector, listedNames, namesText, pickGguf } from "./pick-gguf.ts";
+import { type GgufGroup, groupGgufs, isProjector, listedNames, namesText, pickAmong } from "./pick-gguf.ts";
 
 /**
  * Which file(s) of a repo a pull means, by the one picker the cache resolver and the remote fit
@@ -40,19 +40,20 @@ export function quantOf(path: string): string | null {
 export function pickFiles(want: Wanted, files: readonly HubFile[]): HubFile[] {
   const byPath = new Map(files.map((f) => [f.path, f]));
   const paths = [...byPath.keys()];
+  // Grouped once, for the pick and for the errors that list what the repo has.
   const models = groupGgufs(paths);
   const chosen = (group: GgufGroup) => completeParts(want, group).map((p) => byPath.get(p)!);
   if (want.file) {
     const named = byPath.get(want.file);
     if (!named) throw choiceError(want, models, `has no file ${want.file}`, "not_found");
-    const pick = pickGguf(paths, { file: want.file, quant: undefined });
+    const pick = pickAmong(models, paths, { file: want.file, quant: undefined });
     // A listed .gguf that names no model of the listing (a part whose first part is missing) is
     // taken as it is. `file` is always a .gguf (RepoFileSchema): no README or template is pulled.
     return pick.kind === "one" ? chosen(pick.group) : [named];
   }
   const candidates = models.filter((g) => !isProjector(g.first));
   if (candidates.length === 0) throw choiceError(want, models, "has no GGUF file", "no_gguf");
-  const pick = pickGguf(paths, { quant: want.quant, file: undefined });
+  const pick = pickAmong(models, paths, { quant: want.quant, file: undefined });
   if (pick.kind === "one") return chosen(pick.group);
   if (pick.kind === "none")
     throw choiceError(want, models, `has no GGUF of quantization ${want.quant}`, "not_found");

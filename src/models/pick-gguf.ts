@@ -124,14 +124,27 @@ export function namesText(names: readonly string[], max = 20, separator = ", "):
  * `Q4_K_M/model-00001-of-00002.gguf`), so `Q4_K` does not match `Q4_K_M` nor `Q4_0` `IQ4_0`.
  */
 export function matchesQuant(path: string, quant: string): boolean {
-  const stem = path.replace(/\.gguf$/i, "").toLowerCase();
+  return quantMatcher(quant)(path);
+}
+
+/** matchesQuant for one quantization, its pattern made once: a pick made one per model listed. */
+function quantMatcher(quant: string): (path: string) => boolean {
   const q = quant.toLowerCase().replace(/[.\\^$*+?()[\]{}|]/g, "\\$&");
-  return new RegExp(`(^|[-._/])${q}($|[-./])`).test(stem);
+  const pattern = new RegExp(`(^|[-._/])${q}($|[-./])`);
+  return (path) => pattern.test(path.replace(/\.gguf$/i, "").toLowerCase());
 }
 
 /** The model a ref names among `paths`: by file, by quantization, or the only model there is. */
 export function pickGguf(paths: readonly string[], ref: Pick<ModelRef, "quant" | "file">): GgufPick {
-  const groups = groupGgufs(paths);
+  return pickAmong(groupGgufs(paths), paths, ref);
+}
+
+/** pickGguf over `paths` already grouped (`groups`: groupGgufs(paths)), for a caller that needs the groups too. */
+export function pickAmong(
+  groups: readonly GgufGroup[],
+  paths: readonly string[],
+  ref: Pick<ModelRef, "quant" | "file">,
+): GgufPick {
   const models = groups.filter((g) => !isProjector(g.first));
   const available = models.map((g) => g.first);
   if (ref.file !== undefined) {
@@ -142,7 +155,8 @@ export function pickGguf(paths: readonly string[], ref: Pick<ModelRef, "quant" |
     // A part that is listed names its model; a part the listing lacks is not there.
     return group && paths.includes(ref.file) ? { kind: "one", group } : { kind: "none", available };
   }
-  const matches = ref.quant === undefined ? models : models.filter((g) => matchesQuant(g.first, ref.quant!));
+  const matching = ref.quant === undefined ? null : quantMatcher(ref.quant);
+  const matches = matching ? models.filter((g) => matching(g.first)) : models;
   if (matches.length === 1) return { kind: "one", group: matches[0]! };
   if (matches.length === 0) return { kind: "none", available };
   return { kind: "many", matches: matches.map((g) => g.first) };
