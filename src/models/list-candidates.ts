@@ -8,7 +8,7 @@ import { nextTurn } from "../util/next-turn.ts";
 import { oneLanedAtATime } from "../util/one-at-a-time.ts";
 import { within } from "../util/within.ts";
 import { repoPaths } from "./hf-cache.ts";
-import { type GgufGroup, groupGgufs, isGgufPath, isProjector, missingText } from "./pick-gguf.ts";
+import { type GgufGroup, groupGgufsSliced, isGgufPath, isProjector, missingText } from "./pick-gguf.ts";
 import { readRefAsync, snapshotFilesAsync } from "./resolve.ts";
 import { type FolderNames, folderNamesAsync } from "./utf8-names.ts";
 
@@ -47,7 +47,7 @@ export async function folderCandidates(folder: string, reads: CacheReads): Promi
   const names = found.names.filter((n) => isGgufPath(n) && !isProjector(n));
   // Made a slice a turn: the names are the folder's, 10,000 or more (folderNamesAsync's reason).
   const out: Candidate[] = [];
-  for (const [i, g] of groupGgufs(names).entries()) {
+  for (const [i, g] of (await groupGgufsSliced(names, nextTurn)).entries()) {
     if (i > 0 && i % CANDIDATES_PER_TURN === 0) await nextTurn();
     out.push(folderCandidate(folder, g, found.undecodable));
   }
@@ -180,7 +180,11 @@ async function repoCandidates(cacheDir: string, dir: string, reads: WalkReads): 
     );
     if (files === null) continue;
     const onRefs = refs.get(commit) ?? [];
-    for (const g of groupGgufs(files.filter((f) => !isProjector(f))))
+    // Grouped a slice a turn: a snapshot may hold as many names as a folder (folderCandidates).
+    for (const g of await groupGgufsSliced(
+      files.filter((f) => !isProjector(f)),
+      nextTurn,
+    ))
       out.push({
         source: "hf_cache",
         repo,

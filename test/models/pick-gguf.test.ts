@@ -1,5 +1,11 @@
 import { describe, expect, test } from "bun:test";
-import { groupGgufs, isProjector, matchesQuant, pickGguf } from "../../src/models/pick-gguf.ts";
+import {
+  groupGgufs,
+  groupGgufsSliced,
+  isProjector,
+  matchesQuant,
+  pickGguf,
+} from "../../src/models/pick-gguf.ts";
 
 describe("which GGUF a ref means", () => {
   test("a quant matches as its own token, case-insensitively", () => {
@@ -129,5 +135,23 @@ describe("which GGUF a ref means", () => {
     expect(isProjector("mmproj-F16.gguf")).toBe(true);
     expect(isProjector("mmprojection-7b.gguf")).toBe(true);
     expect(isProjector("my-mmprojection-7b.gguf")).toBe(false);
+  });
+});
+
+describe("grouping a folder's many names", () => {
+  test("gives the loop a turn every few thousand names, the groups as groupGgufs makes them", async () => {
+    // The `models` listing's folders and snapshots (list-candidates.ts): 400,000 GGUF names were
+    // grouped in one stretch, ~1.6 s of `ping` and `cancel` unanswered.
+    const names = Array.from({ length: 40_000 }, (_, i) =>
+      i % 2 ? `m-${i}-Q4_K_M.gguf` : `s${i % 97}-${String((i % 40) + 1).padStart(5, "0")}-of-00040.gguf`,
+    );
+    let turns = 0;
+    const sliced = await groupGgufsSliced(names, async () => {
+      turns++;
+    });
+    expect(sliced).toEqual(groupGgufs(names));
+    // Each pass (the names, then the distinct GGUFs sorted) gives a turn every 4,096 names.
+    const every = (n: number) => Math.floor((n - 1) / 4096);
+    expect(turns).toBe(every(names.length) + every(new Set(names).size));
   });
 });
