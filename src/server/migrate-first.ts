@@ -1,6 +1,7 @@
 import { CoreError, cancelledError } from "../protocol/errors.ts";
 import type { FileStamp } from "../store/db/file-stamp.ts";
 import type { MigratedAhead } from "../store/db/migrate-ahead.ts";
+import { migratingError } from "../store/db/migrating-error.ts";
 import { logger } from "../util/logger.ts";
 import type { ShutdownOrder } from "./shutdown-order.ts";
 
@@ -156,15 +157,21 @@ export class MigrateFirst {
    * once: a failure then (a full disk mid-migration) is kept and every next open refused with it
    * at once, named (`data.problem` `migration_failed`), rather than each method blocking ping and
    * cancel for another migration of seconds that may fail the same way; after a cool-down
-   * (MIGRATION_RETRY_AFTER_MS) the next method tries again, on a thread (docs/agent.md, The
-   * store, "Migrations off the loop").
+   * (MIGRATION_RETRY_AFTER_MS) the next method tries again, on a thread, an open that did not
+   * wait for it refused `migrating` while that thread runs (docs/agent.md, The store,
+   * "Migrations off the loop").
    */
   openOnLoop<T>(open: () => T): T {
     if (this.loopFailed) {
       if (!this.cooled()) throw this.loopFailed;
-      // Reached without `wait` (no thread to start): the one try on the loop, once a cool-down.
-      this.loopFailed = undefined;
-      this.loopTryOwed = true;
+      // Reached without `wait` (a sync open: memory's embedder, prompt reuse's store): the
+      // migration goes to its thread again and this open is refused as any is meanwhile. Taken
+      // here, the try held ping and cancel for a big database's migration.
+      const started = this.wait();
+      if (started) {
+        started.catch(() => {}); // its failure is told to the next method that waits
+        throw migratingError(this.deps.dataDir());
+      }
     }
     if (!this.loopTryOwed) return open();
     this.loopTryOwed = false;

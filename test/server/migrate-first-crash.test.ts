@@ -135,26 +135,25 @@ test("shutdown ending the migration under a waiting erase: cancelled, saying not
 // freed): every open was refused until the user restarted the core, a host's chats and erases
 // failing for good. Now the refusal lasts a cool-down (no freeze a request), then the migration
 // is tried again on its thread, off the loop.
-test("a crashed thread's failed loop try is refused only for a cool-down, then tried again on a thread", async () => {
-  using dir = tmpdir();
-  olderDatabase(dir.path, 1);
+/**
+ * A MigrateFirst whose first thread crashes and whose next ones migrate, its cool-down's clock
+ * the test's; its one try on the loop already failed ("database is locked").
+ */
+async function failedLoopTry(path: string) {
   const shutdown = new ShutdownOrder();
-  let clock = 1_000;
-  let runs = 0;
+  const state = { clock: 1_000, runs: 0 };
   const first = new MigrateFirst({
-    dataDir: () => dir.path,
+    dataDir: () => path,
     needless: () => shutdown.begun,
     shutdown,
-    now: () => clock,
+    now: () => state.clock,
     migrate: () => {
-      runs++;
-      if (runs === 1) {
-        return {
-          done: Promise.reject(threadStopped(join(dir.path, "local-ai.db"), "it exited")),
-          stop: () => {},
-        };
-      }
-      return { done: Promise.resolve(undefined), stop: () => {} };
+      state.runs++;
+      if (state.runs > 1) return { done: Promise.resolve(undefined), stop: () => {} };
+      return {
+        done: Promise.reject(threadStopped(join(path, "local-ai.db"), "it exited")),
+        stop: () => {},
+      };
     },
   });
   await first.ready();
@@ -162,12 +161,19 @@ test("a crashed thread's failed loop try is refused only for a cool-down, then t
     throw new CoreError("internal_error", "database is locked", { problem: "SQLITE_BUSY" });
   };
   expect(() => first.openOnLoop(busy)).toThrow("database is locked");
+  return { first, state };
+}
+
+test("a crashed thread's failed loop try is refused only for a cool-down, then tried again on a thread", async () => {
+  using dir = tmpdir();
+  olderDatabase(dir.path, 1);
+  const { first, state } = await failedLoopTry(dir.path);
   expect(first.wait()).toBeUndefined();
   expect(() => first.openOnLoop(() => "opened")).toThrow("database is locked");
-  clock += MIGRATION_RETRY_AFTER_MS;
+  state.clock += MIGRATION_RETRY_AFTER_MS;
   // Past the cool-down the next method waits on a new thread, not on this loop.
   await first.ready();
-  expect(runs).toBe(2);
+  expect(state.runs).toBe(2);
   expect(first.openOnLoop(() => "opened")).toBe("opened");
 });
 
@@ -201,4 +207,27 @@ test("a crashed thread's failed loop try is kept even when the config is gone by
   expect(errors[0]?.data?.problem).toBe("migration_failed");
   expect(errors[0]?.message).toContain(dir.path);
   expect(errors[1]).toBe(errors[0]);
+});
+
+// Past the cool-down, an open that did not wait (memory's embedder, prompt reuse's store: sync
+// callers of services.ts store()) took the one try on the loop: a big database's migration
+// held ping and cancel there, where a method's wait would have started a thread. Now that open
+// starts the thread and is refused "migrating", as any open is while the thread runs.
+test("past the cool-down, an open without a wait starts the thread and is refused, never migrating on the loop", async () => {
+  using dir = tmpdir();
+  olderDatabase(dir.path, 1);
+  const { first, state } = await failedLoopTry(dir.path);
+  state.clock += MIGRATION_RETRY_AFTER_MS;
+  let opens = 0;
+  let refused: CoreError | undefined;
+  try {
+    first.openOnLoop(() => opens++);
+  } catch (err) {
+    refused = err as CoreError;
+  }
+  expect(opens).toBe(0);
+  expect(refused?.data?.problem).toBe("migrating");
+  expect(state.runs).toBe(2);
+  await first.running;
+  expect(first.openOnLoop(() => "opened")).toBe("opened");
 });
