@@ -3,8 +3,8 @@ import * as fs from "node:fs";
 import { join } from "node:path";
 import { KvDisk } from "../../src/agent/kv/kv-disk.ts";
 import { watchLateTemp } from "../../src/agent/kv/kv-temps.ts";
-import { KvErase } from "../../src/server/kv-erase.ts";
 import { ShutdownOrder } from "../../src/server/shutdown-order.ts";
+import { kvEraseOf } from "../fixtures/slot-save.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 // Shutdown's "KV state zeroing" step (services.ts) and a late save's file (kv-temps.ts
@@ -17,13 +17,7 @@ const TOKENS = "tokens of my secret diagnosis\n";
 test("a late save's file removed at the server's exit is zeroed before shutdown ends", async () => {
   using dir = tmpdir();
   const disk = new KvDisk(dir.path, 10_000_000);
-  const erase = new KvErase({
-    dir: () => dir.path,
-    budgeted: () => disk,
-    made: () => disk,
-    reuse: () => undefined,
-    several: () => undefined,
-  });
+  const erase = kvEraseOf(dir.path, disk);
   const name = "late.tmp";
   fs.writeFileSync(join(dir.path, name), TOKENS);
   const seen: string[] = [];

@@ -5,7 +5,9 @@ import { writtenRelation } from "../../platform/pid-space.ts";
 import { LeaseSightings } from "../../store/lease-sightings.ts";
 import { type FileIdentity, fileIdentity, sameFile } from "../../util/file-identity.ts";
 import { logger } from "../../util/logger.ts";
+import { nextTurn } from "../../util/next-turn.ts";
 import { alive } from "./drop-file.ts";
+import { exitWaitsEnded } from "./slot-clear.ts";
 
 // The KV state folder's temporary names (kv-disk.ts): a save before it is whole, and when one is
 // a leftover no save waits for (docs/agent.md, "Prompt reuse").
@@ -262,21 +264,26 @@ function runRemovals(byExit: Map<Promise<unknown>, Map<string, () => void>>, exi
  * At shutdown, after the servers' stops: each late temp's removal at its server's exit done, so
  * its zeroing is under way before the shutdown waits for the zeroings (server/kv-erase.ts
  * `atShutdown`): run by the exit's own callback alone, it came before that wait only by the order
- * of promise callbacks. The exits are waited for under one deadline, `atShutdownMs`: a stop that
- * returned without its exit seen SIGKILLed a server stuck in the kernel, and the client kills a
- * core that has not answered within the stop's grace and 7 s (client/shutdown-timing.ts), which
- * 60 s a file outlasted, the files left whole; removed then, only what a stuck write lands after
- * is left in the blocks (docs/agent.md, "The store").
+ * of promise callbacks. The exits are waited for under one deadline, `atShutdownMs`, as are those
+ * a save or restore cut off by its server's stop waits for (slot-clear.ts `exitWaitsEnded`),
+ * first: what runs once they end (save-slot.ts) may watch a late temp. A stop that returned
+ * without its exit seen SIGKILLed a server stuck in the kernel, and the client kills a core that
+ * has not answered within the stop's grace and 7 s (client/shutdown-timing.ts), which 60 s a file
+ * outlasted, the files left whole; removed then, only what a stuck write lands after is left in
+ * the blocks (docs/agent.md, "The store").
  */
 export async function lateTempsAtExit(owner: object): Promise<void> {
-  const byExit = atExit.get(owner);
-  if (!byExit || byExit.size === 0) return;
   let timer: ReturnType<typeof setTimeout> | undefined;
   const bound = new Promise<void>((resolve) => {
     timer = setTimeout(resolve, LATE_LOOK.atShutdownMs);
   });
-  const run = (exited: Promise<unknown>) => () => runRemovals(byExit, exited);
   try {
+    await exitWaitsEnded(bound);
+    // What each ended wait runs (a promise chain) has run by then.
+    await nextTurn();
+    const byExit = atExit.get(owner);
+    if (!byExit || byExit.size === 0) return;
+    const run = (exited: Promise<unknown>) => () => runRemovals(byExit, exited);
     await Promise.all([...byExit.keys()].map((e) => Promise.race([e, bound]).then(run(e), run(e))));
   } finally {
     clearTimeout(timer);

@@ -10,17 +10,37 @@ const ERASE_TIMEOUT_MS = 60_000;
  */
 export const EXIT_WAIT_MS = 60_000;
 
+/** The exits `exitSeen` waits for now, each with its wait's end (`exitWaitsEnded`). */
+const exitWaits = new Set<{ exited: Promise<unknown>; end: () => void }>();
+
 /**
- * Once a server that died (`died`, told as its stop begins) has exited, or `EXIT_WAIT_MS`: until
- * then it may still end the slot task it runs, writing a file a removal would zero under it, the
- * words it wrote after kept in the blocks (docs/agent.md, "Prompt reuse").
+ * Once a server that died (`died`, told as its stop begins) has exited, or `EXIT_WAIT_MS`, or
+ * shutdown's bound (`exitWaitsEnded`): until then it may still end the slot task it runs, writing
+ * a file a removal would zero under it, the words it wrote after kept in the blocks (docs/agent.md,
+ * "Prompt reuse").
  */
 export function exitSeen(launch: LaunchView): Promise<void> {
   let timer: ReturnType<typeof setTimeout> | undefined;
+  const wait = { exited: launch.exited, end: () => {} };
   const bound = new Promise<void>((resolve) => {
+    wait.end = resolve;
     timer = setTimeout(resolve, EXIT_WAIT_MS);
   });
-  return Promise.race([launch.exited, bound]).finally(() => clearTimeout(timer));
+  exitWaits.add(wait);
+  return Promise.race([launch.exited, bound]).finally(() => {
+    clearTimeout(timer);
+    exitWaits.delete(wait);
+  });
+}
+
+/**
+ * At shutdown, after the servers' stops: the exits `exitSeen` waits for, waited for until `bound`
+ * at most, then its waits end (kv-temps.ts `lateTempsAtExit`, one deadline for all). A stop that
+ * returned without its exit seen SIGKILLed a server stuck in the kernel; 60 s of it held the
+ * zeroings past the client's kill of the core (client/shutdown-timing.ts), the files left whole.
+ */
+export async function exitWaitsEnded(bound: Promise<void>): Promise<void> {
+  await Promise.all([...exitWaits].map((w) => Promise.race([w.exited, bound]).then(w.end, w.end)));
 }
 
 /**

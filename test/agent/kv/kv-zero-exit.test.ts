@@ -3,10 +3,11 @@ import * as fs from "node:fs";
 import { join } from "node:path";
 import { dropFile, Zeroes } from "../../../src/agent/kv/drop-file.ts";
 import { KvDisk } from "../../../src/agent/kv/kv-disk.ts";
+import { LATE_LOOK } from "../../../src/agent/kv/kv-temps.ts";
 import { emptyBehind } from "../../../src/agent/kv/slot-clear.ts";
 import { Launch } from "../../../src/runtime/launch.ts";
 import { type HeldFile, holdOpen } from "../../fixtures/held-file.ts";
-import { saveUs } from "../../fixtures/slot-save.ts";
+import { kvEraseOf, saveUs } from "../../fixtures/slot-save.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
 // A server's `died` is told as its stop BEGINS (supervisor.ts halt), not at its exit: a stopping
@@ -55,33 +56,38 @@ async function turns(): Promise<void> {
   for (let t = 0; t < 200; t++) await new Promise((r) => setImmediate(r));
 }
 
-test("a save cut off by its server's stop is zeroed only once the server's exit is seen", async () => {
-  using dir = tmpdir();
-  const disk = new KvDisk(dir.path, 10_000_000);
-  let kept: HeldFile | undefined;
+/**
+ * A save into `dir`'s folder whose server writes the file (held open: `kept`) and then is
+ * stopped, still writing: `died` first, then its connections close (SIGTERM).
+ */
+async function saveCutByStop(dir: string) {
+  const disk = new KvDisk(dir, 10_000_000);
+  const held: { kept?: HeldFile } = {};
   const fake = stalling(async (req) => {
     const { filename } = (await req.json()) as { filename: string };
-    fs.writeFileSync(join(dir.path, filename), TOKENS);
-    kept = holdOpen(join(dir.path, filename));
+    fs.writeFileSync(join(dir, filename), TOKENS);
+    held.kept = holdOpen(join(dir, filename));
   });
   const { launch, died, exit } = stopping(fake.server.port as number);
-  try {
-    const saving = saveUs(disk, launch);
-    await fake.stalled;
-    // The stop: `died` first, then its connections close (SIGTERM), the process still writing.
-    died.abort(new Error("llama-server was stopped (unload)"));
-    fake.server.stop(true);
-    await saving;
-    await turns();
-    expect(kept?.read().toString()).toBe(TOKENS);
-    kept?.append(TOKENS); // the save's end, written before the exit
-    exit.resolve();
-    await disk.zeroes.done();
-    expect(kept?.zeroed()).toEqual({ size: 2 * bytes, allZero: true });
-  } finally {
-    kept?.[Symbol.dispose]();
-    fake.server.stop(true);
-  }
+  const saving = saveUs(disk, launch);
+  await fake.stalled;
+  died.abort(new Error("llama-server was stopped"));
+  fake.server.stop(true);
+  await saving;
+  return { disk, held, exit, [Symbol.dispose]: () => held.kept?.[Symbol.dispose]() };
+}
+
+test("a save cut off by its server's stop is zeroed only once the server's exit is seen", async () => {
+  using dir = tmpdir();
+  using cut = await saveCutByStop(dir.path);
+  const { disk, exit } = cut;
+  const kept = cut.held.kept;
+  await turns();
+  expect(kept?.read().toString()).toBe(TOKENS);
+  kept?.append(TOKENS); // the save's end, written before the exit
+  exit.resolve();
+  await disk.zeroes.done();
+  expect(kept?.zeroed()).toEqual({ size: 2 * bytes, allZero: true });
 });
 
 // A restore that did not answer: the zeroing of its file waits for an erase queued behind it, or
@@ -118,3 +124,21 @@ test("a removal parked behind a slot's erase, its server then stopped, is zeroed
     fake.server.stop(true);
   }
 });
+
+// A save cut off by its server's stop waited up to 60 s (slot-clear.ts EXIT_WAIT_MS) for an exit
+// a server stuck in the kernel past its SIGKILL never makes, and shutdown's zeroing waited with
+// it: the client killed the core first (client/shutdown-timing.ts), the file left whole. At
+// shutdown it is waited for under the late temps' one bound (kv-temps.ts `lateTempsAtExit`).
+test("at shutdown, a save's zeroing behind a server whose exit is never seen waits the one bound, not 60 s", async () => {
+  using dir = tmpdir();
+  const bound = LATE_LOOK.atShutdownMs;
+  LATE_LOOK.atShutdownMs = 20;
+  try {
+    // Its exit is never seen: a server stuck in the kernel past its SIGKILL.
+    using cut = await saveCutByStop(dir.path);
+    await kvEraseOf(dir.path, cut.disk).atShutdown();
+    expect(cut.held.kept?.zeroed()).toEqual({ size: bytes, allZero: true });
+  } finally {
+    LATE_LOOK.atShutdownMs = bound;
+  }
+}, 3000);
