@@ -72,16 +72,27 @@ export function eraseSlot(server: LlamaEndpoint, id: number, signal?: AbortSigna
 }
 
 /**
+ * How long GET /slots is waited for (`slotsAnswered`). A wedged server (its HTTP threads all
+ * busy, its loop stuck) answered it at its exit only, a late save's file kept that long; "not
+ * answered" costs no more than a look again later (kv-temps.ts `watchLateTemp`), and a loop
+ * answers it between two batches of a decode. An object, so a test can lower it.
+ */
+export const SLOTS_ANSWER = { ms: 10_000 };
+
+/**
  * Whether llama-server's loop answered GET /slots: a task it puts at its queue's front, run
  * between two tasks (or during a decode), never during a slot save, which its loop writes whole
  * (b10587 server-context.cpp `process_single_task`), so a save whose file was there when this was
  * asked is over. A server started with `--no-slots` answers 501 without its loop: no proof is
- * to be had, true (the file's two looks alone, as before). False on any other failure.
+ * to be had, true (the file's two looks alone, as before). False on any other failure, and
+ * past `SLOTS_ANSWER.ms`.
  */
 export async function slotsAnswered(server: LlamaEndpoint, signal?: AbortSignal): Promise<boolean> {
+  const deadline = AbortSignal.timeout(SLOTS_ANSWER.ms);
+  const within = signal ? AbortSignal.any([signal, deadline]) : deadline;
   try {
-    const res = await call(server, "/slots", { signal });
-    if (res.ok) await answerText(res, "/slots", signal);
+    const res = await call(server, "/slots", { signal: within });
+    if (res.ok) await answerText(res, "/slots", within);
     else await res.body?.cancel();
     return res.ok || res.status === 501;
   } catch {

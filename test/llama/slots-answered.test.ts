@@ -1,5 +1,6 @@
 import { afterEach, expect, spyOn, test } from "bun:test";
-import { slotsAnswered } from "../../src/llama/slots.ts";
+import { SLOTS_ANSWER, slotsAnswered } from "../../src/llama/slots.ts";
+import { LlamaStandIn } from "../fixtures/llama-stand-in/in-process.ts";
 
 // GET /slots as the proof that llama-server's loop is past a save (kv-temps.ts `watchLateTemp`).
 
@@ -28,3 +29,21 @@ test("an answer of the loop is proof; --no-slots' 501 gives none to wait for; an
   });
   expect(await slotsAnswered(server)).toBe(false);
 });
+
+// A wedged server (all its HTTP threads busy, its loop stuck) left GET /slots unanswered until
+// its exit, a late save's file waiting that long to be removed (kv-temps.ts `watchLateTemp`).
+// It has a deadline: "not answered" only costs a look again later.
+test("a /slots that never answers is no proof past its own deadline; the next look is asked again", async () => {
+  const standIn = new LlamaStandIn();
+  const deadline = SLOTS_ANSWER.ms;
+  SLOTS_ANSWER.ms = 50;
+  try {
+    standIn.model.slotsWedges = 1;
+    const endpoint = { baseUrl: standIn.baseUrl, apiKey: standIn.apiKey };
+    expect(await slotsAnswered(endpoint, new AbortController().signal)).toBe(false);
+    expect(await slotsAnswered(endpoint)).toBe(true);
+  } finally {
+    SLOTS_ANSWER.ms = deadline;
+    standIn.stop();
+  }
+}, 2000);
