@@ -1,6 +1,7 @@
 import { answeredWith, eraseSlot } from "../../llama/slots.ts";
 import type { LaunchView } from "../../runtime/launch.ts";
 import { logger } from "../../util/logger.ts";
+import { nextTurn } from "../../util/next-turn.ts";
 
 /** How long an erase may take: a busy slot is emptied only once its task ends. */
 const ERASE_TIMEOUT_MS = 60_000;
@@ -40,6 +41,8 @@ export function exitSeen(launch: LaunchView): Promise<void> {
  * zeroings past the client's kill of the core (client/shutdown-timing.ts), the files left whole.
  */
 export async function exitWaitsEnded(bound: Promise<void>): Promise<void> {
+  // One begun by a promise chain a stop's `died` set going just now (`emptyBehind`) is among them.
+  await nextTurn();
   await Promise.all([...exitWaits].map((w) => Promise.race([w.exited, bound]).then(w.end, w.end)));
 }
 

@@ -142,3 +142,29 @@ test("at shutdown, a save's zeroing behind a server whose exit is never seen wai
     LATE_LOOK.atShutdownMs = bound;
   }
 }, 3000);
+
+// The same wait behind a restore's erase (slot-clear.ts `emptyBehind`), its server stopped
+// under it: shutdown's one bound ends it too.
+test("at shutdown, a removal parked behind a slot's erase, its server's exit never seen, is zeroed within the bound", async () => {
+  using dir = tmpdir();
+  const disk = new KvDisk(dir.path, 10_000_000);
+  const read = join(dir.path, "u-s.bin");
+  fs.writeFileSync(read, TOKENS);
+  using kept = holdOpen(read);
+  disk.zeroes.begin(read);
+  expect(dropFile(read, disk.zeroes)).toBe(true);
+  const fake = stalling();
+  const { launch, died } = stopping(fake.server.port as number);
+  const bound = LATE_LOOK.atShutdownMs;
+  LATE_LOOK.atShutdownMs = 20;
+  try {
+    emptyBehind(launch, 0, "a restore", () => disk.zeroes.settled(read));
+    await fake.eraseAsked;
+    died.abort(new Error("llama-server was stopped (shutdown)"));
+    await kvEraseOf(dir.path, disk).atShutdown();
+    expect(kept.zeroed()).toEqual({ size: bytes, allZero: true });
+  } finally {
+    LATE_LOOK.atShutdownMs = bound;
+    fake.server.stop(true);
+  }
+}, 3000);
