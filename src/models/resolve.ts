@@ -13,7 +13,7 @@ import {
   readSmallFileAsync,
 } from "../util/read-file.ts";
 import { type Env, hubCacheDir, refPath, repoPaths } from "./hf-cache.ts";
-import { isGgufPath, missingText, pickGguf } from "./pick-gguf.ts";
+import { isGgufPath, listedNames, missingText, namesText, pickGguf } from "./pick-gguf.ts";
 
 /**
  * `model.path: hf:org/name:Q4_K_M` → the file in the Hugging Face cache, offline: refs/<revision>
@@ -77,7 +77,8 @@ export function resolveCached(ref: ModelRef, cacheDir: string): CacheResolution 
   if (pick.kind === "many") return { kind: "ambiguous", matches: pick.matches };
   if (pick.kind === "none") {
     const wanted = ref.file ?? (ref.quant ? `a ${ref.quant} GGUF` : "a GGUF model");
-    const cached = pick.available.length ? `only ${pick.available.join(", ")}` : "no GGUF model";
+    // Named as the listing's other errors name them (pick-gguf.ts): a snapshot's names are unbounded.
+    const cached = pick.available.length ? `only ${namesText(pick.available)}` : "no GGUF model";
     return {
       kind: "missing",
       problem: "not_downloaded",
@@ -130,8 +131,8 @@ export function resolveModelPath(
     const hint = `${HF_PREFIX}${ref.repo}:${found.matches[0]}`;
     throw new CoreError(
       refusalCode(key),
-      `${key} ${path}: ${found.matches.length} cached files match: ${found.matches.join(", ")}; name one, as in ${hint}`,
-      { ...settingData(key), matches: found.matches },
+      `${key} ${path}: ${found.matches.length} cached files match: ${namesText(found.matches)}; name one, as in ${hint}`,
+      { ...settingData(key), ...listedNames("matches", found.matches) },
     );
   }
   throw notDownloaded(path, key, ref, found, cacheDir);

@@ -94,6 +94,31 @@ describe("hf: model paths resolve from the cache, offline", () => {
     expect(err.data).toMatchObject({ key: "model.path", matches: ["a/m-Q4_K_M.gguf", "b/m-Q4_K_M.gguf"] });
     expect(err.message).toContain("hf:org/m:a/m-Q4_K_M.gguf");
   });
+
+  test("a snapshot of many matching files lists the first of them, counting all", () => {
+    // A snapshot of 150 files of one quantization (a hostile or broken repo pulled by a file
+    // each): every name was in the message and in data.matches, a line growing with the cache.
+    using dir = tmpdir();
+    const names = Array.from({ length: 150 }, (_, i) => `d${String(i).padStart(3, "0")}/m-Q4_K_M.gguf`);
+    layRepo(dir.path, "org/m", Object.fromEntries(names.map((n) => [n, ""])));
+    const err = coreErrorOf(() => resolveModelPath("hf:org/m:Q4_K_M", { HF_HUB_CACHE: dir.path }));
+    expect(err.code).toBe("config_invalid");
+    expect(err.data).toMatchObject({ key: "model.path", matches: names.slice(0, 100), matches_count: 150 });
+    expect(err.message).toContain("150 cached files match");
+    expect(err.message).toContain(`${names[19]}, … (150 in all)`);
+    expect(err.message).not.toContain(names[20]!);
+    expect(err.message).toContain(`hf:org/m:${names[0]}`);
+  });
+
+  test("a quantization the snapshot lacks names the first of the many it holds", () => {
+    using dir = tmpdir();
+    const names = Array.from({ length: 150 }, (_, i) => `m${String(i).padStart(3, "0")}-Q4_K_M.gguf`);
+    layRepo(dir.path, "org/m", Object.fromEntries(names.map((n) => [n, ""])));
+    const err = coreErrorOf(() => resolveModelPath("hf:org/m:Q8_0", { HF_HUB_CACHE: dir.path }));
+    expect(err.data).toMatchObject({ problem: "not_downloaded" });
+    expect(err.message).toContain(`${names[19]}, … (150 in all)`);
+    expect(err.message).not.toContain(names[20]!);
+  });
 });
 
 describe("the config and its consumers", () => {
