@@ -47,11 +47,20 @@ export async function folderCandidates(folder: string, reads: CacheReads): Promi
   const names = found.names.filter((n) => isGgufPath(n) && !isProjector(n));
   // Made a slice a turn: the names are the folder's, 10,000 or more (folderNamesAsync's reason).
   const out: Candidate[] = [];
-  for (const [i, g] of (await groupGgufsSliced(names, nextTurn)).entries()) {
-    if (i > 0 && i % CANDIDATES_PER_TURN === 0) await nextTurn();
+  const turn = stoppableTurn(reads);
+  for (const [i, g] of (await groupGgufsSliced(names, turn)).entries()) {
+    if (i > 0 && i % CANDIDATES_PER_TURN === 0) await turn();
     out.push(folderCandidate(folder, g, found.undecodable));
   }
   return out;
+}
+
+/**
+ * A turn of the loop that ends the walk once the core stops: a folder of 400,000 names was
+ * grouped and made candidates for seconds of turns before the listing saw the stop.
+ */
+function stoppableTurn(reads: CacheReads): () => Promise<void> {
+  return () => nextTurn().then(() => reads.stop?.throwIfAborted());
 }
 
 /** Candidates made between two turns of the loop (`folderCandidates`). */
@@ -183,7 +192,7 @@ async function repoCandidates(cacheDir: string, dir: string, reads: WalkReads): 
     // Grouped a slice a turn: a snapshot may hold as many names as a folder (folderCandidates).
     for (const g of await groupGgufsSliced(
       files.filter((f) => !isProjector(f)),
-      nextTurn,
+      stoppableTurn(reads),
     ))
       out.push({
         source: "hf_cache",

@@ -18,3 +18,21 @@ test("models: a folder's many names are grouped with turns of the loop between",
   // A turn every 4,096 names, in each of the grouping's two passes.
   expect(turns).toBeGreaterThanOrEqual(18);
 });
+
+// The core's stop (list.ts ListDeps.stop) during the grouping: it went on to the folder's last
+// name, and then made every candidate, before the listing saw the stop at its first file.
+test("models: a stop during a folder's grouping ends it at the next turn", async () => {
+  const names = Array.from(
+    { length: 40_000 },
+    (_, i) => `big-${String(i + 1).padStart(5, "0")}-of-99999.gguf`,
+  );
+  const drives = new DriveAnswers({ stat: async () => ({ ino: 1 }), statWaitMs: 30_000, lanes: 4 });
+  const stopping = new AbortController();
+  const folderNames = async () => {
+    // Stopped once the grouping has begun (its first turn comes after this one).
+    setImmediate(() => stopping.abort(new Error("the core is stopping")));
+    return { names, undecodable: new Set<string>() };
+  };
+  const listed = folderCandidates("/m", { drives, folderNames, stop: stopping.signal });
+  await expect(listed).rejects.toThrow("the core is stopping");
+});
