@@ -19,7 +19,7 @@ import { oneLanedAtATime } from "../util/one-at-a-time.ts";
 import { within } from "../util/within.ts";
 import { hubCacheDir, snapshotRootOf } from "./hf-cache.ts";
 import { isGgufPath, isProjector, namesText } from "./pick-gguf.ts";
-import { resolveModelPath, snapshotFilesAsync } from "./resolve.ts";
+import { resolveModelPathAsync, snapshotFilesAsync } from "./resolve.ts";
 
 /**
  * A model's `mmproj` setting as a projector file (docs/models.md "The projector"): a path is
@@ -38,11 +38,11 @@ export async function findProjector(
 ): Promise<ProjectorChoice> {
   if (setting === "none") return { kind: "none", reason: "mmproj: none" };
   // An `hf:org/name:mmproj-F16.gguf` is a file of the cache, found as a model path is: the cache
-  // folder's stat awaited first, as the model memo does, since the resolve reads it synchronously.
+  // folder's stat awaited first, as the model memo does, since the resolve reads its ref synchronously.
   const hf = setting.startsWith(HF_PREFIX);
   if (hf)
     await answered(hubCacheDir(process.env, process.env.HOME || homedir()), setting, model, key, options);
-  const path = hf ? resolveModelPath(setting, process.env, undefined, key) : setting;
+  const path = hf ? await resolveModelPathAsync(setting, process.env, undefined, key) : setting;
   if (setting !== "auto")
     return { kind: "found", source: "config", info: await configured(path, model, key, options) };
   return auto(model, options);

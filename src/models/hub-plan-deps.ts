@@ -7,7 +7,7 @@ import { answersFor } from "../util/drive-answers.ts";
 import { type Env, hubCacheDir, isOffline } from "./hf-cache.ts";
 import { type RemoteDeps, readRemoteModel } from "./hub-header.ts";
 import { hubAccess } from "./hub-listing.ts";
-import { isNotDownloaded, resolveModelPath, withPullAgain } from "./resolve.ts";
+import { isNotDownloaded, resolveModelPathAsync, withPullAgain } from "./resolve.ts";
 
 /**
  * The plan's edges with one addition: an `hf:` model that is not in the cache is judged from
@@ -24,11 +24,11 @@ export function planDepsWithHub(
     readModel: async (path, key) => {
       const home = deps.home ?? (env.HOME || homedir());
       // The cache's stat off the loop first, as the model memo's (model-memo.ts): resolved here,
-      // an `hf:` path reaches the memo as a plain one, and the resolve reads the cache synchronously.
+      // an `hf:` path reaches the memo as a plain one, and the resolve reads its ref synchronously.
       if (path.startsWith(HF_PREFIX)) await statAnswered(answersFor(deps), hubCacheDir(env, home), key, path);
       try {
         // Resolved here with this env (the base read leaves a plain path as it is).
-        return await base.readModel(resolveModelPath(path, env, home, key), key);
+        return await base.readModel(await resolveModelPathAsync(path, env, home, key), key);
       } catch (err) {
         const ref = isNotDownloaded(err) ? parseHfModelPath(path) : undefined;
         // A cached file cut short is no missing one (the hub's header would hide it): said, with its

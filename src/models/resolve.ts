@@ -21,7 +21,7 @@ import { isGgufPath, listedNames, missingText, namesText, pickGguf } from "./pic
  * never the network, whatever HF_HUB_OFFLINE says.
  *
  * The config loader keeps `hf:` paths as written (it does no IO); the plan's model read
- * (src/plan/launch.ts) calls resolveModelPath, so plan, chat and doctor resolve alike.
+ * (src/plan/launch.ts) calls resolveModelPathAsync, so plan, chat and doctor resolve alike.
  */
 
 /** Why a cached model cannot be used; each is fixed by pulling it (again). */
@@ -68,11 +68,24 @@ function cachedCommit(
   return { commit: text, snapshot };
 }
 
-/** Resolves a ref against the cache; reads only the disk. */
+/** Resolves a ref against the cache; reads only the disk (the snapshot listed on the loop: a test's). */
 export function resolveCached(ref: ModelRef, cacheDir: string): CacheResolution {
   const at = cachedCommit(ref, cacheDir);
-  if ("kind" in at) return at;
-  const files = snapshotFiles(at.snapshot);
+  return "kind" in at ? at : picked(ref, at, snapshotFiles(at.snapshot));
+}
+
+/**
+ * resolveCached with the snapshot listed off the loop (`snapshotFilesAsync`): a snapshot of 10^4
+ * files, or one on a network drive gone offline, held ping and cancel at every plan. The rest
+ * is a ref's read and a stat a part, after the cache folder's drive was asked (plan/model-memo.ts).
+ */
+export async function resolveCachedAsync(ref: ModelRef, cacheDir: string): Promise<CacheResolution> {
+  const at = cachedCommit(ref, cacheDir);
+  return "kind" in at ? at : picked(ref, at, await snapshotFilesAsync(at.snapshot));
+}
+
+/** The snapshot's file `ref` names among its GGUFs `files`, or why there is none to use. */
+function picked(ref: ModelRef, at: { commit: string; snapshot: string }, files: string[]): CacheResolution {
   const pick = pickGguf(files, ref);
   if (pick.kind === "many") return { kind: "ambiguous", matches: pick.matches };
   if (pick.kind === "none") {
@@ -108,7 +121,8 @@ export function resolveCached(ref: ModelRef, cacheDir: string): CacheResolution 
 /**
  * A model path as llama-server needs it: a plain path unchanged; `hf:…` the cached file, or a
  * CoreError `model_missing` naming the `local-ai pull` command that fetches it (`config_invalid`
- * when several cached files match and the ref must name one).
+ * when several cached files match and the ref must name one). Lists the snapshot on the loop:
+ * the plan's reads use resolveModelPathAsync; this one is for callers that cannot wait.
  */
 export function resolveModelPath(
   path: string,
@@ -118,14 +132,40 @@ export function resolveModelPath(
   key = "model.path",
 ): string {
   if (!path.startsWith(HF_PREFIX)) return path;
+  const { ref, cacheDir } = hfRefOf(path, env, home, key);
+  return foundPath(path, key, ref, resolveCached(ref, cacheDir), cacheDir);
+}
+
+/** resolveModelPath with the snapshot listed off the loop: the plan's, chat's and doctor's reads. */
+export async function resolveModelPathAsync(
+  path: string,
+  env: Env = process.env,
+  home = env.HOME || homedir(),
+  key = "model.path",
+): Promise<string> {
+  if (!path.startsWith(HF_PREFIX)) return path;
+  const { ref, cacheDir } = hfRefOf(path, env, home, key);
+  return foundPath(path, key, ref, await resolveCachedAsync(ref, cacheDir), cacheDir);
+}
+
+function hfRefOf(path: string, env: Env, home: string, key: string): { ref: ModelRef; cacheDir: string } {
   let ref: ModelRef;
   try {
     ref = parseHfModelPath(path)!;
   } catch (err) {
     throw new CoreError(refusalCode(key), `${key}: ${(err as Error).message}`, settingData(key));
   }
-  const cacheDir = hubCacheDir(env, home);
-  const found = resolveCached(ref, cacheDir);
+  return { ref, cacheDir: hubCacheDir(env, home) };
+}
+
+/** The resolution's file, else the refusal that names what to do. */
+function foundPath(
+  path: string,
+  key: string,
+  ref: ModelRef,
+  found: CacheResolution,
+  cacheDir: string,
+): string {
   if (found.kind === "found") return found.path;
   if (found.kind === "ambiguous") {
     const hint = `${HF_PREFIX}${ref.repo}:${found.matches[0]}`;
@@ -184,10 +224,10 @@ export function snapshotFiles(snapshot: string): string[] {
 }
 
 /**
- * snapshotFiles off the loop, for a caller that can wait (models/find-projector.ts): each folder
- * listed by the runtime's file threads, so a snapshot on a network drive that went offline holds
- * the caller, not `ping` and `cancel`. The synchronous one stays for resolveCached, whose callers
- * are synchronous and ask the cache folder's drive first (plan/model-memo.ts).
+ * snapshotFiles off the loop, for a caller that can wait (the plan's reads, models/find-projector.ts):
+ * each folder listed by the runtime's file threads, so a snapshot on a network drive that went
+ * offline holds the caller, not `ping` and `cancel`. The synchronous one stays for resolveCached,
+ * whose callers are synchronous (a request's `hf:` model matched to a file: models/model-files.ts).
  */
 export async function snapshotFilesAsync(snapshot: string): Promise<string[]> {
   const out: string[] = [];

@@ -47,7 +47,8 @@ export class ModelMemo {
   private readonly drives: DriveAnswers;
 
   constructor(
-    private readonly resolve: (configured: string, key?: string) => string = (path) => path,
+    /** May wait: an `hf:` path's snapshot is listed off the loop (models/resolve.ts). */
+    private readonly resolve: (configured: string, key?: string) => string | Promise<string> = (path) => path,
     private readonly options: MemoOptions = {},
   ) {
     this.drives = answersFor(options);
@@ -57,7 +58,7 @@ export class ModelMemo {
   async read(configured: string, key?: string): Promise<ModelInfo> {
     const folder = this.options.folderOf?.(configured) ?? null;
     if (folder !== null) await this.answered(folder, key, configured);
-    const path = this.resolve(configured, key);
+    const path = await this.resolve(configured, key);
     await this.answered(path, key);
     const identity = identityOf(path);
     const known = this.known.get(path);

@@ -4,7 +4,7 @@ import { homedir } from "node:os";
 import { chooseEmbedModel, type ModelChoice } from "../config/choose-model.ts";
 import type { Config } from "../config/schema.ts";
 import { hubCacheDir } from "../models/hf-cache.ts";
-import { resolveModelPath } from "../models/resolve.ts";
+import { resolveModelPath, resolveModelPathAsync } from "../models/resolve.ts";
 import { adapterFiles } from "../plan/adapter-files.ts";
 import { shownArgs } from "../plan/secret-args.ts";
 import { HF_PREFIX } from "../protocol/model-ref.ts";
@@ -129,11 +129,12 @@ function modelFile(path: string): FileIdentity | undefined {
 /** `modelFile` with its stats asked off the loop; rejects when a drive does not answer. */
 async function modelFileAsked(path: string, ask: DriveAnswers): Promise<FileIdentity | undefined> {
   if (!path.startsWith(HF_PREFIX)) return identityAsked(path, ask);
-  // Resolved by synchronous reads of the cache: its folder's drive asked first, as the plan's read does.
+  // Its ref and parts read synchronously (its snapshot listed off the loop): the cache folder's
+  // drive asked first, as the plan's read does.
   await identityAsked(hubCacheDir(process.env, process.env.HOME || homedir()), ask);
   let file: string;
   try {
-    file = realpathSync(resolveModelPath(path));
+    file = realpathSync(await resolveModelPathAsync(path));
   } catch {
     return undefined;
   }
