@@ -77,8 +77,11 @@ export interface Services {
   forgetEditedKv?(userId: string, sessionId: string, model: string, quoted?: boolean): void;
   /** A pull's edges on this machine (its environment, the home folder), read when asked. */
   pullDeps(): PullDeps;
-  /** The saved KV state on disk for `status`; null before the config is loaded, or with saving off. */
-  kvDiskUse?(): { bytes: number; files: number; budget_bytes: number } | null;
+  /**
+   * The saved KV state on disk for `status`; null before the config is loaded, or with saving off;
+   * `bytes` and `files` null while the first count (sliced, agent/kv/kv-use.ts) is under way.
+   */
+  kvDiskUse?(): { bytes: number | null; files: number | null; budget_bytes: number } | null;
   /**
    * Several models (docs/models.md, "Several models"), once a core wires them; absent, the core
    * serves the model section (`default`) alone through `llama()`. `status` asks with

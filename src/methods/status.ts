@@ -114,7 +114,10 @@ export function describeLlama(
   };
 }
 
-/** The saved KV state on disk (docs/agent.md#prompt-reuse), as the core last counted it; never an error. */
+/**
+ * The saved KV state on disk (docs/agent.md#prompt-reuse), as the core last counted it; never an
+ * error. The bytes and files null until the first count is done: a partial count read as a total.
+ */
 function kvDisk(services: Services): CoreStatusResult["kv_disk"] {
   try {
     const use = services.kvDiskUse?.();

@@ -31,7 +31,8 @@ export const statusResultSchema = once(() => {
       /**
        * Conversations' KV state saved under data_dir/kv (docs/agent.md#prompt-reuse): the bytes and
        * state files there, and `llama.kv_disk_bytes`. All null before the config is loaded (status
-       * never loads it) or when saving is off (`kv_disk_bytes` 0).
+       * never loads it) or when saving is off (`kv_disk_bytes` 0); `used_bytes` and `files` null
+       * while the core's first count of the folder (started by the first ask) is under way.
        */
       kv_disk: z.strictObject({ used_bytes: bytes, files: count.nullable(), budget_bytes: bytes }),
       /** One per configured RPC worker; empty when none is configured. */

@@ -370,10 +370,9 @@ export class CoreServices implements Services {
     return machinePullDeps();
   }
 
-  kvDiskUse(): { bytes: number; files: number; budget_bytes: number } | null {
-    if (!this.loaded) return null;
-    const disk = this.disk();
-    return disk ? { ...disk.usage(), budget_bytes: disk.budgetBytes } : null;
+  kvDiskUse(): { bytes: number | null; files: number | null; budget_bytes: number } | null {
+    const disk = this.loaded ? this.disk() : null;
+    return disk && { ...(disk.usage() ?? { bytes: null, files: null }), budget_bytes: disk.budgetBytes };
   }
 
   /** The KV state folder (data_dir/kv), null when `llama.kv_disk_bytes` is 0. */

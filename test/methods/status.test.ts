@@ -229,6 +229,13 @@ describe("the status method", () => {
       ),
     );
     expect(result.kv_disk).toEqual({ used_bytes: 11_244, files: 1, budget_bytes: 4 * 2 ** 30 });
+    // The first count still under way: its budget, and no partial count taken for the total.
+    const counting = await run(
+      { existingLlama: () => undefined, kvDiskUse: () => ({ bytes: null, files: null, budget_bytes: 1024 }) },
+      ctx(1, []),
+    );
+    const kv = statusResultSchema().parse(counting).kv_disk;
+    expect(kv).toEqual({ used_bytes: null, files: null, budget_bytes: 1024 });
   });
 
   test('a request with the same id but another type is not this one (1 and "1" are different ids)', async () => {

@@ -9,7 +9,7 @@ import {
   readSidecar,
   sidecarNames,
 } from "./kv-reads.ts";
-import type { KvUse, KvUseCount } from "./kv-use.ts";
+import type { KvUseCount } from "./kv-use.ts";
 
 // The KV folder's budget (kv-disk.ts, `llama.kv_disk_bytes`): what goes after a save.
 
@@ -17,7 +17,6 @@ import type { KvUse, KvUseCount } from "./kv-use.ts";
 export interface BudgetedFolder {
   readonly dir: string;
   readonly budgetBytes: number;
-  usage(): KvUse;
   remove(name: string): void;
 }
 
@@ -32,7 +31,7 @@ export interface BudgetedFolder {
 export async function keepBudget(disk: BudgetedFolder, count: KvUseCount, keep: string): Promise<void> {
   await count.recount(listFolder(disk.dir));
   // Within it nothing goes: no sidecar read (each save read them all, up to 16 MiB each).
-  if (disk.usage().bytes <= disk.budgetBytes) return;
+  if (count.now().bytes <= disk.budgetBytes) return;
   // One listing: a state renamed into place after it is not taken for one without a sidecar.
   const listing = listFolder(disk.dir);
   const described = await sidecars(disk.dir, listing);
@@ -42,23 +41,23 @@ export async function keepBudget(disk: BudgetedFolder, count: KvUseCount, keep: 
     ...described.map((e) => ({ name: e.name, usedAt: e.entry.used_at, entry: e.entry })),
   ];
   all.sort((a, b) => a.usedAt - b.usedAt);
-  let total = disk.usage().bytes;
+  let total = count.now().bytes;
   for (const { name, entry } of all) {
     if (total <= disk.budgetBytes) break;
     if (name === keep) continue;
     // What the count held of it put right too: another core's erase during the pass freed what
     // it counted, which a stat now does not find (all else evicted then, and the state just saved).
-    const was = disk.usage().bytes;
+    const was = count.now().bytes;
     if (!asRead(disk.dir, name, entry)) {
       count.restat([name]);
-      total -= was - disk.usage().bytes;
+      total -= was - count.now().bytes;
       continue;
     }
     const size = fileBytes(join(disk.dir, `${name}.bin`)) + fileBytes(join(disk.dir, `${name}.json`));
     disk.remove(name);
     // A file its removal left (held open) is taken as gone, as before: the budget is not kept by
     // evicting every other state over it.
-    total -= Math.max(size, was - disk.usage().bytes);
+    total -= Math.max(size, was - count.now().bytes);
   }
   if (total > disk.budgetBytes) disk.remove(keep);
 }

@@ -277,9 +277,17 @@ export class KvDisk {
     if (!dropFile(path, this.zeroes)) this.failing?.paths.add(path);
   }
 
-  /** What the saved states take now (`status`), counted at each save and kept by this core's removals. */
-  usage(): KvUse {
+  /**
+   * What the saved states take now (`status`), counted at each save and kept by this core's
+   * removals; null while the first count, which the first ask starts, is under way (kv-use.ts).
+   */
+  usage(): KvUse | null {
     return this.count.get(() => listFolder(this.dir));
+  }
+
+  /** `usage` once counted. */
+  counted(): Promise<KvUse> {
+    return this.count.counted(() => listFolder(this.dir));
   }
 
   /** Removes what no save waits for any more: temporary files of saves that never finished. */

@@ -16,8 +16,9 @@ type Tally = { sizes: Map<string, number>; bytes: number; files: number };
 type UseMark = { tally: Tally; files: string[] } | undefined;
 
 /**
- * Files a save's count (`KvUseCount.recount`) stats a turn of the loop: stat'ed all at once, a
- * shared folder of 10^5 files (or one planted full) held ping at every save. Lowered in tests.
+ * Files a count (`KvUseCount.recount`: a save's, the first `status`'s) stats a turn of the loop:
+ * stat'ed all at once, a shared folder of 10^5 files (or one planted full) held ping at every
+ * save. Lowered in tests.
  */
 export const COUNT_PASS = { max: 256 };
 
@@ -26,26 +27,46 @@ export const COUNT_PASS = { max: 256 };
  * save (`recount`: another core's states count against the budget too), `COUNT_PASS.max` files a
  * turn of the loop, and kept by this core's other changes, a session's two files each. Counted
  * again after every change, a folder of thousands was stat'ed whole on the main loop at the next
- * `status`, which hosts ask often. Each file's size is kept as counted: a change takes out what
- * was counted of it, not what a stat finds then (another core's state, never counted here, removed
- * took the count below zero; one the other core had removed stayed in it). Another core's changes
- * show at this core's next save.
+ * `status`, which hosts ask often; the first `status` before any save did the same (`get`). Each
+ * file's size is kept as counted: a change takes out what was counted of it, not what a stat finds
+ * then (another core's state, never counted here, removed took the count below zero; one the
+ * other core had removed stayed in it). Another core's changes show at this core's next save.
  */
 export class KvUseCount {
   private tally: Tally | undefined;
   /** Per count under way (`recount`), the files this core changed meanwhile: stat'ed again at its end. */
   private readonly counting = new Set<Set<string>>();
+  /** The count the first ask started, while it runs. */
+  private first: Promise<void> | undefined;
 
   constructor(private readonly dir: string) {}
 
-  /** The count; the first ask counts the folder at once. */
-  get(listing: () => string[]): KvUse {
-    if (!this.tally) {
-      const tally = empty();
-      for (const f of listing()) if (OWN_FILE.test(f)) this.set(tally, f);
-      this.tally = tally;
-    }
-    return { bytes: this.tally.bytes, files: this.tally.files };
+  /**
+   * The count; null until one is done. The first ask starts it (`recount`, sliced): counted in one
+   * go, a folder of thousands of states held ping at the first `status` after a start.
+   */
+  get(listing: () => string[]): KvUse | null {
+    // A count that failed counted nothing: the next ask starts another.
+    if (!this.tally) this.start(listing).catch(() => undefined);
+    return this.tally ? this.now() : null;
+  }
+
+  /** The count, once one is done (the first ask's, started if none is). */
+  async counted(listing: () => string[]): Promise<KvUse> {
+    if (!this.tally) await this.start(listing);
+    return this.now();
+  }
+
+  /** The count as kept; none yet is an empty folder's (the budget asks it after its `recount`). */
+  now(): KvUse {
+    return { bytes: this.tally?.bytes ?? 0, files: this.tally?.files ?? 0 };
+  }
+
+  private start(listing: () => string[]): Promise<void> {
+    this.first ??= this.recount(listing()).finally(() => {
+      this.first = undefined;
+    });
+    return this.first;
   }
 
   /**

@@ -1,6 +1,7 @@
 import { expect, spyOn, test } from "bun:test";
 import * as fs from "node:fs";
 import { KvDisk } from "../../../src/agent/kv/kv-disk.ts";
+import { COUNT_PASS } from "../../../src/agent/kv/kv-use.ts";
 import { saved, savedPairs } from "../../fixtures/kv-saved.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
@@ -12,7 +13,7 @@ test("status after saves and removals stats no file of the folder, and answers a
   using dir = tmpdir();
   const disk = new KvDisk(dir.path, 1 << 30);
   savedPairs(disk, 30, undefined, (i) => "abcd".repeat(i + 1));
-  disk.usage();
+  await disk.counted();
   await saved(disk, "new");
   await saved(disk, "s3"); // over an older state of the session
   disk.removeSession("u", "s5");
@@ -26,8 +27,8 @@ test("status after saves and removals stats no file of the folder, and answers a
   } finally {
     stat.mockRestore();
   }
-  expect(use).toEqual(new KvDisk(dir.path, 1 << 30).usage());
-  expect(use.files).toBe(29);
+  expect(use).toEqual(await new KvDisk(dir.path, 1 << 30).counted());
+  expect(use?.files).toBe(29);
   await disk.zeroes.done();
 });
 
@@ -37,17 +38,17 @@ test("a save keeps the budget over another core's states too", async () => {
   using dir = tmpdir();
   const probe = new KvDisk(dir.path, 1 << 30);
   await saved(probe, "probe");
-  const pair = probe.usage().bytes;
+  const pair = (await probe.counted()).bytes;
   probe.remove(probe.nameOf("u", "probe"));
   const budget = Math.floor(pair * 3.5);
   const one = new KvDisk(dir.path, budget);
   const two = new KvDisk(dir.path, budget);
   await saved(one, "a");
-  one.usage();
+  await one.counted();
   await saved(two, "b");
   await saved(two, "c");
   await saved(one, "d");
-  expect(new KvDisk(dir.path, budget).usage().bytes).toBeLessThanOrEqual(budget);
+  expect((await new KvDisk(dir.path, budget).counted()).bytes).toBeLessThanOrEqual(budget);
   await Promise.all([one.zeroes.done(), two.zeroes.done(), probe.zeroes.done()]);
 });
 
@@ -65,4 +66,31 @@ test("a save within the budget reads no other session's sidecar", async () => {
     read.mockRestore();
   }
   await disk.zeroes.done();
+});
+
+// The first `status` before any save counted the whole folder in one go on the loop (a stat a
+// file): a core started on a data_dir of thousands of saved states held ping for as long. It goes
+// through the sliced count now; `status`'s `kv_disk` says null for the bytes and files meanwhile.
+test("the first ask counts the folder a slice a turn, answering null until the count is done", async () => {
+  using dir = tmpdir();
+  const bins = savedPairs(new KvDisk(dir.path, 1 << 30), 200);
+  const planted = new Set(bins.flatMap((b) => [b, b.replace(/\.bin$/, ".json")]));
+  const disk = new KvDisk(dir.path, 1 << 30);
+  COUNT_PASS.max = 32;
+  const stat = spyOn(fs, "lstatSync");
+  let first: ReturnType<KvDisk["usage"]>;
+  let onTurn: number;
+  try {
+    first = disk.usage();
+    onTurn = stat.mock.calls.filter(([p]) => planted.has(String(p))).length;
+    expect(disk.usage()).toBeNull(); // one count under way, not a second
+  } finally {
+    stat.mockRestore();
+    COUNT_PASS.max = 256;
+  }
+  expect(first).toBeNull();
+  expect(onTurn).toBeLessThanOrEqual(32);
+  const use = await disk.counted();
+  expect(use.files).toBe(200);
+  expect(disk.usage()).toEqual(use);
 });

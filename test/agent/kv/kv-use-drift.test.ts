@@ -11,10 +11,10 @@ test("removing another core's state never takes the count below what the folder 
   using dir = tmpdir();
   const one = new KvDisk(dir.path, 1 << 30);
   const two = new KvDisk(dir.path, 1 << 30);
-  expect(one.usage()).toEqual({ bytes: 0, files: 0 });
+  expect(await one.counted()).toEqual({ bytes: 0, files: 0 });
   await saved(two, "b");
   one.removeSession("u", "b");
-  expect(one.usage()).toEqual({ bytes: 0, files: 0 });
+  expect(await one.counted()).toEqual({ bytes: 0, files: 0 });
   await Promise.all([one.zeroes.done(), two.zeroes.done()]);
 });
 
@@ -24,10 +24,10 @@ test("a state another core removed leaves this core's count at this core's next 
   const two = new KvDisk(dir.path, 1 << 30);
   await saved(one, "a");
   await saved(one, "b");
-  const both = one.usage();
+  const both = await one.counted();
   two.removeSession("u", "a");
   one.removeSession("u", "a");
-  expect(one.usage()).toEqual(new KvDisk(dir.path, 1 << 30).usage());
-  expect(one.usage().files).toBe(both.files - 1);
+  expect(await one.counted()).toEqual(await new KvDisk(dir.path, 1 << 30).counted());
+  expect((await one.counted()).files).toBe(both.files - 1);
   await Promise.all([one.zeroes.done(), two.zeroes.done()]);
 });
