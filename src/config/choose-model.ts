@@ -63,6 +63,8 @@ export interface ModelFiles {
   drives?: DriveAnswers;
   /** The folder `cached` reads synchronously: its drive is asked first too. */
   cacheDir?: () => string;
+  /** `cached` with the cache's snapshot listed off the loop: `answeringFiles` resolves ahead with it. */
+  cachedAsync?(hfRef: string): Promise<string | null>;
 }
 
 /** Plain paths only: a configured `hf:` model is matched by its reference alone. */
@@ -110,11 +112,27 @@ export async function answeringFiles(
     });
   }
   const silent = new Set(asked.filter((p) => p !== null));
-  if (silent.size === 0) return files;
   // The cache not answering: nothing is read in it (an `hf:` reference taken as given, its plan's
   // read asks the drive again and says unreadable; a configured one matched by its spelling).
-  const cached = cache !== undefined && silent.has(cache) ? () => null : files.cached;
+  // Answering, the references findModel resolves are resolved here, each snapshot listed off the
+  // loop: listed by `cached`, a snapshot of 10^4 files held ping and cancel at each such request.
+  const hfRefs = [...(hf ? [ref] : []), ...models.map((m) => m.path).filter((p) => p.startsWith(HF_PREFIX))];
+  const cacheSilent = cache !== undefined && silent.has(cache);
+  let cached: ModelFiles["cached"] = cacheSilent ? () => null : files.cached;
+  if (cache !== undefined && !cacheSilent) {
+    const ahead = resolvedAhead(files, hfRefs);
+    cached = await (signal ? abortable(ahead, signal) : ahead);
+  }
+  if (silent.size === 0) return { ...files, cached };
   return { ...files, cached, canonical: (p) => (silent.has(p) ? resolve(p) : files.canonical(p)) };
+}
+
+/** `files.cached` answered from `refs` resolved ahead by `cachedAsync`, where the files have it. */
+async function resolvedAhead(files: ModelFiles, refs: string[]): Promise<ModelFiles["cached"]> {
+  const { cachedAsync } = files;
+  if (!cachedAsync) return files.cached;
+  const known = new Map(await Promise.all(refs.map(async (r) => [r, await cachedAsync(r)] as const)));
+  return (r) => (known.has(r) ? (known.get(r) ?? null) : files.cached(r));
 }
 
 /** SYMLOOP_MAX's usual value: a link that leads further than this is left as it is. */

@@ -2,7 +2,7 @@ import { homedir } from "node:os";
 import { canonicalPath, type ModelFiles } from "../config/choose-model.ts";
 import { drives } from "../util/drive-answers.ts";
 import { hubCacheDir } from "./hf-cache.ts";
-import { resolveModelPath } from "./resolve.ts";
+import { resolveModelPath, resolveModelPathAsync } from "./resolve.ts";
 
 /**
  * A request's path matched to the configured models' files, an `hf:` model's included: its file
@@ -21,4 +21,5 @@ export const modelFiles: ModelFiles = {
       return null; // not pulled, or ambiguous: its own load says so; no request's path is it
     }
   },
+  cachedAsync: (hfRef) => resolveModelPathAsync(hfRef).catch(() => null),
 };

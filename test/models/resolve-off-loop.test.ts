@@ -1,9 +1,12 @@
 import { afterEach, beforeEach, expect, spyOn, test } from "bun:test";
 import * as fs from "node:fs";
 import { join } from "node:path";
+import { answeringFiles, findModel } from "../../src/config/choose-model.ts";
+import { parseConfigText } from "../../src/config/load.ts";
 import { findProjector } from "../../src/models/find-projector.ts";
 import { planDepsWithHub } from "../../src/models/hub-plan-deps.ts";
 import { defaultPlanDeps } from "../../src/models/local-plan-deps.ts";
+import { modelFiles } from "../../src/models/model-files.ts";
 import { readGgufHeader } from "../../src/plan/gguf-read.ts";
 import { modelInfo } from "../../src/plan/model.ts";
 import { embeddingFingerprint, embeddingFingerprintAsked } from "../../src/server/memory-embedding.ts";
@@ -70,4 +73,19 @@ test("an hf: projector and an hf: embedding model's fingerprint list the snapsho
   const print = await syncListings(() => embeddingFingerprintAsked(ref, [], new DriveAnswers()));
   expect(print.value).toBe(embeddingFingerprint(ref, []));
   expect(print.listed).toEqual([]);
+});
+
+test("a request's hf: model matched to the configured ones (chat, models.load) lists no snapshot on the loop", async () => {
+  const { snapshot } = layRepo(dir.path, "org/req", { "r-Q4_K_M.gguf": tinyModel() });
+  const config = parseConfigText(
+    "models:\n  - {name: other, path: 'hf:org/req:Q4_K_M'}\n",
+    join(dir.path, "config.yaml"),
+  ).config;
+  for (const ref of ["hf:org/req:q4_k_m", join(snapshot, "r-Q4_K_M.gguf")]) {
+    const { listed, value } = await syncListings(async () =>
+      findModel(config, ref, await answeringFiles(config, ref, modelFiles)),
+    );
+    expect(value).toMatchObject({ kind: "configured", name: "other" });
+    expect(listed).toEqual([]);
+  }
 });
