@@ -1,5 +1,11 @@
 import { resolve } from "node:path";
-import { findModel, looksLikePath, modelNotFound } from "../config/choose-model.ts";
+import {
+  answeringFiles,
+  findModel,
+  looksLikePath,
+  type ModelFiles,
+  modelNotFound,
+} from "../config/choose-model.ts";
 import { configForModel, type ModelConfig } from "../config/model-entry.ts";
 import type { Config, LoadedConfig } from "../config/schema.ts";
 import type { PlanDeps } from "../plan/launch.ts";
@@ -48,7 +54,8 @@ export async function planReportWithHub(
     loaded = source.defaultConfig();
   }
   const model = options.model;
-  const byFile = model === undefined ? undefined : configuredByFile(loaded, model, options.base);
+  const files = model === undefined ? modelFiles : await answeredFiles(loaded, model, options.base);
+  const byFile = model === undefined ? undefined : configuredByFile(loaded, model, options.base, files);
   const named =
     model === undefined ? loaded.config : (configForModel(loaded.config, model) ?? byFile?.config);
   // A bare word that names no model is unknown, as for a chat (docs/models.md "Choosing"), not a file.
@@ -68,7 +75,7 @@ export async function planReportWithHub(
   const planDeps = deps.plan ?? defaultPlanDeps;
   const ranOut =
     source.outOfMemoryStarts?.(
-      named ? (byFile?.name ?? model ?? "default") : loadedAs(loaded.config, config),
+      named ? (byFile?.name ?? model ?? "default") : loadedAs(loaded.config, config, files),
     ) ?? 0;
   const planned: ModelConfig = ranOut > 0 ? { ...config, gpu_out_of_memory: ranOut } : config;
   const report = await buildPlanReport(planned, planDepsWithHub(planDeps, env, deps));
@@ -89,11 +96,12 @@ function configuredByFile(
   loaded: LoadedConfig,
   model: string,
   base: string | undefined,
+  files: ModelFiles,
 ): { name: string; config: ModelConfig } | undefined {
   if (!model.startsWith(HF_PREFIX) && !looksLikePath(model)) return undefined;
   try {
     const ref = model.startsWith(HF_PREFIX) ? model : resolve(base ?? loaded.dir, model);
-    const found = findModel(loaded.config, ref, modelFiles);
+    const found = findModel(loaded.config, ref, files);
     const config = found.kind === "configured" ? configForModel(loaded.config, found.name) : undefined;
     return config ? { name: found.name, config } : undefined;
   } catch {
@@ -102,12 +110,30 @@ function configuredByFile(
 }
 
 /**
+ * The files `model` is matched with, as a chat's (config/choose-model.ts `answeringFiles`): the
+ * drives asked and the `hf:` references resolved off the loop (a snapshot of 10^4 files listed
+ * on it held ping). A path whose drive does not answer is matched by its spelling: its plan's
+ * read says it is unreadable.
+ */
+async function answeredFiles(
+  loaded: LoadedConfig,
+  model: string,
+  base: string | undefined,
+): Promise<ModelFiles> {
+  const ref = model.startsWith(HF_PREFIX) ? model : resolve(base ?? loaded.dir, model);
+  return answeringFiles(loaded.config, ref, modelFiles).catch(() => ({
+    canonical: (p: string) => resolve(p),
+    cached: () => null,
+  }));
+}
+
+/**
  * The name a chat would load a model given by path under (config/choose-model.ts `findModel`):
  * a configured model's when it is that file, else its path made one spelling, or its `hf:` reference.
  */
-function loadedAs(configured: Config, planned: Config): string {
+function loadedAs(configured: Config, planned: Config, files: ModelFiles): string {
   try {
-    return findModel(configured, planned.model.path, modelFiles).name;
+    return findModel(configured, planned.model.path, files).name;
   } catch {
     return planned.model.path;
   }

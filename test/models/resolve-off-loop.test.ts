@@ -2,17 +2,19 @@ import { afterEach, beforeEach, expect, spyOn, test } from "bun:test";
 import * as fs from "node:fs";
 import { join } from "node:path";
 import { answeringFiles, findModel } from "../../src/config/choose-model.ts";
-import { parseConfigText } from "../../src/config/load.ts";
+import { loadConfig, parseConfigText } from "../../src/config/load.ts";
 import { findProjector } from "../../src/models/find-projector.ts";
 import { planDepsWithHub } from "../../src/models/hub-plan-deps.ts";
 import { defaultPlanDeps } from "../../src/models/local-plan-deps.ts";
 import { modelFiles } from "../../src/models/model-files.ts";
+import { planReportWithHub } from "../../src/models/plan-with-hub.ts";
 import { readGgufHeader } from "../../src/plan/gguf-read.ts";
 import { modelInfo } from "../../src/plan/model.ts";
 import { embeddingFingerprint, embeddingFingerprintAsked } from "../../src/server/memory-embedding.ts";
 import { DriveAnswers } from "../../src/util/drive-answers.ts";
 import { mmproj } from "../fixtures/gguf-mmproj.ts";
 import { tinyLlama } from "../fixtures/gguf-writer.ts";
+import { cpuOnlyMachine } from "../fixtures/hardware.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { layRepo, tinyModel } from "./cache-layout.ts";
 
@@ -88,4 +90,20 @@ test("a request's hf: model matched to the configured ones (chat, models.load) l
     expect(value).toMatchObject({ kind: "configured", name: "other" });
     expect(listed).toEqual([]);
   }
+});
+
+test("plan with a model given as an hf: reference to a configured one lists no snapshot on the loop", async () => {
+  layRepo(dir.path, "org/pl", { "p-Q4_K_M.gguf": tinyModel() });
+  fs.writeFileSync(join(dir.path, "config.yaml"), "models:\n  - {name: other, path: 'hf:org/pl:Q4_K_M'}\n");
+  const source = {
+    loadedConfig: () => loadConfig("config.yaml", dir.path),
+    defaultConfig: () => loadConfig("config.yaml", dir.path),
+  };
+  const deps = { plan: { ...defaultPlanDeps, probe: async () => cpuOnlyMachine() } };
+  const env = { HF_HUB_CACHE: dir.path, HF_HUB_OFFLINE: "1" };
+  const { listed, value } = await syncListings(() =>
+    planReportWithHub(source, { model: "hf:org/pl:q4_k_m" }, env, deps),
+  );
+  expect(value.plan.model_path).toContain("p-Q4_K_M.gguf");
+  expect(listed).toEqual([]);
 });
