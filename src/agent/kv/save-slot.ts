@@ -51,7 +51,19 @@ export async function saveSlotState(s: SlotSave): Promise<void> {
   disk.zeroes.begin(path);
   const t0 = performance.now();
   const job = s.underWay.begin(holder);
-  const limit = AbortSignal.timeout(SLOT_FILE_TIMEOUT_MS);
+  // Its server's stop begun (`died`), the request ends with the wait for its exit, which
+  // shutdown's one bound ends too (slot-clear.ts `exitWaitsEnded`): a server stuck in the kernel
+  // past its SIGKILL keeps the connection open, and 60 s of it held an erased session's removal,
+  // parked behind this save, past the client's kill of the core, the file left whole.
+  const exitOver = new AbortController();
+  let exitWait: Promise<void> | undefined;
+  const onDied = () => {
+    exitWait = exitSeen(launch);
+    void exitWait.then(() => exitOver.abort(launch.died.reason));
+  };
+  if (launch.died.aborted) onDied();
+  else launch.died.addEventListener("abort", onDied, { once: true });
+  const limit = AbortSignal.any([AbortSignal.timeout(SLOT_FILE_TIMEOUT_MS), exitOver.signal]);
   let writing = false;
   let saved: SlotSaved;
   try {
@@ -79,10 +91,11 @@ export async function saveSlotState(s: SlotSave): Promise<void> {
         disk.zeroes,
       );
     };
-    if (stopping) void exitSeen(launch).then(over);
+    if (stopping) void (exitWait ?? exitSeen(launch)).then(over);
     else if (writing) emptyBehind(launch, slot, "a save", over);
     return s.failed(err, `saving session ${key.sessionId}'s KV state from slot ${slot}`);
   } finally {
+    launch.died.removeEventListener("abort", onDied);
     if (!writing) disk.zeroes.settled(path);
   }
   // Erased while it was being saved (sessions.delete, here or by another core): nothing of it stays.

@@ -168,3 +168,35 @@ test("at shutdown, a removal parked behind a slot's erase, its server's exit nev
     fake.server.stop(true);
   }
 }, 3000);
+
+// A save whose server was stopped while it wrote, the server stuck in the kernel past its SIGKILL:
+// its connection stays open, so the save's request (save-slot.ts) ran on to its 60 s limit, and
+// the erased session's removal parked behind it held shutdown's zeroing that long: the client
+// killed the core first, the user's tokens left whole. Shutdown's one bound now ends it too.
+test("at shutdown, an erased session's save still asked of a server stuck past its stop is zeroed within the bound", async () => {
+  using dir = tmpdir();
+  const disk = new KvDisk(dir.path, 10_000_000);
+  const held: { kept?: HeldFile } = {};
+  const fake = stalling(async (req) => {
+    const { filename } = (await req.json()) as { filename: string };
+    fs.writeFileSync(join(dir.path, filename), TOKENS);
+    held.kept = holdOpen(join(dir.path, filename));
+  });
+  const { launch, died } = stopping(fake.server.port as number);
+  const bound = LATE_LOOK.atShutdownMs;
+  LATE_LOOK.atShutdownMs = 20;
+  try {
+    const saving = saveUs(disk, launch);
+    await fake.stalled;
+    disk.removeSession("u", "s"); // the user deleted the session meanwhile
+    died.abort(new Error("llama-server was stopped (shutdown)"));
+    await turns();
+    await kvEraseOf(dir.path, disk).atShutdown();
+    expect(held.kept?.zeroed()).toEqual({ size: bytes, allZero: true });
+    await saving;
+  } finally {
+    LATE_LOOK.atShutdownMs = bound;
+    held.kept?.[Symbol.dispose]();
+    fake.server.stop(true);
+  }
+}, 3000);
