@@ -157,21 +157,20 @@ export class MigrateFirst {
    * once: a failure then (a full disk mid-migration) is kept and every next open refused with it
    * at once, named (`data.problem` `migration_failed`), rather than each method blocking ping and
    * cancel for another migration of seconds that may fail the same way; after a cool-down
-   * (MIGRATION_RETRY_AFTER_MS) the next method tries again, on a thread, an open that did not
-   * wait for it refused `migrating` while that thread runs (docs/agent.md, The store,
-   * "Migrations off the loop").
+   * (MIGRATION_RETRY_AFTER_MS) the next method tries again, on a thread. An open that did not
+   * wait (a sync one) with a migration pending starts that thread and is refused `migrating`
+   * (docs/agent.md, The store, "Migrations off the loop").
    */
   openOnLoop<T>(open: () => T): T {
-    if (this.loopFailed) {
-      if (!this.cooled()) throw this.loopFailed;
-      // Reached without `wait` (a sync open: memory's embedder, prompt reuse's store): the
-      // migration goes to its thread again and this open is refused as any is meanwhile. Taken
-      // here, the try held ping and cancel for a big database's migration.
-      const started = this.wait();
-      if (started) {
-        started.catch(() => {}); // its failure is told to the next method that waits
-        throw migratingError(this.deps.dataDir());
-      }
+    if (this.loopFailed && !this.cooled()) throw this.loopFailed;
+    // Reached without `wait` (a sync open: memory's embedder, prompt reuse's store) with a
+    // migration pending (past the cool-down, or after a thread's failure that was no crash): it
+    // goes to its thread and this open is refused as any is meanwhile. Run here, it held ping
+    // and cancel for a big database's migration. After a crash (`loopTryOwed`) none is begun.
+    const started = this.wait();
+    if (started) {
+      started.catch(() => {}); // its failure is told to the next method that waits
+      throw migratingError(this.deps.dataDir());
     }
     if (!this.loopTryOwed) return open();
     this.loopTryOwed = false;

@@ -38,17 +38,22 @@ test("a migration thread that crashes: the waiters go on, the store opening (and
   expect(schemaVersion(dir.path)).toBe(SCHEMA_VERSION);
 });
 
-/** A MigrateFirst whose every thread crashes (exits unanswered), app.data_dir read by `dataDir`. */
-function crashingFirst(path: string, dataDir: () => string): MigrateFirst {
+/**
+ * A MigrateFirst whose every thread crashes (exits unanswered), app.data_dir read by `dataDir`;
+ * or whose threads end as `done` says.
+ */
+function crashingFirst(
+  path: string,
+  dataDir: () => string,
+  done: () => Promise<undefined> = () =>
+    Promise.reject(threadStopped(join(path, "local-ai.db"), "it exited")),
+): MigrateFirst {
   const shutdown = new ShutdownOrder();
   return new MigrateFirst({
     dataDir,
     needless: () => shutdown.begun,
     shutdown,
-    migrate: () => ({
-      done: Promise.reject(threadStopped(join(path, "local-ai.db"), "it exited")),
-      stop: () => {},
-    }),
+    migrate: () => ({ done: done(), stop: () => {} }),
   });
 }
 
@@ -230,4 +235,42 @@ test("past the cool-down, an open without a wait starts the thread and is refuse
   expect(state.runs).toBe(2);
   await first.running;
   expect(first.openOnLoop(() => "opened")).toBe("opened");
+});
+
+// A thread that failed without crashing (a full disk, another core's lock past the busy wait):
+// the next method that waits starts another, but a synchronous open (memory's embedder, prompt
+// reuse asking whether a session is still there) ran the pending migration on the loop, holding
+// ping and cancel for seconds of a big database. It starts the thread and is refused `migrating`.
+test("after a thread's failure, a sync open starts the next thread and is refused, never migrating on the loop", async () => {
+  using dir = tmpdir();
+  olderDatabase(dir.path, 1);
+  const full = new CoreError("internal_error", "database or disk is full", { problem: "SQLITE_FULL" });
+  const runs: number[] = [];
+  const first = crashingFirst(
+    dir.path,
+    () => dir.path,
+    () => {
+      runs.push(runs.length);
+      return runs.length > 1 ? Promise.resolve(undefined) : Promise.reject(full);
+    },
+  );
+  await expect(first.ready()).rejects.toThrow("database or disk is full");
+  let opens = 0;
+  const open = () => {
+    opens++;
+    return "opened";
+  };
+  let refused: CoreError | undefined;
+  try {
+    first.openOnLoop(open);
+  } catch (err) {
+    refused = err as CoreError;
+  }
+  expect({ opens, runs: runs.length, problem: refused?.data?.problem }).toEqual({
+    opens: 0,
+    runs: 2,
+    problem: "migrating",
+  });
+  await first.ready();
+  expect(first.openOnLoop(open)).toBe("opened");
 });
