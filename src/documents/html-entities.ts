@@ -36,6 +36,18 @@ export function decodeEntities(text: string): string {
     if (ref[0] !== "#") return NAMED[ref] ?? whole;
     const code = ref[1] === "x" || ref[1] === "X" ? Number.parseInt(ref.slice(2), 16) : Number(ref.slice(1));
     const valid = code > 0 && code <= 0x10ffff && !(code >= 0xd800 && code <= 0xdfff);
-    return valid ? String.fromCodePoint(code) : "\uFFFD";
+    if (!valid) return "\uFFFD";
+    return code >= 0x80 && code <= 0x9f
+      ? (WINDOWS_1252_C1[code - 0x80] as string)
+      : String.fromCodePoint(code);
   });
 }
+
+/**
+ * What HTML makes of a reference to 128-159 (the C1 controls): Windows-1252's character, as
+ * browsers read `&#146;` (’) in legacy pages (WHATWG's numeric character reference end state);
+ * its five undefined bytes stay the control they name, as there.
+ */
+const WINDOWS_1252_C1 = Array.from(
+  new TextDecoder("windows-1252").decode(Uint8Array.from({ length: 32 }, (_, i) => 0x80 + i)),
+);

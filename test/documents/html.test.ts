@@ -98,4 +98,14 @@ describe("HTML's text, never its markup", () => {
       { kind: "heading", level: 3, text: "three" },
     ]);
   });
+  test("numeric references 128-159 are Windows-1252's characters, as browsers read them: legacy pages' quotes and dashes", () => {
+    // Word's "Save as HTML" and old sites write don&#146;t, &#147;quoted&#148; and &#150;: they
+    // were indexed, quoted to the model and cited as the C1 controls U+0092, U+0093, U+0096.
+    const html = "<p>don&#146;t &#147;quoted&#148; 1&#150;2 &#x80;5 &#151; &#133;</p>";
+    expect(blocks(html).map((b) => b.text)).toEqual([
+      "don\u2019t \u201cquoted\u201d 1\u20132 \u20ac5 \u2014 \u2026",
+    ]);
+    // The five Windows-1252 leaves undefined stay what they are, as in browsers.
+    expect(blocks("<p>a&#129;b&#x9d;c</p>").map((b) => b.text)).toEqual(["a\u0081b\u009dc"]);
+  });
 });
