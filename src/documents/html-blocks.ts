@@ -7,7 +7,8 @@ import { decodeEntities } from "./html-entities.ts";
  * a tag only opens or closes a block, so megabytes of nested tags cost no depth and linear time
  * (Bun's HTMLRewriter, tried first, took minutes on 500,000 nested tags with end-tag handlers).
  * `h1`–`h6` are headings; other block tags and `<br>` end a paragraph; the content of script,
- * style, template, noscript, svg, head's title and comments is dropped; white space collapses.
+ * style, template, noscript, svg, head's title and comments is dropped (nested templates, svgs and
+ * objects by a count of their depth, still no stack); white space collapses.
  * `step` works through a slice at a time so the reader can give the loop back between slices;
  * text gathered past MAX_PARAGRAPH_CHARS is handed on as a paragraph then, cut at white space
  * (docs/agent.md "Off the main loop"), so no block tag is needed to end one.
@@ -28,6 +29,11 @@ const DROPPED = new Set([
   "iframe",
   "object",
 ]);
+/**
+ * Dropped elements that nest in HTML (the others' content is raw text, where `<script>` opens
+ * nothing): their drop counts a depth, so an inner end tag does not end the outer one.
+ */
+const NESTING = new Set(["template", "svg", "object"]);
 const TAG_NAME = /^<\/?([a-zA-Z][a-zA-Z0-9-]*)/;
 /** HTML's white space: tab, LF, FF, CR, space. */
 const HTML_SPACE = new Set(["\t", "\n", "\f", "\r", " "]);
@@ -44,6 +50,8 @@ export class HtmlBlocks {
   private readonly ends = { dashes: -1, bang: -1 };
   /** A tag whose `>` is not reached yet: read on in the next slice (a tag may be megabytes long). */
   private reading: { name: string; closing: boolean } | undefined;
+  /** A dropped element's content being skipped, perhaps over several slices (`dropOn`). */
+  private dropping: Dropping | undefined;
   private readonly out: Block[] = [];
 
   constructor(private readonly html: string) {}
@@ -62,6 +70,10 @@ export class HtmlBlocks {
     while (this.at < until) {
       if (this.reading) {
         this.at = this.tagRest(this.reading, this.at, until);
+        continue;
+      }
+      if (this.dropping) {
+        this.at = this.dropOn(this.dropping, until);
         continue;
       }
       if (this.lt < this.at) this.lt = at(this.html.indexOf("<", this.at), this.html.length);
@@ -140,10 +152,46 @@ export class HtmlBlocks {
   private tagDone(open: { name: string; closing: boolean }, end: number): number {
     this.reading = undefined;
     const selfClosing = this.html[end - 2] === "/";
-    if (!open.closing && !selfClosing && DROPPED.has(open.name))
-      return dropContent(this.html, open.name, end);
+    if (!open.closing && !selfClosing && DROPPED.has(open.name)) {
+      this.dropping = new Dropping(open.name);
+      return end;
+    }
     this.tag(open.name, open.closing);
     return end;
+  }
+
+  /**
+   * The dropped element's content skipped up to its end tag (case-insensitive; for a nesting one,
+   * the end tag of its own depth), no further than `until`: returns where that end tag starts
+   * (the scan reads it as any other tag, and it ends nothing), or the end. Each tag of its name
+   * is found by one native search, kept until the scan reaches it.
+   */
+  private dropOn(d: Dropping, until: number): number {
+    const h = this.html;
+    for (let from = this.at; ; ) {
+      if (d.next === undefined || (d.next !== null && d.next.index < from)) {
+        d.tags.lastIndex = from;
+        d.next = d.tags.exec(h);
+      }
+      const m = d.next;
+      if (m === null) {
+        this.dropping = undefined;
+        return h.length;
+      }
+      if (m.index >= until) return until;
+      if (m[1] === "/" && --d.depth === 0) {
+        this.dropping = undefined;
+        return m.index;
+      }
+      if (m[1] !== "/" && !this.selfClosed(d, m.index)) d.depth++;
+      from = m.index + m[0].length;
+    }
+  }
+
+  /** Whether the tag opened at `lt` ends `/>` (an `<svg/>` in an `<svg>` opens nothing). */
+  private selfClosed(d: Dropping, lt: number): boolean {
+    if (d.gt < lt) d.gt = at(this.html.indexOf(">", lt), this.html.length);
+    return this.html[d.gt - 1] === "/";
   }
 
   private tag(name: string, closing: boolean): void {
@@ -198,13 +246,18 @@ function after(h: string, token: string, from: number): number {
   return at < 0 ? h.length : at + token.length;
 }
 
-/**
- * The dropped element's end tag (case-insensitive), or the end: the scan reads that tag as any
- * other (it ends nothing), a slice at a time.
- */
-function dropContent(h: string, name: string, from: number): number {
-  const close = new RegExp(`</${name}[\\s>]`, "gi");
-  close.lastIndex = from;
-  const m = close.exec(h);
-  return m ? m.index : h.length;
+/** A dropped element's skip: the tags of its name that count, and its depth in them. */
+class Dropping {
+  readonly tags: RegExp;
+  depth = 1;
+  /** The next tag found (`undefined`: not looked for yet; `null`: none to the end). */
+  next: RegExpExecArray | null | undefined;
+  /** The last `>` found, for `selfClosed`: found once, not once per tag. */
+  gt = -1;
+
+  constructor(name: string) {
+    this.tags = NESTING.has(name)
+      ? new RegExp(`<(/?)${name}(?=[\\s/>])`, "gi")
+      : new RegExp(`<(/)${name}(?=[\\s>])`, "gi");
+  }
 }

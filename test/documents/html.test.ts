@@ -108,4 +108,23 @@ describe("HTML's text, never its markup", () => {
     // The five Windows-1252 leaves undefined stay what they are, as in browsers.
     expect(blocks("<p>a&#129;b&#x9d;c</p>").map((b) => b.text)).toEqual(["a\u0081b\u009dc"]);
   });
+  test("a dropped element nested in one of its kind is dropped whole: the outer one's text after the inner end was indexed", () => {
+    // A component's <template> holding another (Vue, Polymer, Web Components), an <svg> in an
+    // <svg>, an <object>'s fallback <object>: the first end tag ended the drop, and the hidden
+    // rest of the outer one was indexed and quoted to the model as the page's text.
+    const texts = (html: string) => blocks(html).map((b) => b.text);
+    expect(
+      texts("<p>a</p><template><p>t1</p><template><p>t2</p></template><p>t3</p></template><p>b</p>"),
+    ).toEqual(["a", "b"]);
+    expect(
+      texts("<p>a</p><svg><text>s1</text><SVG><text>s2</text></svg><text>s3</text></svg><p>b</p>"),
+    ).toEqual(["a", "b"]);
+    expect(texts("<p>a</p><object data=x><object data=y>o1</object>o2</object><p>b</p>")).toEqual(["a", "b"]);
+    // Self-closed inside (an <svg/>), or a raw-text element's look-alike, opens nothing.
+    expect(texts("<p>a</p><svg><svg/>s1</svg><p>b</p>")).toEqual(["a", "b"]);
+    expect(texts("<p>a</p><script>'<script>'</script><p>b</p>")).toEqual(["a", "b"]);
+    // The same whatever the slice.
+    const html = "<template><template>x</template>y</template><p>after</p>";
+    expect(blocks(html, 7).map((b) => b.text)).toEqual(["after"]);
+  });
 });
