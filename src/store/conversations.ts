@@ -17,7 +17,7 @@ import {
 } from "./message-rows.ts";
 import { SessionHistories } from "./session-histories.ts";
 import { latestShownText } from "./session-pages.ts";
-import { storedSources } from "./source-names.ts";
+import { dropCitations, storedSources } from "./source-names.ts";
 import { previewOf, titleOf } from "./title.ts";
 import { refuseIfTakenOver, refuseStale, type TurnMark } from "./turn-mark.ts";
 
@@ -296,6 +296,8 @@ export class Conversations {
   /** An edit's tail erased, recorded (`editedSince`); a long one has FTS5 forget it by a merge of the index (store/db/fts-forget.ts). */
   private dropFrom(userId: string, sessionId: string, seq: number, at: number): void {
     recordErasure(this.db, userId, sessionId, at, true);
+    // Other answers citing the turns erased: the new turns take their seqs.
+    dropCitations(this.db, userId, sessionId, -1, seq);
     const tail = "WHERE user_id = ? AND session_id = ? AND seq >= ?";
     forgettingRows(this.db, indexedRows(this.db, tail, userId, sessionId, seq), () => {
       // The replaced turns' 0.1 entries first: they are told by the messages' words.

@@ -6,6 +6,7 @@ import { BUSY_TIMEOUT_MS } from "./db/open.ts";
 import { withTempFiles } from "./db/temp-dir.ts";
 import { recordErasure } from "./erasures.ts";
 import { dropUnitRecords } from "./import-v01-records.ts";
+import { dropCitations } from "./source-names.ts";
 
 /**
  * Deleting for good (docs/protocol.md#conversations-sessions-and-usersdelete, `users.delete`):
@@ -80,33 +81,6 @@ function deleteRowsOf(db: Database, where: string, args: string[]): number {
     db.query(`DELETE FROM attachments WHERE ${where}`).run(...args);
   }
   return db.query(`DELETE FROM sessions WHERE ${where}`).run(...args).changes;
-}
-
-/**
- * The user's other answers that cited the session (a past turn memory recalled) drop that
- * citation (docs/protocol.md "Citations"): its id is the host's own name for it, as telling as a
- * title, and a session given that id later would be named by a citation it never answered.
- * A copy set aside before answers kept sources has none to drop. At most `limit` answers (-1:
- * all); the number rewritten.
- */
-function dropCitations(db: Database, userId: string, sessionId: string, limit = -1): number {
-  if (!db.query("SELECT 1 FROM pragma_table_info('messages') WHERE name = 'sources'").get()) return 0;
-  const citing = db
-    .query(
-      `SELECT id, sources FROM messages WHERE user_id = ? AND sources IS NOT NULL AND EXISTS
-       (SELECT 1 FROM json_each(messages.sources) WHERE json_extract(value, '$.kind') = 'turn'
-       AND json_extract(value, '$.id') = ?) LIMIT ?`,
-    )
-    .all(userId, sessionId, limit) as { id: number; sources: string }[];
-  const update = db.query("UPDATE messages SET sources = ? WHERE id = ?");
-  for (const row of citing) {
-    const kept = (JSON.parse(row.sources) as { kind: string; id: string }[]).filter(
-      (s) => !(s.kind === "turn" && s.id === sessionId),
-    );
-    // An answer left citing nothing has no sources, as one whose recall found nothing.
-    update.run(kept.length > 0 ? JSON.stringify(kept) : null, row.id);
-  }
-  return citing.length;
 }
 
 export function hasTable(db: Database, name: string): boolean {

@@ -2,7 +2,7 @@ import type { Database } from "bun:sqlite";
 import { basename } from "node:path";
 import type { Source } from "../protocol/sources.ts";
 import { oneLine } from "../util/one-line.ts";
-import { erasedSince } from "./erasures.ts";
+import { editedSince } from "./erasures.ts";
 import { readable } from "./folder-names.ts";
 
 /**
@@ -31,7 +31,10 @@ export function withoutName(sources: readonly Source[]): Omit<Source, "name">[] 
  * session erased since the turn began (`since`, its erase mark), whose delete answered while
  * the turn ran. The delete dropped such citations from the answers stored before it
  * (store/erase.ts `dropCitations`); the answer committed after must not bring one back, to be
- * named, should the host give that id to a new session, by a conversation it never cited.
+ * named, should the host give that id to a new session, by a conversation it never cited. A
+ * session edited meanwhile (`replace_from`, `regenerate`) is left out too: its erased turns'
+ * seqs are its new turns', which the citation would name (which seqs went is not recorded, so
+ * a citation of a turn the edit kept goes as well: a race's cost, an answer citing less).
  */
 export function storedSources(
   db: Database,
@@ -43,7 +46,7 @@ export function storedSources(
     (s) =>
       s.kind !== "turn" ||
       (db.query("SELECT 1 FROM sessions WHERE user_id = ? AND session_id = ?").get(userId, s.id) !== null &&
-        (since === undefined || !erasedSince(db, userId, s.id, since))),
+        (since === undefined || !editedSince(db, userId, s.id, since, true))),
   );
   return kept.length > 0 ? JSON.stringify(withoutName(kept)) : null;
 }
@@ -64,4 +67,39 @@ export function named(
     }
     return { kind: s.kind, id: s.id, name, chunk: s.chunk, score: s.score };
   });
+}
+
+/**
+ * The user's other answers that cited the session (a past turn memory recalled) drop that
+ * citation (docs/protocol.md "Citations"): its id is the host's own name for it, as telling as a
+ * title, and a session given that id later would be named by a citation it never answered.
+ * `fromSeq`: only the turns from that seq on, which an edit (`replace_from`, `regenerate`)
+ * erased; their seqs are the new turns' next, and a citation left would name those as the source.
+ * A copy set aside before answers kept sources has none to drop. At most `limit` answers (-1:
+ * all); the number rewritten.
+ */
+export function dropCitations(
+  db: Database,
+  userId: string,
+  sessionId: string,
+  limit = -1,
+  fromSeq = 0,
+): number {
+  if (!db.query("SELECT 1 FROM pragma_table_info('messages') WHERE name = 'sources'").get()) return 0;
+  const citing = db
+    .query(
+      `SELECT id, sources FROM messages WHERE user_id = ? AND sources IS NOT NULL AND EXISTS
+       (SELECT 1 FROM json_each(messages.sources) WHERE json_extract(value, '$.kind') = 'turn'
+       AND json_extract(value, '$.id') = ? AND coalesce(json_extract(value, '$.chunk'), 0) >= ?) LIMIT ?`,
+    )
+    .all(userId, sessionId, fromSeq, limit) as { id: number; sources: string }[];
+  const update = db.query("UPDATE messages SET sources = ? WHERE id = ?");
+  for (const row of citing) {
+    const kept = (JSON.parse(row.sources) as { kind: string; id: string; chunk?: number }[]).filter(
+      (s) => !(s.kind === "turn" && s.id === sessionId && (s.chunk ?? 0) >= fromSeq),
+    );
+    // An answer left citing nothing has no sources, as one whose recall found nothing.
+    update.run(kept.length > 0 ? JSON.stringify(kept) : null, row.id);
+  }
+  return citing.length;
 }

@@ -390,6 +390,50 @@ describe("documents.add, list, delete and citations", () => {
     expect(cited.filter((s) => s.id === "x")).toEqual([]);
   });
 
+  test("a cited turn replaced by an edit: another answer's citation of it goes, not left naming the new turn at its seq", async () => {
+    await using h = new ChatHarness(plain);
+    h.llama.script(
+      { content: ["noted"] },
+      { content: ["answer"] },
+      { content: ["sure"] },
+      { content: ["ok"] },
+    );
+    await h.chat("x", { input: "the QUOKKATOPIC smiles at tourists", session_id: "x" });
+    await h.chat("x1", { input: "it lives on an island", session_id: "x" });
+    const y = await h.chat("y", { input: "why does the QUOKKATOPIC smile", session_id: "y" });
+    expect((y.terminal as any).result.sources).toEqual([
+      expect.objectContaining({ kind: "turn", id: "x", chunk: 0 }),
+    ]);
+    // The user edits x's first message: seq 0 is now another message, and x is retitled by it.
+    await h.chat("x2", { input: "a note about groceries", session_id: "x", replace_from: 0 });
+    const x = await call(h, "gx", "sessions.get", { session_id: "x" });
+    expect(x.result.messages[0]).toEqual(
+      expect.objectContaining({ seq: 0, content: "a note about groceries" }),
+    );
+    const got = await call(h, "g", "sessions.get", { session_id: "y" });
+    // Left as it was, y's answer cited "a note about groceries" (x's seq 0 and title) as its source.
+    const cited = (got.result.messages.at(-1).sources ?? []) as { id: string; chunk: number }[];
+    expect(cited.filter((s) => s.id === "x")).toEqual([]);
+  });
+
+  test("a cited session edited while the turn that cited it runs: the answer stored after does not cite its replaced turn", async () => {
+    await using h = new ChatHarness(plain, { slots: 2 });
+    h.llama.script({ content: ["noted"] }, { content: ["ok"] }, { content: ["answer"] });
+    await h.chat("x", { input: "the DUGONGTOPIC grazes seagrass", session_id: "x" });
+    // Edited once y's prompt has reached the model: y's answer commits after the edit.
+    h.llama.beforeChat = async () => {
+      h.llama.beforeChat = undefined;
+      await h.chat("x2", { input: "a note about groceries", session_id: "x", replace_from: 0 });
+    };
+    const y = await h.chat("y", { input: "what does the DUGONGTOPIC graze", session_id: "y" });
+    expect((y.terminal as any).result.sources).toEqual([
+      expect.objectContaining({ kind: "turn", id: "x", chunk: 0 }),
+    ]);
+    const got = await call(h, "g", "sessions.get", { session_id: "y" });
+    const cited = (got.result.messages.at(-1).sources ?? []) as { id: string }[];
+    expect(cited.filter((s) => s.id === "x")).toEqual([]);
+  });
+
   test("a session erased while a turn that cited it runs: the answer stored after is not left citing it", async () => {
     await using h = new ChatHarness(plain);
     h.llama.script({ content: ["noted"] }, { content: ["answer"] });
