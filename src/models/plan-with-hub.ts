@@ -54,10 +54,13 @@ export async function planReportWithHub(
     loaded = source.defaultConfig();
   }
   const model = options.model;
-  const files = model === undefined ? modelFiles : await answeredFiles(loaded, model, options.base);
-  const byFile = model === undefined ? undefined : configuredByFile(loaded, model, options.base, files);
-  const named =
-    model === undefined ? loaded.config : (configForModel(loaded.config, model) ?? byFile?.config);
+  const byName = model === undefined ? undefined : configForModel(loaded.config, model);
+  // Only a path or `hf:` reference is matched by its file: a name taken for a path under the
+  // config's folder had every configured model's drive asked (a dead mount held the plan 30 s).
+  const byPath = model !== undefined && !byName && (model.startsWith(HF_PREFIX) || looksLikePath(model));
+  const files = byPath ? await answeredFiles(loaded, model, options.base) : modelFiles;
+  const byFile = byPath ? configuredByFile(loaded, model, options.base, files) : undefined;
+  const named = model === undefined ? loaded.config : (byName ?? byFile?.config);
   // A bare word that names no model is unknown, as for a chat (docs/models.md "Choosing"), not a file.
   if (!named && model && !model.startsWith(HF_PREFIX) && !looksLikePath(model))
     throw modelNotFound(loaded.config, model);

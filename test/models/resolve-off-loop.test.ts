@@ -107,3 +107,37 @@ test("plan with a model given as an hf: reference to a configured one lists no s
   expect(value.plan.model_path).toContain("p-Q4_K_M.gguf");
   expect(listed).toEqual([]);
 });
+
+test("plan with a configured model's name asks no drive and resolves no hf: model ahead", async () => {
+  // Taken for a path under the config's folder, a name had every configured model's drive asked
+  // (a dead network mount held the plan 30 s) and each hf: snapshot listed, all for nothing.
+  layRepo(dir.path, "org/nm", { "n-Q4_K_M.gguf": tinyModel() });
+  fs.writeFileSync(
+    join(dir.path, "config.yaml"),
+    "models:\n  - {name: other, path: 'hf:org/nm:Q4_K_M'}\n  - {name: far, path: /mnt/gone/far.gguf}\n",
+  );
+  const source = {
+    loadedConfig: () => loadConfig("config.yaml", dir.path),
+    defaultConfig: () => loadConfig("config.yaml", dir.path),
+  };
+  const deps = { plan: { ...defaultPlanDeps, probe: async () => cpuOnlyMachine() } };
+  const env = { HF_HUB_CACHE: dir.path, HF_HUB_OFFLINE: "1" };
+  const asked = spyOn(modelFiles.drives!, "answers");
+  const ahead = spyOn(modelFiles, "cachedAsync");
+  try {
+    const report = await planReportWithHub(source, { model: "other" }, env, deps);
+    expect(report.plan.model_path).toContain("n-Q4_K_M.gguf");
+    // The plan's own reads ask the cache and the file it plans; none other.
+    const paths = asked.mock.calls.map((c) => String(c[0]));
+    for (const other of [
+      join(dir.path, "other"),
+      join(dir.path, "models", "model.gguf"),
+      "/mnt/gone/far.gguf",
+    ])
+      expect(paths).not.toContain(other);
+    expect(ahead).not.toHaveBeenCalled();
+  } finally {
+    asked.mockRestore();
+    ahead.mockRestore();
+  }
+});
