@@ -4,7 +4,7 @@ import { homedir } from "node:os";
 import { chooseEmbedModel, type ModelChoice } from "../config/choose-model.ts";
 import type { Config } from "../config/schema.ts";
 import { hubCacheDir } from "../models/hf-cache.ts";
-import { resolveModelPath, resolveModelPathAsync } from "../models/resolve.ts";
+import { resolveModelPathAsync } from "../models/resolve.ts";
 import { adapterFiles } from "../plan/adapter-files.ts";
 import { shownArgs } from "../plan/secret-args.ts";
 import { HF_PREFIX } from "../protocol/model-ref.ts";
@@ -66,7 +66,7 @@ export function memoryEmbedder(
  * What a vector is valid for: the model file as it is now (path, size, modification time and
  * inode, as prompt reuse keys its saved slots: agent/kv/fingerprint.ts; a file replaced in place
  * is another model) and the flags it runs with (a `--pooling` there changes every vector). An
- * `hf:` reference is the cached file it resolves to now (`modelFile`): keyed by the reference
+ * `hf:` reference is the cached file it resolves to now (`modelFileAsked`): keyed by the reference
  * alone, a pull of another revision (other weights, maybe another width) kept the old model's
  * vectors, searched with the new model's queries and never embedded again. The flags' secrets
  * (a key, a token: plan/secret-args.ts) are masked: they change no vector, and a rotated token
@@ -74,19 +74,10 @@ export function memoryEmbedder(
  * (server/vector-flags.ts): `--threads 4` added was every row embedded again too. The LoRA
  * adapters and control vectors they load are identified as the model is (plan/adapter-files.ts):
  * the flags name only their paths, and one retrained in place changes every vector. Without any,
- * the fingerprint is what it was before they counted.
- */
-export function embeddingFingerprint(path: string, extraArgs: readonly string[]): string {
-  const model = modelFile(path) ?? { path };
-  const adapters = adapterFiles(extraArgs).map((file) => fileIdentity(file) ?? { path: file });
-  return fingerprintOf(model, extraArgs, adapters);
-}
-
-/**
- * `embeddingFingerprint` with each file's stat asked off the loop first (util/drive-answers.ts),
- * its identity taken from that stat; an `hf:` reference's cache folder asked before it is read
- * to resolve it. Rejects when a drive does not answer: no fingerprint is known then, and a
- * guess would count every vector as another model's.
+ * the fingerprint is what it was before they counted. Each file's stat is asked off the loop
+ * first (util/drive-answers.ts), its identity taken from that stat; an `hf:` reference's cache
+ * folder asked before it is read to resolve it. Rejects when a drive does not answer: no
+ * fingerprint is known then, and a guess would count every vector as another model's.
  */
 export async function embeddingFingerprintAsked(
   path: string,
@@ -113,20 +104,11 @@ function fingerprintOf(
 }
 
 /**
- * The model's file as a start would read it now; an `hf:` reference resolved in the cache
- * (offline, as the plan does) and through its snapshot's link to the blob, so a later commit
- * that leaves the file alone is the same model. Undefined when it cannot be read (not pulled).
+ * The model's file as a start would read it now, its stats asked off the loop; an `hf:` reference
+ * resolved in the cache (offline, as the plan does) and through its snapshot's link to the blob,
+ * so a later commit that leaves the file alone is the same model. Undefined when it cannot be
+ * read (not pulled); rejects when a drive does not answer.
  */
-function modelFile(path: string): FileIdentity | undefined {
-  if (!path.startsWith(HF_PREFIX)) return fileIdentity(path);
-  try {
-    return fileIdentity(realpathSync(resolveModelPath(path)));
-  } catch {
-    return undefined;
-  }
-}
-
-/** `modelFile` with its stats asked off the loop; rejects when a drive does not answer. */
 async function modelFileAsked(path: string, ask: DriveAnswers): Promise<FileIdentity | undefined> {
   if (!path.startsWith(HF_PREFIX)) return identityAsked(path, ask);
   // Its ref and parts read synchronously (its snapshot listed off the loop): the cache folder's
@@ -168,7 +150,7 @@ async function startedOnCurrent(
  * Vectors from the embedding model's server, refused when its model file is no longer the one
  * it was started with, or no longer the one the model's `path` names (an `hf:` reference whose
  * pull moved it to another revision: the old snapshot's file is still there, unchanged): they
- * would be kept under the new file's identity (`embeddingFingerprint` reads the file as it is
+ * would be kept under the new file's identity (`embeddingFingerprintAsked` reads the file as it is
  * now) though made by the old weights. The server is unloaded then, so the next try loads the
  * new file; meanwhile recall uses words alone. A restart, not the host's `models.unload`: a pin
  * its `models.load` gave, and a load of it waiting, stand (`keepPin`). `spare`: an ask whose load

@@ -6,12 +6,7 @@ import type { ModelChoice } from "../../src/config/choose-model.ts";
 import { ConfigSchema } from "../../src/config/schema.ts";
 import type { LaunchView } from "../../src/runtime/launch.ts";
 import type { ModelsApi } from "../../src/runtime/models-api.ts";
-import {
-  embeddingFingerprint,
-  embeddingFingerprintAsked,
-  embedWith,
-  memoryEmbedder,
-} from "../../src/server/memory-embedding.ts";
+import { embeddingFingerprintAsked, embedWith, memoryEmbedder } from "../../src/server/memory-embedding.ts";
 import type { MemoryEmbedder } from "../../src/store/memory-embedder.ts";
 import { Store } from "../../src/store/store.ts";
 import { DriveAnswers } from "../../src/util/drive-answers.ts";
@@ -95,7 +90,8 @@ describe("memory's job with an embedding model whose drive does not answer", () 
     try {
       await job?.run();
       expect(state.embedded).toBe(1);
-      expect(store.memory.vectors.counts(embeddingFingerprint(path, args)).embedded).toBe(1);
+      const print = await embeddingFingerprintAsked(path, args, new DriveAnswers());
+      expect(store.memory.vectors.counts(print).embedded).toBe(1);
     } finally {
       await job?.stop();
       store.close();
@@ -104,12 +100,12 @@ describe("memory's job with an embedding model whose drive does not answer", () 
 });
 
 describe("the fingerprint of an hf: embedding model whose cache's drive does not answer", () => {
-  test("rejects before the cache is read to resolve it; once it answers, the same as read synchronously", async () => {
+  test("rejects before the cache is read to resolve it; once it answers, the cached file's", async () => {
     using dir = tmpdir();
     const before = process.env.HF_HUB_CACHE;
     process.env.HF_HUB_CACHE = join(dir.path, "hub");
     const ref = "hf:org/embed:Q8_0";
-    layRepo(
+    const { snapshot } = layRepo(
       join(dir.path, "hub"),
       "org/embed",
       { "embed-Q8_0.gguf": "GGUF one" },
@@ -127,8 +123,10 @@ describe("the fingerprint of an hf: embedding model whose cache's drive does not
       for (const s of spies) s.mockRestore();
     }
     try {
+      // Keyed by the blob the snapshot links to, as a path to it would be.
+      const blob = fs.realpathSync(join(snapshot, "embed-Q8_0.gguf"));
       expect(await embeddingFingerprintAsked(ref, [], new DriveAnswers())).toBe(
-        embeddingFingerprint(ref, []),
+        await embeddingFingerprintAsked(blob, [], new DriveAnswers()),
       );
     } finally {
       if (before === undefined) delete process.env.HF_HUB_CACHE;
@@ -165,30 +163,5 @@ describe("vectors checked against the file the embedding model's path names now"
     } finally {
       statSync.mockRestore();
     }
-  });
-});
-
-// Production reads only the asked fingerprint; most fingerprint tests read the synchronous one
-// (memory-embedding.test.ts): the two must give one value, or those tests pass for a key no core uses.
-describe("the embedding fingerprint asked off the loop", () => {
-  test("is the synchronous one's value: a file, a link, a missing file, adapters and flags", async () => {
-    using dir = tmpdir();
-    const path = join(dir.path, "embed.gguf");
-    writeFileSync(path, "GGUF one");
-    const link = join(dir.path, "linked.gguf");
-    fs.symlinkSync(path, link);
-    const lora = join(dir.path, "lora.gguf");
-    writeFileSync(lora, "adapter");
-    const cases: [string, string[]][] = [
-      [path, []],
-      [link, []],
-      [join(dir.path, "missing.gguf"), []],
-      [path, ["--pooling", "cls", "--api-key", "sk-secret-value"]],
-      [path, ["--lora", `${lora},${join(dir.path, "gone.gguf")}`, "--control-vector-scaled", `${lora}:0.5`]],
-    ];
-    for (const [file, args] of cases)
-      expect(await embeddingFingerprintAsked(file, args, new DriveAnswers())).toBe(
-        embeddingFingerprint(file, args),
-      );
   });
 });

@@ -8,7 +8,7 @@ import type { ModelChoice } from "../../src/config/choose-model.ts";
 import { ConfigSchema } from "../../src/config/schema.ts";
 import type { LaunchFiles, LaunchView } from "../../src/runtime/launch.ts";
 import type { ModelsApi } from "../../src/runtime/models-api.ts";
-import { embeddingFingerprint, embedWith } from "../../src/server/memory-embedding.ts";
+import { embeddingFingerprintAsked, embedWith } from "../../src/server/memory-embedding.ts";
 import { SeveralModels } from "../../src/server/several-models.ts";
 import { MemoryEmbedder } from "../../src/store/memory-embedder.ts";
 import { Store } from "../../src/store/store.ts";
@@ -21,30 +21,34 @@ import { waitFor } from "../fixtures/wait.ts";
 import { layRepo } from "../models/cache-layout.ts";
 import { FakeFleet, signal } from "../runtime/helpers/fake-model-runtime.ts";
 
+/** The fingerprint as the core takes it: each stat asked off the loop. */
+const fingerprint = (path: string, args: readonly string[]) =>
+  embeddingFingerprintAsked(path, args, new DriveAnswers());
+
 describe("the embedding model's fingerprint", () => {
-  test("the same file and flags give the same one; a file replaced or touched, or other flags, another", () => {
+  test("the same file and flags give the same one; a file replaced or touched, or other flags, another", async () => {
     using dir = tmpdir();
     const path = join(dir.path, "embed.gguf");
     writeFileSync(path, "GGUF one");
-    const first = embeddingFingerprint(path, []);
-    expect(embeddingFingerprint(path, [])).toBe(first);
-    expect(embeddingFingerprint(path, ["--pooling", "cls"])).not.toBe(first);
+    const first = await fingerprint(path, []);
+    expect(await fingerprint(path, [])).toBe(first);
+    expect(await fingerprint(path, ["--pooling", "cls"])).not.toBe(first);
     utimesSync(path, new Date(1_000_000), new Date(2_000_000));
-    const touched = embeddingFingerprint(path, []);
+    const touched = await fingerprint(path, []);
     expect(touched).not.toBe(first);
     // Replaced in place by another file of the same size and time: another inode.
     const other = join(dir.path, "other.gguf");
     writeFileSync(other, "GGUF two");
     utimesSync(other, new Date(1_000_000), new Date(2_000_000));
     renameSync(other, path);
-    expect(embeddingFingerprint(path, [])).not.toBe(touched);
+    expect(await fingerprint(path, [])).not.toBe(touched);
     // A path that cannot be read (an hf: reference not yet resolved) is keyed by the path itself.
-    expect(embeddingFingerprint("hf:org/model", [])).toBe(embeddingFingerprint("hf:org/model", []));
+    expect(await fingerprint("hf:org/model", [])).toBe(await fingerprint("hf:org/model", []));
   });
 });
 
 describe("the embedding model's fingerprint and the adapters its flags load", () => {
-  test("a LoRA or control vector retrained in place (the same path) gives another fingerprint", () => {
+  test("a LoRA or control vector retrained in place (the same path) gives another fingerprint", async () => {
     using dir = tmpdir();
     const path = join(dir.path, "embed.gguf");
     writeFileSync(path, "GGUF one");
@@ -61,27 +65,27 @@ describe("the embedding model's fingerprint and the adapters its flags load", ()
       [`--lora-scaled=${lora}:0.5`],
       ["--control-vector-scaled", `${cvec}:0.8,${lora}:1`],
     ]) {
-      const before = embeddingFingerprint(path, args);
-      expect(embeddingFingerprint(path, args)).toBe(before);
+      const before = await fingerprint(path, args);
+      expect(await fingerprint(path, args)).toBe(before);
       retrain(lora, "LoRA retrained");
       retrain(cvec, "cvec retrained");
-      expect(embeddingFingerprint(path, args)).not.toBe(before);
+      expect(await fingerprint(path, args)).not.toBe(before);
     }
     // Without any, the fingerprint is what it was before adapters counted: no row embedded again.
     const plain = createHash("sha256")
       .update(JSON.stringify({ model: fileIdentity(path), extraArgs: ["--pooling", "cls"] }))
       .digest("hex")
       .slice(0, 32);
-    expect(embeddingFingerprint(path, ["--pooling", "cls"])).toBe(plain);
+    expect(await fingerprint(path, ["--pooling", "cls"])).toBe(plain);
   });
 });
 
 describe("the embedding model's fingerprint and flags that change no vector", () => {
-  test("threads, placement, the server's own settings: the same vectors, the same fingerprint", () => {
+  test("threads, placement, the server's own settings: the same vectors, the same fingerprint", async () => {
     using dir = tmpdir();
     const path = join(dir.path, "embed.gguf");
     writeFileSync(path, "GGUF one");
-    const base = embeddingFingerprint(path, ["--pooling", "cls"]);
+    const base = await fingerprint(path, ["--pooling", "cls"]);
     // Before the fix each of these was another fingerprint: every row of memory embedded again.
     for (const extra of [
       ["--threads", "4"],
@@ -92,18 +96,18 @@ describe("the embedding model's fingerprint and flags that change no vector", ()
       ["-ub", "2048", "--ctx-size", "8192", "--log-disable", "--api-key", "k"],
     ]) {
       const args = extra[0] === "--pooling" ? extra : ["--pooling", "cls", ...extra];
-      expect(embeddingFingerprint(path, args)).toBe(base);
+      expect(await fingerprint(path, args)).toBe(base);
     }
   });
 
-  test("a flag that changes the vectors, or another model, still gives another fingerprint", () => {
+  test("a flag that changes the vectors, or another model, still gives another fingerprint", async () => {
     using dir = tmpdir();
     const path = join(dir.path, "embed.gguf");
     writeFileSync(path, "GGUF one");
     const other = join(dir.path, "other.gguf");
     writeFileSync(other, "GGUF two");
-    const base = embeddingFingerprint(path, ["--threads", "4"]);
-    expect(embeddingFingerprint(other, ["--threads", "4"])).not.toBe(base);
+    const base = await fingerprint(path, ["--threads", "4"]);
+    expect(await fingerprint(other, ["--threads", "4"])).not.toBe(base);
     for (const changes of [
       ["--pooling", "mean"],
       ["--embd-normalize", "-1"],
@@ -114,13 +118,13 @@ describe("the embedding model's fingerprint and flags that change no vector", ()
       ["--override-kv", "bert.pooling_type=int:1"],
       ["--some-flag-of-a-later-build", "1"],
     ]) {
-      expect(embeddingFingerprint(path, ["--threads", "4", ...changes])).not.toBe(base);
+      expect(await fingerprint(path, ["--threads", "4", ...changes])).not.toBe(base);
     }
   });
 });
 
 describe("the embedding model's fingerprint across an upgrade", () => {
-  test("a path model whose flags hold no secret keeps the fingerprint it had: no re-embed", () => {
+  test("a path model whose flags hold no secret keeps the fingerprint it had: no re-embed", async () => {
     using dir = tmpdir();
     const path = join(dir.path, "embed.gguf");
     writeFileSync(path, "GGUF one");
@@ -130,20 +134,19 @@ describe("the embedding model's fingerprint across an upgrade", () => {
       .update(JSON.stringify({ model: fileIdentity(path), extraArgs: args }))
       .digest("hex")
       .slice(0, 32);
-    expect(embeddingFingerprint(path, args)).toBe(before);
+    expect(await fingerprint(path, args)).toBe(before);
   });
 });
 
 describe("the embedding model's fingerprint and the secrets of its flags", () => {
-  test("a key or token rotated in extra_args is the same model: its vectors are kept", () => {
+  test("a key or token rotated in extra_args is the same model: its vectors are kept", async () => {
     using dir = tmpdir();
     const path = join(dir.path, "embed.gguf");
     writeFileSync(path, "GGUF one");
     // Before the fix each rotation was another fingerprint: every row of memory embedded again.
-    const key = (k: string) =>
-      embeddingFingerprint(path, ["--api-key", k, `--hf-token=${k}`, "--pooling", "cls"]);
-    expect(key("old-secret")).toBe(key("new-secret"));
-    expect(key("old-secret")).not.toBe(embeddingFingerprint(path, ["--api-key", "x", "--hf-token=x"]));
+    const key = (k: string) => fingerprint(path, ["--api-key", k, `--hf-token=${k}`, "--pooling", "cls"]);
+    expect(await key("old-secret")).toBe(await key("new-secret"));
+    expect(await key("old-secret")).not.toBe(await fingerprint(path, ["--api-key", "x", "--hf-token=x"]));
   });
 });
 
@@ -160,7 +163,7 @@ function hubCacheAt(cacheDir: string): Disposable {
 }
 
 describe("the fingerprint of an embedding model given as an hf: reference", () => {
-  test("follows the cached file it resolves to: a pull of another file is another model, a commit that keeps it is not", () => {
+  test("follows the cached file it resolves to: a pull of another file is another model, a commit that keeps it is not", async () => {
     using dir = tmpdir();
     using _cache = hubCacheAt(dir.path);
     const ref = "hf:org/embed:Q8_0";
@@ -170,7 +173,7 @@ describe("the fingerprint of an embedding model given as an hf: reference", () =
       { "embed-Q8_0.gguf": "GGUF one, 384 dimensions" },
       { commit: "a".repeat(40) },
     );
-    const first = embeddingFingerprint(ref, []);
+    const first = await fingerprint(ref, []);
     // `local-ai pull` of a newer revision: refs/main names a commit whose file is another.
     const b = layRepo(
       dir.path,
@@ -180,14 +183,14 @@ describe("the fingerprint of an embedding model given as an hf: reference", () =
     );
     // Before the fix both were keyed by the reference alone: the old model's vectors were
     // searched with the new model's queries, and never embedded again.
-    const second = embeddingFingerprint(ref, []);
+    const second = await fingerprint(ref, []);
     expect(second).not.toBe(first);
     // A later commit that leaves the file alone links the same blob: the same model.
     const c = join(b.root, "snapshots", "c".repeat(40));
     mkdirSync(c, { recursive: true });
     symlinkSync(join(b.snapshot, "embed-Q8_0.gguf"), join(c, "embed-Q8_0.gguf"));
     writeFileSync(join(b.root, "refs", "main"), "c".repeat(40));
-    expect(embeddingFingerprint(ref, [])).toBe(second);
+    expect(await fingerprint(ref, [])).toBe(second);
   });
 });
 
