@@ -151,7 +151,8 @@ export class HtmlBlocks {
 
   private tagDone(open: { name: string; closing: boolean }, end: number): number {
     this.reading = undefined;
-    const selfClosing = this.html[end - 2] === "/";
+    // HTML ignores a start tag's `/>` but in foreign content: `<script/>` runs on to `</script>`.
+    const selfClosing = open.name === "svg" && this.html[end - 2] === "/";
     if (!open.closing && !selfClosing && DROPPED.has(open.name)) {
       this.dropping = new Dropping(open.name);
       return end;
@@ -183,12 +184,12 @@ export class HtmlBlocks {
         this.dropping = undefined;
         return m.index;
       }
-      if (m[1] !== "/" && !this.selfClosed(d, m.index)) d.depth++;
+      if (m[1] !== "/" && !(d.foreign && this.selfClosed(d, m.index))) d.depth++;
       from = m.index + m[0].length;
     }
   }
 
-  /** Whether the tag opened at `lt` ends `/>` (an `<svg/>` in an `<svg>` opens nothing). */
+  /** Whether the tag opened at `lt` ends `/>` (an `<svg/>` in an `<svg>` opens nothing; a `<template/>` opens one). */
   private selfClosed(d: Dropping, lt: number): boolean {
     if (d.gt < lt) d.gt = at(this.html.indexOf(">", lt), this.html.length);
     return this.html[d.gt - 1] === "/";
@@ -254,8 +255,11 @@ class Dropping {
   next: RegExpExecArray | null | undefined;
   /** The last `>` found, for `selfClosed`: found once, not once per tag. */
   gt = -1;
+  /** An `<svg>`'s: its `/>` closes a tag, where HTML's start tags ignore it. */
+  readonly foreign: boolean;
 
   constructor(name: string) {
+    this.foreign = name === "svg";
     this.tags = NESTING.has(name)
       ? new RegExp(`<(/?)${name}(?=[\\s/>])`, "gi")
       : new RegExp(`<(/)${name}(?=[\\s>])`, "gi");

@@ -127,4 +127,17 @@ describe("HTML's text, never its markup", () => {
     const html = "<template><template>x</template>y</template><p>after</p>";
     expect(blocks(html, 7).map((b) => b.text)).toEqual(["after"]);
   });
+  test("`/>` closes only an <svg>: a <script/>, <style/>, <template/> or <object/> opens its element, as in browsers", () => {
+    // HTML ignores the slash on a start tag but in foreign content (svg): a page's `<script/>`
+    // runs on to its `</script>`, whose code was indexed and quoted as the page's text.
+    const texts = (html: string, slice?: number) => blocks(html, slice).map((b) => b.text);
+    expect(texts("<p>a</p><script/>var secret = 1;</script><p>b</p>")).toEqual(["a", "b"]);
+    expect(texts("<p>a</p><STYLE />p{color:red}</style><p>b</p>")).toEqual(["a", "b"]);
+    expect(texts("<p>a</p><template/><p>t</p></template><p>b</p>")).toEqual(["a", "b"]);
+    // Nested: a <template/> in a template opens another, so the first end tag is the inner one's.
+    expect(texts("<template><template/>x</template>y</template><p>b</p>")).toEqual(["b"]);
+    expect(texts("<object><object/>x</object>y</object><p>b</p>", 5)).toEqual(["b"]);
+    // An <svg/> is whole, in or out of an <svg>.
+    expect(texts("<p>a</p><svg/><p>b</p>")).toEqual(["a", "b"]);
+  });
 });
