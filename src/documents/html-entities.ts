@@ -28,12 +28,25 @@ const NAMED: Record<string, string> = {
   times: "×",
 };
 
-const REFERENCE = /&(#[xX][0-9a-fA-F]{1,6}|#[0-9]{1,7}|[a-zA-Z]{2,8});/g;
+/**
+ * The table's names that HTML also reads without their `;` in text (WHATWG's legacy ones): old
+ * pages write `&nbsp`, `&copy 2024`, `AT&amp T` and `&#146` bare, and browsers show them decoded.
+ */
+const LEGACY = "amp|lt|gt|quot|nbsp|copy|reg|deg|times|middot|laquo|raquo";
+const REFERENCE = new RegExp(`&(?:(#[xX][0-9a-fA-F]{1,6}|#[0-9]{1,7});?|([a-zA-Z]{2,8});|(${LEGACY}))`, "g");
+const LEGACY_PREFIX = new RegExp(`^(${LEGACY})`);
 
 export function decodeEntities(text: string): string {
   if (!text.includes("&")) return text;
-  return text.replace(REFERENCE, (whole, ref: string) => {
-    if (ref[0] !== "#") return NAMED[ref] ?? whole;
+  return text.replace(REFERENCE, (whole, num?: string, name?: string, bare?: string) => {
+    if (bare !== undefined) return NAMED[bare] as string;
+    if (name !== undefined) {
+      if (NAMED[name] !== undefined) return NAMED[name];
+      // `&nbspx;`: no such name, so the legacy one it starts with, as browsers read it.
+      const legacy = LEGACY_PREFIX.exec(name)?.[1];
+      return legacy === undefined ? whole : (NAMED[legacy] as string) + whole.slice(legacy.length + 1);
+    }
+    const ref = num as string;
     const code = ref[1] === "x" || ref[1] === "X" ? Number.parseInt(ref.slice(2), 16) : Number(ref.slice(1));
     const valid = code > 0 && code <= 0x10ffff && !(code >= 0xd800 && code <= 0xdfff);
     if (!valid) return "\uFFFD";

@@ -108,6 +108,18 @@ describe("HTML's text, never its markup", () => {
     // The five Windows-1252 leaves undefined stay what they are, as in browsers.
     expect(blocks("<p>a&#129;b&#x9d;c</p>").map((b) => b.text)).toEqual(["a\u0081b\u009dc"]);
   });
+  test("a reference without its `;` is read as browsers read it in text: the legacy names and numbers", () => {
+    // Old pages and hand-written HTML write `&nbsp`, `&copy 2024`, `AT&amp T` and `&#146` bare:
+    // the user saw ©, & and ’ where the index, the model's quote and the citation had the markup.
+    const texts = (html: string) => blocks(html).map((b) => b.text);
+    expect(texts("<p>&copy 2024 AT&amp T caf&#233 don&#146t x&ltb&gtc&copyright</p>")).toEqual([
+      "\u00a9 2024 AT& T caf\u00e9 don\u2019t x<b>c\u00a9right",
+    ]);
+    // A no-break space collapses as white space does; hex digits run on as far as they go.
+    expect(texts("<p>a&nbspb &nbspx; &#x41 B&#x41B</p>")).toEqual(["a b x; A B\u041b"]);
+    // A name that is no legacy one stays as written without its `;`, as in browsers.
+    expect(texts("<p>&mdash &hellip &euro &unknown;</p>")).toEqual(["&mdash &hellip &euro &unknown;"]);
+  });
   test("a dropped element nested in one of its kind is dropped whole: the outer one's text after the inner end was indexed", () => {
     // A component's <template> holding another (Vue, Polymer, Web Components), an <svg> in an
     // <svg>, an <object>'s fallback <object>: the first end tag ended the drop, and the hidden
