@@ -260,8 +260,9 @@ class Dropping {
 
   constructor(name: string) {
     this.foreign = name === "svg";
+    // An end tag's name may be followed by `/` too (`</script/>` ends a script, as in browsers).
     this.tags = NESTING.has(name)
       ? new RegExp(`<(/?)${name}(?=[\\s/>])`, "gi")
-      : new RegExp(`<(/)${name}(?=[\\s>])`, "gi");
+      : new RegExp(`<(/)${name}(?=[\\s/>])`, "gi");
   }
 }

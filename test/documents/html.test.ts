@@ -108,6 +108,12 @@ describe("HTML's text, never its markup", () => {
     // The five Windows-1252 leaves undefined stay what they are, as in browsers.
     expect(blocks("<p>a&#129;b&#x9d;c</p>").map((b) => b.text)).toEqual(["a\u0081b\u009dc"]);
   });
+  test("an end tag with a `/` after its name ends a dropped element, as in browsers: the rest of the page was dropped", () => {
+    const texts = (html: string) => blocks(html).map((b) => b.text);
+    expect(texts("<p>a</p><script>x()</script/><p>b</p>")).toEqual(["a", "b"]);
+    expect(texts("<p>a</p><style>p{}</STYLE/ ><p>b</p>")).toEqual(["a", "b"]);
+    expect(texts("<p>a</p><template><p>t</p></template/><p>b</p>")).toEqual(["a", "b"]);
+  });
   test("a reference without its `;` is read as browsers read it in text: the legacy names and numbers", () => {
     // Old pages and hand-written HTML write `&nbsp`, `&copy 2024`, `AT&amp T` and `&#146` bare:
     // the user saw ©, & and ’ where the index, the model's quote and the citation had the markup.
