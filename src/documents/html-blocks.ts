@@ -180,6 +180,11 @@ export class HtmlBlocks {
         return h.length;
       }
       if (m.index >= until) return until;
+      // A comment in a template or an svg is one: a tag named in it opens and ends nothing.
+      if (m[0] === "<!--") {
+        from = this.commentEnd(m.index);
+        continue;
+      }
       if (m[1] === "/" && --d.depth === 0) {
         this.dropping = undefined;
         return m.index;
@@ -262,7 +267,7 @@ class Dropping {
     this.foreign = name === "svg";
     // An end tag's name may be followed by `/` too (`</script/>` ends a script, as in browsers).
     this.tags = NESTING.has(name)
-      ? new RegExp(`<(/?)${name}(?=[\\s/>])`, "gi")
+      ? new RegExp(`<(/?)${name}(?=[\\s/>])|<!--`, "gi")
       : new RegExp(`<(/)${name}(?=[\\s/>])`, "gi");
   }
 }

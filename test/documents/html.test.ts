@@ -108,6 +108,13 @@ describe("HTML's text, never its markup", () => {
     // The five Windows-1252 leaves undefined stay what they are, as in browsers.
     expect(blocks("<p>a&#129;b&#x9d;c</p>").map((b) => b.text)).toEqual(["a\u0081b\u009dc"]);
   });
+  test("a template's or svg's comment opens nothing: a tag named in it hid the rest of the page", () => {
+    const texts = (html: string, slice?: number) => blocks(html, slice).map((b) => b.text);
+    expect(texts("<template><!-- <template> --><p>t</p></template><p>b</p>")).toEqual(["b"]);
+    expect(texts("<svg><!-- old: <svg> -->s</svg><p>b</p>", 3)).toEqual(["b"]);
+    // A comment's `</svg>` ends nothing either.
+    expect(texts("<svg><!-- </svg> -->s</svg><p>b</p>")).toEqual(["b"]);
+  });
   test("an end tag with a `/` after its name ends a dropped element, as in browsers: the rest of the page was dropped", () => {
     const texts = (html: string) => blocks(html).map((b) => b.text);
     expect(texts("<p>a</p><script>x()</script/><p>b</p>")).toEqual(["a", "b"]);
