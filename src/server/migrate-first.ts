@@ -172,6 +172,10 @@ export class MigrateFirst {
       started.catch(() => {}); // its failure is told to the next method that waits
       throw migratingError(this.deps.dataDir());
     }
+    // Shutdown begun, `wait` starts no thread: an open now (an erase waits through the stop) ran
+    // the migration here, holding the stop's bounds, again for each next open if it failed.
+    if (this.deps.shutdown.begun && (this.loopTryOwed || (!this.current && this.pendingNow())))
+      throw stoppedBeforeStore();
     if (!this.loopTryOwed) return open();
     this.loopTryOwed = false;
     // Read before: the config gone by the catch, a read there threw, its error replaced the
@@ -193,6 +197,15 @@ export class MigrateFirst {
     } catch {
       return undefined;
     }
+  }
+
+  /** A migration is pending in app.data_dir (false with no config: the store's open reports it). */
+  private pendingNow(): boolean {
+    const dataDir = this.dataDirNow();
+    if (dataDir === undefined) return false;
+    const { migrationPending } =
+      require("../store/db/migrate-ahead.ts") as typeof import("../store/db/migrate-ahead.ts");
+    return migrationPending(dataDir);
   }
 
   private now(): number {
