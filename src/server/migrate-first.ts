@@ -98,7 +98,7 @@ export class MigrateFirst {
     if (!migrationPending(dataDir)) return undefined;
     const deadline = Date.now() + MIGRATION_BUSY_WAIT_MS;
     const run = (): Promise<void> => {
-      const ahead = (this.deps.migrate ?? migrateAhead)(dataDir);
+      const ahead = started(() => (this.deps.migrate ?? migrateAhead)(dataDir), dataDir);
       this.thread = ahead;
       this.addStopper();
       const ended = ahead.done.finally(() => {
@@ -234,6 +234,28 @@ export class MigrateFirst {
    */
   resetMade(): Reset | undefined {
     return this.reset;
+  }
+}
+
+/**
+ * The thread's start; one that throws (no worker could be made) fails as a crashed thread does
+ * (`thread_stopped`), so the open takes its one try on the loop rather than every method that
+ * needs the store hearing the raw error, a generic internal_error, each time.
+ */
+function started(start: () => MigratedAhead, dataDir: string): MigratedAhead {
+  try {
+    return start();
+  } catch (err) {
+    const why = err instanceof Error ? err.message : String(err);
+    const named =
+      err instanceof CoreError
+        ? err
+        : new CoreError(
+            "internal_error",
+            `the store's migration thread for ${dataDir} could not be started (${why}); send it again`,
+            { key: "app.data_dir", problem: "thread_stopped" },
+          );
+    return { done: Promise.reject(named), stop: () => {} };
   }
 }
 

@@ -175,7 +175,14 @@ export class ChunkThread {
 
   private start(): Worker {
     if (this.worker) return this.worker;
-    const worker = this.makeWorker();
+    let worker: Worker;
+    try {
+      worker = this.makeWorker();
+    } catch (err) {
+      // No thread could be made (the system out of threads): named as one that stopped, so the
+      // migration takes its one try on the loop (migrate-first.ts), not a raw error every time.
+      throw threadStopped(this.path, `it could not be started: ${(err as Error).message}`);
+    }
     // A worker left running never keeps the core alive.
     worker.unref();
     worker.onmessage = (event: MessageEvent<ChunkAnswer>) => {

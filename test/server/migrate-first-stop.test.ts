@@ -71,3 +71,21 @@ test("during shutdown a crashed thread's owed loop try is refused; a current dat
   await other.shutdown.stop();
   expect(other.first.openOnLoop(() => "opened")).toBe("opened");
 });
+
+// A worker that cannot be made (the system out of threads, a build missing the worker's file):
+// `wait` threw the raw error at every method that needs the store, each answered a generic
+// internal_error with a stack in the log, and none could ever use the store. Now it is named,
+// and the open takes the one try on the loop a crashed thread's does (docs/agent.md, The store).
+test("a migration thread that cannot be started: named, the waiters go on, the store opening on the loop", async () => {
+  using dir = tmpdir();
+  olderDatabase(dir.path, 1);
+  let runs = 0;
+  const { first } = migrateFirst(dir.path, () => {
+    runs++;
+    throw new Error("Worker creation failed");
+  });
+  await Promise.all([first.ready(), first.ready()]);
+  expect(runs).toBe(1);
+  expect(first.wait()).toBeUndefined();
+  expect(first.openOnLoop(() => "opened")).toBe("opened");
+});

@@ -34,3 +34,23 @@ test("a thread that exits or crashes with work unanswered fails it, named", asyn
   worker.onerror?.(Object.assign(new Event("error"), { message: "boom" }) as ErrorEvent);
   expect(await again).toBe(THREAD_STOPPED);
 });
+
+// A worker that cannot be made (the system out of threads): the raw error reached every method
+// waiting on the store's migration, a generic internal_error with its stack in the log, and
+// migrate-first.ts never took its one try on the loop. Named as a thread that stopped unanswered.
+test("a thread that cannot be started fails its work, named, and the next ask tries again", async () => {
+  let fails = true;
+  const thread = new ChunkThread("/nowhere/local-ai.db", 0, undefined, () => {
+    if (fails) throw new Error("Worker creation failed");
+    return new SilentWorker() as unknown as Worker;
+  });
+  const err = (await thread.openAhead("/nowhere", false).catch((e: unknown) => e)) as CoreError;
+  expect(err).toBeInstanceOf(CoreError);
+  expect(err.code).toBe("internal_error");
+  expect(err.data?.problem).toBe(THREAD_STOPPED);
+  expect(err.message).toContain("could not be started");
+  expect(err.message).toContain("Worker creation failed");
+  fails = false;
+  void thread.openAhead("/nowhere", false);
+  expect(thread.running).toBe(true);
+});
