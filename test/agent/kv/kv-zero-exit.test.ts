@@ -2,8 +2,9 @@ import { expect, test } from "bun:test";
 import * as fs from "node:fs";
 import { join } from "node:path";
 import { dropFile, Zeroes } from "../../../src/agent/kv/drop-file.ts";
-import { KvDisk } from "../../../src/agent/kv/kv-disk.ts";
+import { KvDisk, type KvEntry } from "../../../src/agent/kv/kv-disk.ts";
 import { LATE_LOOK } from "../../../src/agent/kv/kv-temps.ts";
+import { restoreSlotState } from "../../../src/agent/kv/restore-state.ts";
 import { emptyBehind } from "../../../src/agent/kv/slot-clear.ts";
 import { Launch } from "../../../src/runtime/launch.ts";
 import { type HeldFile, holdOpen } from "../../fixtures/held-file.ts";
@@ -197,6 +198,46 @@ test("at shutdown, an erased session's save still asked of a server stuck past i
   } finally {
     LATE_LOOK.atShutdownMs = bound;
     held.kept?.[Symbol.dispose]();
+    fake.server.stop(true);
+  }
+}, 3000);
+
+// The review asked whether a restore, bounded only by its turn's signal and 60 s, holds a removal
+// parked behind it past shutdown's bound on a server stuck past its stop, as a save did (396f4807).
+// It does not: the stop cancels every chat (dispatcher.ts `stopAll`) before the services' stop,
+// so the restore's request ends then and the removal waits only for the exit, which the bound ends.
+test("at shutdown, an erased session's restore on a server stuck past its stop is zeroed within the bound", async () => {
+  using dir = tmpdir();
+  const disk = new KvDisk(dir.path, 10_000_000);
+  const bin = join(dir.path, `${disk.nameOf("u", "s")}.bin`);
+  fs.writeFileSync(bin, TOKENS);
+  const kept = holdOpen(bin);
+  const fake = stalling();
+  const { launch, died } = stopping(fake.server.port as number);
+  const bound = LATE_LOOK.atShutdownMs;
+  LATE_LOOK.atShutdownMs = 20;
+  try {
+    const turn = new AbortController();
+    const entry = { user_id: "u", session_id: "s" } as KvEntry;
+    const restoring = restoreSlotState({
+      launch,
+      slot: 0,
+      entry,
+      disk,
+      signal: turn.signal,
+      failed: () => {},
+    });
+    await fake.stalled;
+    disk.removeSession("u", "s"); // the user deleted the session meanwhile: parked behind the read
+    turn.abort(new Error("the core is shutting down")); // the stop cancels the chat first
+    died.abort(new Error("llama-server was stopped (shutdown)"));
+    await restoring.catch(() => {});
+    await turns();
+    await kvEraseOf(dir.path, disk).atShutdown();
+    expect(kept.zeroed()).toEqual({ size: bytes, allZero: true });
+  } finally {
+    LATE_LOOK.atShutdownMs = bound;
+    kept[Symbol.dispose]();
     fake.server.stop(true);
   }
 }, 3000);
