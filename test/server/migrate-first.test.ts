@@ -9,7 +9,7 @@ import { CoreServices } from "../../src/server/services.ts";
 import { migrationPending } from "../../src/store/db/migrate-ahead.ts";
 import { SCHEMA_VERSION } from "../../src/store/db/migrations.ts";
 import { DB_FILE, markDamaged, openStore } from "../../src/store/db/open.ts";
-import { coreErrorOf } from "../fixtures/core-error.ts";
+import { coreErrorOf, coreErrorOfAsync } from "../fixtures/core-error.ts";
 import { olderDatabase, schemaVersion } from "../fixtures/older-database.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
@@ -180,3 +180,19 @@ describe("the store's migrations before it opens", () => {
 });
 
 const table = (services: CoreServices) => methodTable(services, { testMethods: false });
+
+// An erase waits through the stop; with the stop begun no thread starts, and its open migrated
+// the whole database on the main loop, holding the stop's bounds. It is refused cancelled now.
+test("a sessions.delete reaching an older database during the stop: cancelled, nothing migrated", async () => {
+  using dir = tmpdir();
+  olderDatabase(join(dir.path, "data"), 30);
+  const services = servicesAt(dir.path);
+  const del = await (table(services).get("sessions.delete")?.load() as ReturnType<MethodEntry["load"]>);
+  await services.stop();
+  const err = await coreErrorOfAsync(
+    del.run(del.params.parse({ user_id: "u", session_id: "s" }), context()) as Promise<unknown>,
+  );
+  expect(err?.code).toBe("cancelled");
+  expect(err?.message).toContain("send it again after the next start");
+  expect(schemaVersion(join(dir.path, "data"))).toBe(6);
+});
