@@ -1,6 +1,6 @@
 import { readdir } from "node:fs/promises";
 import { homedir } from "node:os";
-import { basename, dirname, join } from "node:path";
+import { basename, dirname, join, relative } from "node:path";
 import { readGgufHeader } from "../plan/gguf-read.ts";
 import type { ModelInfo } from "../plan/model.ts";
 import type { MemoOptions } from "../plan/model-memo.ts";
@@ -18,7 +18,7 @@ import { answersFor, type DriveAnswers, statLate } from "../util/drive-answers.t
 import { oneLanedAtATime } from "../util/one-at-a-time.ts";
 import { within } from "../util/within.ts";
 import { hubCacheDir, snapshotRootOf } from "./hf-cache.ts";
-import { isGgufPath, isProjector, namesText } from "./pick-gguf.ts";
+import { isGgufPath, isProjector, namesText, projectorsNear } from "./pick-gguf.ts";
 import { resolveModelPathAsync, snapshotFilesAsync } from "./resolve.ts";
 
 /**
@@ -121,9 +121,13 @@ async function candidates(
       files: [],
       late: `its listing did not answer within ${answers.waitMs / 1000} s (a network drive offline?)`,
     };
-  // A snapshot's are its GGUFs at any depth (a projector at its top is found beside a model in
-  // a subfolder); a folder's only its own names.
-  const files = names.filter((n) => isProjector(n) && (where === "snapshot" || isGgufPath(n))).sort();
+  // A snapshot's are those of the model's own folder in it, else of the nearest folder above
+  // (a projector at its top is found beside a model in a subfolder), never another model's
+  // folder's: the one a pull brings (pick-file.ts). A folder's only its own names.
+  const files =
+    where === "snapshot"
+      ? projectorsNear(relative(folder, modelPath).split("\\").join("/"), names)
+      : names.filter((n) => isProjector(n) && isGgufPath(n)).sort();
   return { where, files: files.map((n) => join(folder, n)) };
 }
 

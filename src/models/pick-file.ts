@@ -1,6 +1,14 @@
 import { CoreError } from "../protocol/errors.ts";
 import type { HubFile } from "./hub-client.ts";
-import { type GgufGroup, groupGgufs, isProjector, listedNames, namesText, pickAmong } from "./pick-gguf.ts";
+import {
+  type GgufGroup,
+  groupGgufs,
+  isProjector,
+  listedNames,
+  namesText,
+  pickAmong,
+  projectorsNear,
+} from "./pick-gguf.ts";
 
 /**
  * Which file(s) of a repo a pull means, by the one picker the cache resolver and the remote fit
@@ -99,15 +107,22 @@ function choiceError(want: Wanted, shown: GgufGroup[], what: string, cause: stri
 const PROJECTOR_PREFERENCE = ["F16", "BF16", "F32", "Q8_0"];
 
 /**
- * The vision projector a pull brings with its model (docs/models.md "The projector"): the
- * repo's `mmproj*.gguf`, F16 preferred, then by name; null when the repo has none. Its width is
- * checked when the model is planned (`mmproj: auto` takes it from the same snapshot).
+ * The vision projector a pull brings with the model whose first part is `model` (docs/models.md
+ * "The projector"): an `mmproj*.gguf` of its own folder, else of the nearest folder above it
+ * (`projectorsNear`), F16 preferred, then by name; null when there is none. Its width is checked
+ * when the model is planned (`mmproj: auto` takes it from the same snapshot, by the same rule).
  */
-export function pickProjector(files: readonly HubFile[]): HubFile | null {
+export function pickProjector(files: readonly HubFile[], model: string): HubFile | null {
   const rank = (f: HubFile) => {
     const i = PROJECTOR_PREFERENCE.indexOf(quantOf(f.path) ?? "");
     return i < 0 ? PROJECTOR_PREFERENCE.length : i;
   };
-  const projectors = files.filter((f) => f.path.toLowerCase().endsWith(".gguf") && isProjector(f.path));
+  const near = new Set(
+    projectorsNear(
+      model,
+      files.map((f) => f.path),
+    ),
+  );
+  const projectors = files.filter((f) => near.has(f.path));
   return [...projectors].sort((a, b) => rank(a) - rank(b) || a.path.localeCompare(b.path))[0] ?? null;
 }

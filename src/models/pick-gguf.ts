@@ -57,6 +57,34 @@ export function isProjector(path: string): boolean {
   return /^mmproj|[-._]mmproj([-._]|$)/i.test(path.split("/").at(-1) ?? path);
 }
 
+/** A repo path's folder: `""` for the repo's root. */
+function folderOf(path: string): string {
+  const slash = path.lastIndexOf("/");
+  return slash < 0 ? "" : path.slice(0, slash);
+}
+
+/**
+ * The projectors that go with the model whose first part is `model` (repo paths, `/`-separated;
+ * docs/models.md "The projector"): those in its own folder, else those of the nearest folder
+ * above it, up to the repo's root. Never another folder's: a repo of models in folders of their
+ * own (`A/`, `B/`) holds each one's projector beside it, and B's model given A's (first by name)
+ * got a projector of another model, its width not the model's, and no vision. Sorted by path.
+ */
+export function projectorsNear(model: string, paths: readonly string[]): string[] {
+  const byFolder = new Map<string, string[]>();
+  for (const p of paths) {
+    if (!isGgufPath(p) || !isProjector(p)) continue;
+    const here = byFolder.get(folderOf(p));
+    if (here) here.push(p);
+    else byFolder.set(folderOf(p), [p]);
+  }
+  for (let folder = folderOf(model); ; folder = folderOf(folder)) {
+    const here = byFolder.get(folder);
+    if (here) return here.sort();
+    if (folder === "") return [];
+  }
+}
+
 /** The repo's GGUFs, split parts gathered under their first part; sorted by that path. */
 export function groupGgufs(paths: readonly string[]): GgufGroup[] {
   const steps = grouping(paths);

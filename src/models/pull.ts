@@ -131,8 +131,8 @@ export async function pullModel(req: PullRequest, deps: PullDeps, hooks: PullHoo
   const commit = await hubCall(() => hub.commitOf(req.repo, req.revision, hooks.signal), where, hooks.signal);
   const listing = await hubCall(() => hub.listFiles(req.repo, commit, hooks.signal), where, hooks.signal);
   const model = pickFiles(req, listing);
-  // A vision model's projector comes with it, so `mmproj: auto` finds it in the same snapshot.
-  const projector = model.some((f) => isProjector(f.path)) ? null : pickProjector(listing);
+  // A vision model's projector (its folder's) comes with it, so `mmproj: auto` finds it too.
+  const projector = isProjector(model[0]!.path) ? null : pickProjector(listing, model[0]!.path);
   const parts = projector ? [...model, projector] : model;
   const targets = parts.map((f) => blobTarget(cacheDir, req.repo, commit, f));
   for (const t of targets) checkStorable(t, snapshotPath(cacheDir, req.repo, commit, t.file), deps, where);

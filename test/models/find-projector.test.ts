@@ -289,6 +289,26 @@ describe("mmproj: auto in the model's hub snapshot", () => {
     });
   });
 
+  test("a model in a folder of its own takes that folder's projector, never another model's folder's", async () => {
+    using dir = tmpdir();
+    const { snapshot } = layRepo(dir.path, "org/two-GGUF", {
+      "A/model-Q4.gguf": tinyLlama(),
+      "A/mmproj-F16.gguf": mmproj(),
+      "B/model-Q4.gguf": tinyLlama(),
+      "B/mmproj-F16.gguf": mmproj(),
+      "C/model-Q4.gguf": tinyLlama(),
+    });
+    const info = async (file: string) => modelInfo(await readGgufHeader(join(snapshot, file)));
+    // B's model took A's projector (first by name): pull now brings B's, and auto agrees.
+    expect(await findProjector("auto", await info("B/model-Q4.gguf"))).toMatchObject({
+      kind: "found",
+      info: { path: join(snapshot, "B", "mmproj-F16.gguf") },
+    });
+    const none = await findProjector("auto", await info("C/model-Q4.gguf"));
+    expect(none).toMatchObject({ kind: "none" });
+    expect(none.kind === "none" && none.reason).toContain("found no mmproj*.gguf");
+  });
+
   test("a snapshot whose drive does not answer (a cache on a dead network mount) is not walked: auto finds none, saying why", async () => {
     using dir = tmpdir();
     const { snapshot } = layRepo(dir.path, "org/vision-GGUF", {

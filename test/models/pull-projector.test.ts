@@ -99,11 +99,29 @@ describe("pull and the projector", () => {
 describe("pickProjector", () => {
   const f = (path: string) => ({ path, size: 1, oid: "x" });
   test("F16 first, then BF16, F32, Q8_0, then by name; none when the repo has none", () => {
-    expect(pickProjector([f("mmproj-Q8_0.gguf"), f("mmproj-F32.gguf"), f("mmproj-F16.gguf")])!.path).toBe(
-      "mmproj-F16.gguf",
+    expect(
+      pickProjector([f("mmproj-Q8_0.gguf"), f("mmproj-F32.gguf"), f("mmproj-F16.gguf")], "m.gguf")!.path,
+    ).toBe("mmproj-F16.gguf");
+    expect(pickProjector([f("mmproj-Q8_0.gguf"), f("mmproj-bf16.gguf")], "m.gguf")!.path).toBe(
+      "mmproj-bf16.gguf",
     );
-    expect(pickProjector([f("mmproj-Q8_0.gguf"), f("mmproj-bf16.gguf")])!.path).toBe("mmproj-bf16.gguf");
-    expect(pickProjector([f("mmproj-b.gguf"), f("mmproj-a.gguf")])!.path).toBe("mmproj-a.gguf");
-    expect(pickProjector([f("model-Q4_K_M.gguf"), f("README.md"), f("mmproj.txt")])).toBeNull();
+    expect(pickProjector([f("mmproj-b.gguf"), f("mmproj-a.gguf")], "m.gguf")!.path).toBe("mmproj-a.gguf");
+    expect(pickProjector([f("model-Q4_K_M.gguf"), f("README.md"), f("mmproj.txt")], "m.gguf")).toBeNull();
+  });
+
+  test("the model's own folder's projector, else the nearest folder's above it; never another model's folder's", () => {
+    const repo = [f("A/model-Q4.gguf"), f("A/mmproj-F16.gguf"), f("B/model-Q4.gguf"), f("B/mmproj-F16.gguf")];
+    // B's model took A's projector (first by name): another model's, of another width, so no vision.
+    expect(pickProjector(repo, "B/model-Q4.gguf")!.path).toBe("B/mmproj-F16.gguf");
+    expect(pickProjector(repo, "A/model-Q4.gguf")!.path).toBe("A/mmproj-F16.gguf");
+    // The folder's own over the root's, the root's for a model in a folder without one.
+    const rooted = [...repo, f("mmproj-F16.gguf"), f("C/sub/model-00001-of-00002.gguf")];
+    expect(pickProjector(rooted, "B/model-Q4.gguf")!.path).toBe("B/mmproj-F16.gguf");
+    expect(pickProjector(rooted, "C/sub/model-00001-of-00002.gguf")!.path).toBe("mmproj-F16.gguf");
+    expect(pickProjector([f("C/mmproj-Q8_0.gguf"), ...rooted], "C/sub/model-00001-of-00002.gguf")!.path).toBe(
+      "C/mmproj-Q8_0.gguf",
+    );
+    // Only another folder's: none, rather than a projector of another model.
+    expect(pickProjector([...repo, f("D/model-Q4.gguf")], "D/model-Q4.gguf")).toBeNull();
   });
 });
