@@ -1,6 +1,7 @@
 import { basename } from "node:path";
 import type { DocumentFormat, DocumentsAddParams, IndexProgress } from "../protocol/documents.ts";
 import { CoreError } from "../protocol/errors.ts";
+import { kvLeftText } from "../protocol/kv-left.ts";
 import { documentErased, type PendingDocument } from "../store/document-store.ts";
 import { sessionNotFound } from "../store/session-not-found.ts";
 import type { Store } from "../store/store.ts";
@@ -220,10 +221,9 @@ function kvLeft(doc: PendingDocument, err: unknown): CoreError | undefined {
     logger.warn(`document ${doc.documentId}: taken out after its cancel; ${(err as Error).message}`);
     return undefined;
   }
-  const files = err.data.files as string[];
   return new CoreError(
     "cancelled",
-    `the add was cancelled and document '${doc.documentId}' erased, but ${files.length} saved KV state file(s) quoting it could not be removed (${files[0]}; see the core's log for why); send documents.delete with that document_id once they can be`,
+    `the add was cancelled and document '${doc.documentId}' erased, but ${kvLeftText(err.data, " quoting it")}; send documents.delete with that document_id once they can be`,
     { ...err.data, reason: "kv_state_left", document_id: doc.documentId },
   );
 }

@@ -1,4 +1,7 @@
+import { listedNames } from "../models/pick-gguf.ts";
+import { kvDirOf } from "../plan/decide/slot-save.ts";
 import { CoreError } from "../protocol/errors.ts";
+import { kvLeftText } from "../protocol/kv-left.ts";
 import type { Services } from "./services.ts";
 
 /**
@@ -8,12 +11,32 @@ import type { Services } from "./services.ts";
  * tokens still readable there, and never tried again. Removed, the files are zeroed off the loop
  * (agent/kv/drop-file.ts); the delete answers once that is done, as their blocks held the tokens.
  */
-export async function kvErased(left: readonly string[], services: Pick<Services, "kvZeroed">): Promise<void> {
+export async function kvErased(
+  left: readonly string[],
+  services: Pick<Services, "kvZeroed" | "config">,
+): Promise<void> {
   await services.kvZeroed?.(left);
   if (left.length === 0) return;
+  const data = kvLeftData(left, kvDirOf(services.config().app.data_dir));
   throw new CoreError(
     "internal_error",
-    `the rows are erased, but ${left.length} saved KV state file(s) could not be removed (${left[0]}; see the core's log for why); send the delete again once they can be`,
-    { key: "app.data_dir", file: left[0], files: left },
+    `the rows are erased, but ${kvLeftText(data)}; send the delete again once they can be`,
+    data,
   );
+}
+
+/**
+ * What an erase left: the files it could not remove (`file`, the first; `files`, as a listing's
+ * names are, pick-gguf.ts `listedNames`), and `folder` when an erase over several turns failed
+ * part way (kv-disk.ts `erase` reports the folder itself): which of its files stayed cannot be
+ * told. It was named as `data.file` of "1 saved KV state file(s)", a folder shown as a file.
+ */
+function kvLeftData(left: readonly string[], dir: string): Record<string, unknown> {
+  const files = left.filter((path) => path !== dir);
+  return {
+    key: "app.data_dir",
+    ...(files.length > 0 ? { file: files[0] } : {}),
+    ...listedNames("files", files),
+    ...(files.length < left.length ? { folder: dir } : {}),
+  };
 }

@@ -24,6 +24,7 @@ function services(deleted: boolean, left: string[], asked: string[]): Services {
       asked.push(`${user} ${source}`);
       return left;
     },
+    config: () => ({ app: { data_dir: "/" } }),
   } as unknown as Services;
 }
 

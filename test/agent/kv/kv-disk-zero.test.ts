@@ -130,7 +130,10 @@ describe("an erase's KV state files are zeroed on the disk", () => {
       finish = resolve;
     });
     let answered = false;
-    const answer = kvErased([], { kvZeroed: () => zeroing }).then(() => {
+    const answer = kvErased([], {
+      kvZeroed: () => zeroing,
+      config: () => ({ app: { data_dir: "/nowhere" } }) as never,
+    }).then(() => {
       answered = true;
     });
     await Promise.resolve();

@@ -6,6 +6,10 @@ import { ERASE_PASS } from "../../../src/agent/kv/kv-reads.ts";
 import { kvErased } from "../../../src/methods/kv-erased.ts";
 import { logger } from "../../../src/util/logger.ts";
 import { savedPair, savedPairs, savingOnNoReuse } from "../../fixtures/kv-saved.ts";
+
+/** The config kvErased reads its folder from only to tell it from a file left: none is here. */
+const noConfig = () => ({ app: { data_dir: "/nowhere" } }) as never;
+
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
 // An erase read every sidecar of the KV folder (up to 16 MiB each) in one go on the main loop: a
@@ -32,7 +36,7 @@ test("the loop turns while an erase reads a folder of many sidecars; the same fi
   try {
     const erase = savingOnNoReuse(disk);
     const left = erase.forgetSource("u", "document:d");
-    await kvErased(left, { kvZeroed: (l) => erase.zeroed(l) });
+    await kvErased(left, { kvZeroed: (l) => erase.zeroed(l), config: noConfig });
   } finally {
     read.mockRestore();
   }
@@ -58,7 +62,7 @@ test("a file an erase over several turns could not remove still fails its delete
   try {
     const erase = savingOnNoReuse(disk);
     const left = erase.forgetSource("u", "document:d");
-    await expect(kvErased(left, { kvZeroed: (l) => erase.zeroed(l) })).rejects.toThrow(
+    await expect(kvErased(left, { kvZeroed: (l) => erase.zeroed(l), config: noConfig })).rejects.toThrow(
       "could not be removed",
     );
     expect(left).toEqual([stuck]);
@@ -86,7 +90,7 @@ test("a state of the erased session committed while its erase reads still goes",
   // Renamed into place now, as another core's commit (written straight: a commit here awaits its syncs).
   const x = savedPair(disk, "s0", ["document:d"], "newer");
   expect(readFileSync(x, "utf8")).toBe("newer");
-  await kvErased(left, { kvZeroed: (l) => erase.zeroed(l) });
+  await kvErased(left, { kvZeroed: (l) => erase.zeroed(l), config: noConfig });
   expect(existsSync(x)).toBe(false);
   expect(existsSync(x.replace(/\.bin$/, ".json"))).toBe(false);
 });
@@ -99,7 +103,7 @@ test("a first save quoting the erased document, committed while its erase reads,
   const { disk, erase } = overTurns(dir.path);
   const left = erase.forgetSource("u", "document:d");
   const late = savedPair(disk, "late", ["document:d"]);
-  await kvErased(left, { kvZeroed: (l) => erase.zeroed(l) });
+  await kvErased(left, { kvZeroed: (l) => erase.zeroed(l), config: noConfig });
   expect(existsSync(late)).toBe(false);
   expect(existsSync(late.replace(/\.bin$/, ".json"))).toBe(false);
 });
