@@ -143,6 +143,12 @@ export class ListingMemo {
    * dropped when its turn comes, after its drive's check (`MemoEdges.write`'s `going`).
    */
   private removals = 0;
+  /**
+   * Whether this core began a "none" write: a listing that found devices removes the memo it read
+   * absent then too, since that write may have landed after its read (one that did was left,
+   * stale, until the recheck). A GPU machine, never writing, still touches no file.
+   */
+  private wrote = false;
 
   constructor(
     private readonly edges: MemoEdges,
@@ -223,13 +229,15 @@ export class ListingMemo {
     // land after this listing, which read no memo to remove: a stale one was left (a review found
     // it), a listing whose recall had no key (its read late, the binary unread) too.
     if (!none && !recall.hit) this.removals++;
-    if (!recall.key || recall.hit || where.stopping()) return;
-    // A GPU machine's probes touch no file at all.
-    if (none ? recall.held : !recall.present) return;
+    if (recall.hit || where.stopping()) return;
+    // A GPU machine's probes touch no file at all. A removal needs no key (its read late, the
+    // binary unread): the devices are listed now whatever the key.
+    if (none ? !recall.key || recall.held : !recall.present && !this.wrote) return;
+    if (none) this.wrote = true;
     const removals = this.removals;
     const going = () => this.where === where && !where.stopping() && this.removals === removals;
     const done = none
-      ? this.edges.write(where.dataDir, memoText(recall.key), going)
+      ? this.edges.write(where.dataDir, memoText(recall.key!), going)
       : this.edges.remove(memoPath(where.dataDir));
     // A memo unwritten (or left) is a listing asked next time: only said.
     void done.then(

@@ -595,3 +595,33 @@ function writesHeld(s: ReturnType<typeof setup>): () => void {
   };
   return () => land();
 }
+
+// A listing that read the memo absent while another's "none" write was on its way, that write
+// landing before this listing found devices: it skipped the removal (nothing was there when it
+// read), and the stale "none" planned a GPU machine on its CPU alone until the 15 s recheck.
+test("a listing that found devices removes a memo written after it read none", async () => {
+  const s = setup();
+  const gpu = s.memo.hooks(false);
+  const readGpu = await gpu.recall(BINARY);
+  expect(readGpu.present).toBe(false);
+  const cpu = s.memo.hooks(false);
+  cpu.learned(BINARY, await cpu.recall(BINARY), []);
+  await new Promise((resolve) => setImmediate(resolve));
+  expect(s.state.memo).toContain('"devices":"none"');
+  gpu.learned(BINARY, readGpu, [{ name: "Vulkan0", description: "AMD Radeon RX 7600" } as never]);
+  await new Promise((resolve) => setImmediate(resolve));
+  expect(s.state.memo).toBeNull();
+});
+
+test("the same with a listing whose recall had no key (its read late, the binary unread)", async () => {
+  const s = setup();
+  const cpu = s.memo.hooks(false);
+  cpu.learned(BINARY, await cpu.recall(BINARY), []);
+  await new Promise((resolve) => setImmediate(resolve));
+  expect(s.state.memo).toContain('"devices":"none"');
+  const gpu = s.memo.hooks(false);
+  const unkeyed = { hit: false, held: false, key: null };
+  gpu.learned(BINARY, unkeyed as never, [{ name: "Vulkan0", description: "AMD Radeon RX 7600" } as never]);
+  await new Promise((resolve) => setImmediate(resolve));
+  expect(s.state.memo).toBeNull();
+});
