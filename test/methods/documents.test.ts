@@ -421,11 +421,22 @@ describe("documents.add, list, delete and citations", () => {
     h.llama.script({ content: ["noted"] }, { content: ["ok"] }, { content: ["answer"] });
     await h.chat("x", { input: "the DUGONGTOPIC grazes seagrass", session_id: "x" });
     // Edited once y's prompt has reached the model: y's answer commits after the edit.
+    let held: unknown[] = [];
+    let edit: Msg | undefined;
     h.llama.beforeChat = async () => {
       h.llama.beforeChat = undefined;
-      await h.chat("x2", { input: "a note about groceries", session_id: "x", replace_from: 0 });
+      held = h.events("y").map((e) => e.event);
+      edit = (await h.chat("x2", { input: "a note about groceries", session_id: "x", replace_from: 0 }))
+        .terminal;
     };
     const y = await h.chat("y", { input: "what does the DUGONGTOPIC graze", session_id: "y" });
+    // The race as meant, checked first (it failed once under load, unexplained): the request held
+    // was y's, past its recall, and the edit ended committed before y's answer came back.
+    expect(held).toEqual(["run_start", "memory_start", "memory_done", "llm_start"]);
+    expect(edit?.type).toBe("result");
+    expect(h.out.indexOf(edit as Msg)).toBeLessThan(
+      h.out.indexOf(y.events.find((e) => e.event === "llm_chunk") as Msg),
+    );
     expect((y.terminal as any).result.sources).toEqual([
       expect.objectContaining({ kind: "turn", id: "x", chunk: 0 }),
     ]);
