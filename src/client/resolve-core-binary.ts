@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { targetName } from "../util/target-name.ts";
 
 /**
@@ -16,7 +16,8 @@ import { targetName } from "../util/target-name.ts";
  *   development                                                <appPath>/vendor/local-ai/<os>-<arch>/local-ai
  *
  * <resources> is `process.resourcesPath` (Contents/Resources on macOS, resources/ elsewhere);
- * the executable is local-ai.exe on Windows.
+ * the executable is local-ai.exe on Windows. Paths come back absolute, resolved against this
+ * process's working directory: a relative one would be run from the client's `cwd` instead.
  */
 
 export interface ResolveCoreBinaryOptions {
@@ -52,10 +53,13 @@ export function coreBinaryCandidates(options: ResolveCoreBinaryOptions = {}): Co
   const target = coreTargetName(platform, options.arch ?? process.arch);
   const exe = platform === "win32" ? "local-ai.exe" : "local-ai";
   const vendor = options.vendorDir ?? join("vendor", "local-ai");
+  // Absolute: spawn resolves a relative command against the client's `cwd` option, so a relative
+  // appPath ran <cwd>/vendor/…, a file other than the one found (one in the data folder, say).
+  // Resolved once joined: an absolute vendorDir stays under the app's folder, as join keeps it.
   if (options.dev) {
-    return [{ path: join(options.appPath ?? process.cwd(), vendor, target, exe), layout: "dev" }];
+    return [{ path: resolve(join(options.appPath ?? process.cwd(), vendor, target, exe)), layout: "dev" }];
   }
-  const resources = options.resourcesPath;
+  const resources = options.resourcesPath && resolve(options.resourcesPath);
   if (!resources) return [];
   return [
     { path: join(resources, "local-ai", exe), layout: "resources" },

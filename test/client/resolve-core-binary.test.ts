@@ -9,7 +9,7 @@ import {
   symlinkSync,
   writeFileSync,
 } from "node:fs";
-import { basename, join } from "node:path";
+import { basename, isAbsolute, join, resolve } from "node:path";
 import { coreBinaryCandidates, resolveCoreBinary } from "../../src/client/index.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
@@ -185,6 +185,24 @@ describe("resolveCoreBinary", () => {
     expect(resolveCoreBinary({ dev: true, appPath: root, platform: "linux", arch: "arm64" })).toBe(
       join(root, "vendor/local-ai/linux-arm64/local-ai"),
     );
+  });
+
+  test("a relative appPath or resourcesPath gives an absolute path, the file it found", () => {
+    // Spawn resolves a relative command against the client's `cwd` option, not the folder it was
+    // found from: `vendor/…` with cwd set to the data folder ran <data>/vendor/…/local-ai, a file
+    // whoever writes there controls (or failed ENOENT with the binary in place).
+    const seen: string[] = [];
+    const exists = (path: string) => {
+      seen.push(path);
+      return true;
+    };
+    const dev = resolveCoreBinary({ dev: true, appPath: "app", platform: "linux", arch: "x64", exists });
+    expect(dev).toBe(resolve("app/vendor/local-ai/linux-x64/local-ai"));
+    const packaged = resolveCoreBinary({ resourcesPath: "res", platform: "linux", arch: "x64", exists });
+    expect(packaged).toBe(resolve("res/local-ai/local-ai"));
+    for (const path of seen) expect(isAbsolute(path)).toBe(true);
+    const candidates = coreBinaryCandidates({ resourcesPath: "res", platform: "linux", arch: "x64" });
+    for (const c of candidates) expect(isAbsolute(c.path)).toBe(true);
   });
 
   test("nothing there: the error names the target and every path tried", async () => {
