@@ -309,6 +309,19 @@ describe("mmproj: auto in the model's hub snapshot", () => {
     expect(none.kind === "none" && none.reason).toContain("found no mmproj*.gguf");
   });
 
+  test("a root model's projector in a folder of projectors only (`mmproj/`) is found, as pull brings it", async () => {
+    using dir = tmpdir();
+    const { snapshot } = layRepo(dir.path, "org/apart-GGUF", {
+      "model-Q4.gguf": tinyLlama(),
+      "mmproj/mmproj-F16.gguf": mmproj(),
+    });
+    const model = modelInfo(await readGgufHeader(join(snapshot, "model-Q4.gguf")));
+    expect(await findProjector("auto", model)).toMatchObject({
+      kind: "found",
+      info: { path: join(snapshot, "mmproj", "mmproj-F16.gguf") },
+    });
+  });
+
   test("a snapshot whose drive does not answer (a cache on a dead network mount) is not walked: auto finds none, saying why", async () => {
     using dir = tmpdir();
     const { snapshot } = layRepo(dir.path, "org/vision-GGUF", {

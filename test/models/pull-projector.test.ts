@@ -124,4 +124,25 @@ describe("pickProjector", () => {
     // Only another folder's: none, rather than a projector of another model.
     expect(pickProjector([...repo, f("D/model-Q4.gguf")], "D/model-Q4.gguf")).toBeNull();
   });
+
+  test("a projector in a folder of its own that holds no model (`mmproj/`) goes with the model above or beside it", () => {
+    // A root model with its projectors in `mmproj/`: the first rule found none and pulled no vision.
+    const apart = [f("model-Q4_K_M.gguf"), f("mmproj/mmproj-F32.gguf"), f("mmproj/mmproj-F16.gguf")];
+    expect(pickProjector(apart, "model-Q4_K_M.gguf")!.path).toBe("mmproj/mmproj-F16.gguf");
+    // A split model in a quant's folder, the projectors' folder beside it.
+    const split = [
+      f("Q4_K_M/m-00001-of-00002.gguf"),
+      f("Q4_K_M/m-00002-of-00002.gguf"),
+      f("mmproj/mmproj-F16.gguf"),
+    ];
+    expect(pickProjector(split, "Q4_K_M/m-00001-of-00002.gguf")!.path).toBe("mmproj/mmproj-F16.gguf");
+    // A model's own `A/mmproj/` is its own: never given to B, whose folder holds none.
+    const owned = [f("A/model-Q4.gguf"), f("A/mmproj/mmproj-F16.gguf"), f("B/model-Q4.gguf")];
+    expect(pickProjector(owned, "A/model-Q4.gguf")!.path).toBe("A/mmproj/mmproj-F16.gguf");
+    expect(pickProjector(owned, "B/model-Q4.gguf")).toBeNull();
+    // The model's own folder's still first.
+    expect(pickProjector([...apart, f("mmproj-Q8_0.gguf")], "model-Q4_K_M.gguf")!.path).toBe(
+      "mmproj-Q8_0.gguf",
+    );
+  });
 });
