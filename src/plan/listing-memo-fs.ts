@@ -1,5 +1,5 @@
 import { readdir, readFile, realpath, rm, stat } from "node:fs/promises";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { bootStartedAt } from "../platform/pid-space.ts";
 import { allowedEnv } from "../util/child-allowlist.ts";
 import { drives, statLate } from "../util/drive-answers.ts";
@@ -61,7 +61,13 @@ export const realMemoEdges: MemoEdges = {
     // A listing that wanted it gone while it was renamed in (listing-memo.ts learned): taken back.
     if (!going()) await rm(dest, { force: true });
   },
-  remove: (path) => rm(path, { force: true }),
+  // Asked of its drive first too: a listing removes it even after its read came late (listing-memo.ts
+  // `wrote`), and an rm on a dead share held a thread of the pool for good, one more each listing.
+  remove: async (path) => {
+    const late = await statLate(drives, dirname(path));
+    if (late !== null) throw new Error(`${dirname(path)}: ${late}`);
+    await rm(path, { force: true });
+  },
   setTimer: (fn, ms) => {
     setTimeout(fn, ms).unref?.();
   },

@@ -23,6 +23,23 @@ describe("the listing memo's real edges", () => {
     expect(readdirSync(dir.path)).toEqual([]);
   });
 
+  // A listing that found devices removes the memo even where its read came late (listing-memo.ts
+  // `wrote`): a drive gone dead, its rm held a thread of the runtime's pool for good, one more at
+  // each such listing, and the core's other file work waited with them. Asked first, as a write.
+  test("a data_dir whose drive does not answer has no memo removed, nor waited on", async () => {
+    using dir = tmpdir();
+    await realMemoEdges.write(dir.path, "x\n", () => true);
+    const late = spyOn(drives, "answers").mockImplementation(async () => false);
+    try {
+      await expect(realMemoEdges.remove(memoPath(dir.path))).rejects.toThrow();
+    } finally {
+      late.mockRestore();
+    }
+    expect(existsSync(memoPath(dir.path))).toBe(true);
+    await realMemoEdges.remove(memoPath(dir.path));
+    expect(existsSync(memoPath(dir.path))).toBe(false);
+  });
+
   test("the write itself is off the loop: it turns between the memo's folder and its file", async () => {
     // Once its drive had answered, the folder, the temp, its bytes and the rename were all
     // synchronous: a slow disk held ping and cancel for each. Seen from the loop, each turn.
