@@ -196,3 +196,23 @@ test("a sessions.delete reaching an older database during the stop: cancelled, n
   expect(err?.message).toContain("send it again after the next start");
   expect(schemaVersion(join(dir.path, "data"))).toBe(6);
 });
+
+// An erase waiting through the stop on the migration's real thread: the stop's ending of that
+// thread (ChunkThread.stop) rejects with "the database was closed ... (removed, replaced or
+// opened again)", which migrate-first passed on as it was: an internal_error naming no stop, never
+// the `cancelled` docs/agent.md promises, so a host did not know to send the erase again after
+// the next start. Fake threads that reject `thread_stopped` hid it.
+test("a users.delete waiting on the real migration thread the stop ends: cancelled, nothing erased", async () => {
+  using dir = tmpdir();
+  olderDatabase(join(dir.path, "data"), 30);
+  const services = servicesAt(dir.path);
+  const del = await (table(services).get("users.delete")?.load() as ReturnType<MethodEntry["load"]>);
+  const erased = del.run(del.params.parse({ user_id: "u" }), context()) as Promise<unknown>;
+  expect(services.storeWait()).toBeInstanceOf(Promise);
+  const stopped = services.stop();
+  const err = await coreErrorOfAsync(erased);
+  await stopped;
+  expect(err.code).toBe("cancelled");
+  expect(err.message).toContain("send it again after the next start");
+  expect(schemaVersion(join(dir.path, "data"))).toBe(6);
+});

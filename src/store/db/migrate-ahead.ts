@@ -1,7 +1,7 @@
 import { Database } from "bun:sqlite";
 import { closeSync, constants, lstatSync, openSync, readSync } from "node:fs";
 import { join } from "node:path";
-import { ChunkThread, type OpenedAhead } from "../chunk-thread.ts";
+import { ChunkThread, type OpenedAhead, threadStopped } from "../chunk-thread.ts";
 import { MIGRATIONS, SCHEMA_VERSION } from "./migrations.ts";
 import { BUSY_TIMEOUT_MS, DB_FILE, ftsCurrent, hasFts5 } from "./open.ts";
 import { useMemoryForTemp } from "./temp-dir.ts";
@@ -92,9 +92,27 @@ export interface MigratedAhead {
  * main loop, while ping and cancel go on answering. Its connection is closed when it is done.
  */
 export function migrateAhead(dataDir: string, options: { withoutFts?: boolean } = {}): MigratedAhead {
-  const thread = new ChunkThread(join(dataDir, DB_FILE), 0);
-  const done = thread.openAhead(dataDir, options.withoutFts === true).finally(() => thread.stop());
-  return { done, stop: () => thread.stop() };
+  const path = join(dataDir, DB_FILE);
+  const thread = new ChunkThread(path, 0);
+  let stopped = false;
+  // Ended by `stop` (shutdown), the open rejected "the database was closed ... removed, replaced",
+  // no stop named: a waiting erase was answered that internal_error, never the `cancelled` a
+  // stop's end is (server/migrate-first.ts), so its host did not know to send it again.
+  const done = thread.openAhead(dataDir, options.withoutFts === true).then(
+    (opened) => {
+      thread.stop();
+      return opened;
+    },
+    (err: unknown) => {
+      thread.stop();
+      throw stopped ? threadStopped(path, "the core's stop ended it") : err;
+    },
+  );
+  const stop = () => {
+    stopped = true;
+    thread.stop();
+  };
+  return { done, stop };
 }
 
 /** A regular file (never a link, a FIFO) with something in it. */
