@@ -71,7 +71,10 @@ export async function restoreSlotState(r: SlotRestore): Promise<boolean> {
   // slot past the file's checks (drop-file.ts `Zeroes`).
   const bin = join(disk.dir, `${name}.bin`);
   disk.zeroes.begin(bin);
-  const limit = AbortSignal.any([signal, AbortSignal.timeout(SLOT_FILE_TIMEOUT_MS)]);
+  // Its server's stop begun (`died`: a crash-restart, an unload) ends it too: a server stuck in the
+  // kernel past its kill keeps the connection open, and the turn waited out the 60 s before it went
+  // on to the restarted server. Its slot goes with the server; what it read there matters no more.
+  const limit = AbortSignal.any([signal, launch.died, AbortSignal.timeout(SLOT_FILE_TIMEOUT_MS)]);
   let reading = false;
   try {
     const restored = await restoreSlot(launch, slot, `${name}.bin`, limit);
@@ -92,8 +95,10 @@ export async function restoreSlotState(r: SlotRestore): Promise<boolean> {
       launch.slots.mayHold(slot, `${entry.user_id}/${session}`);
     }
     if (signal.aborted) throw signal.reason;
-    // Refused (93b), or it killed the server or did not end (93f): never asked for again.
-    if (!(err instanceof SlotError && err.kind === "not_supported")) disk.remove(name);
+    // Refused (93b), or it killed the server or did not end (93f): never asked for again. One cut
+    // by its server's stop is kept: nothing says it killed it (a reset connection would).
+    const cut = err === launch.died.reason;
+    if (!cut && !(err instanceof SlotError && err.kind === "not_supported")) disk.remove(name);
     r.failed(err, `restoring session ${session}'s KV state into slot ${slot}`);
     // A server killed by the restore resets the connection a moment before its exit is heard:
     // the turn looks at `launch.died` next, to go on on a restarted server (turn.ts).

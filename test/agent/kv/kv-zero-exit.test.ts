@@ -241,3 +241,34 @@ test("at shutdown, an erased session's restore on a server stuck past its stop i
     fake.server.stop(true);
   }
 }, 3000);
+
+// Outside shutdown no one cancels the turn: a server that crashed and is stuck in the kernel past
+// its kill (or one unloaded, replanned) keeps the restore's connection open, and the turn waited
+// out the request's 60 s before it went on to the restarted server. The restore now ends with its
+// server's `died`; the state is kept (nothing says it killed the server: a reset would).
+test("a restore whose server's stop begins ends then, the turn going on; its state kept", async () => {
+  using dir = tmpdir();
+  const disk = new KvDisk(dir.path, 10_000_000);
+  const name = disk.nameOf("u", "s");
+  fs.writeFileSync(join(dir.path, `${name}.bin`), TOKENS);
+  const fake = stalling();
+  const { launch, died } = stopping(fake.server.port as number);
+  const failures: string[] = [];
+  try {
+    const restoring = restoreSlotState({
+      launch,
+      slot: 0,
+      entry: { user_id: "u", session_id: "s" } as KvEntry,
+      disk,
+      signal: new AbortController().signal,
+      failed: (_err, what) => void failures.push(what),
+    });
+    await fake.stalled;
+    died.abort(new Error("llama-server stopped: it crashed"));
+    expect(await restoring).toBe(false);
+    expect(failures).toHaveLength(1);
+    expect(fs.existsSync(join(dir.path, `${name}.bin`))).toBe(true);
+  } finally {
+    fake.server.stop(true);
+  }
+}, 3000);
