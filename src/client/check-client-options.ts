@@ -67,7 +67,7 @@ export function checkClientOptions(options: LocalAiClientOptions): LocalAiError 
  */
 function wrongType(o: LocalAiClientOptions): LocalAiError | undefined {
   // An empty config or cwd (a settings field left blank) is none, as it always was: no
-  // --config, the host's own folder. Only the binary has no default to fall back on.
+  // --config, the default folder (core-launch.ts). Only the binary has no default to fall back on.
   const text =
     path("binary", o.binary) ??
     (o.config == null ? undefined : stringWithoutNul("config", o.config)) ??

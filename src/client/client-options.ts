@@ -23,12 +23,17 @@ export interface RestartOptions {
 }
 
 export interface LocalAiClientOptions {
-  /** Path of the local-ai executable. */
+  /** Path of the local-ai executable; a relative one resolves against `cwd` when given (as Node's spawn does), else against this process's working folder. */
   binary: string;
-  /** Passed as `--config FILE`; relative paths resolve against `cwd`. */
+  /**
+   * Passed as `--config FILE`; relative paths resolve against `cwd`. Left out (with `cwd` and
+   * `args`), the core runs in `binary`'s folder: it reads `config.yaml` from its working folder,
+   * and the host's is one it did not choose (docs/bootstrap.md, "Where the core runs").
+   */
   config?: string;
   /** Replaces the whole argument list (default `serve-stdio [--config FILE]`). */
   args?: string[];
+  /** The core's working folder (default: the host's when `config` or `args` is given, else `binary`'s). */
   cwd?: string;
   /** The core's environment (default: this process's). */
   env?: Environment;

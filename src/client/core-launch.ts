@@ -1,3 +1,5 @@
+import { statSync } from "node:fs";
+import { basename, dirname, resolve } from "node:path";
 import { boundedWaitMs, CLIENT_DEFAULTS, type LocalAiClientOptions } from "./client-options.ts";
 import type { Connection } from "./connection.ts";
 import { CoreProcess, type CoreProcessHandlers } from "./core-process.ts";
@@ -20,14 +22,14 @@ export function spawnCore(
     "onExit" | "onOutputClosed" | "onInputClosed" | "onInputStalled" | "onKillIgnored"
   >,
 ): CoreProcess {
+  const { command, cwd } = launchPlace(options);
   // Its lines settle only calls written to it: one replaced but still read (a grandchild holding
   // its stdout) settled calls written to the next, naming their id or their line's size.
   const proc: CoreProcess = new CoreProcess(
     {
-      command: options.binary,
+      command,
       args: options.args ?? ["serve-stdio", ...(options.config ? ["--config", options.config] : [])],
-      // "" is none, as config's is: Node's spawn takes it so, a replacement spawn need not.
-      cwd: options.cwd || undefined,
+      cwd,
       env: options.env,
       maxLineBytes: options.maxLineBytes ?? CLIENT_DEFAULTS.maxLineBytes,
       stderrTailLines: options.stderrTailLines ?? CLIENT_DEFAULTS.stderrTailLines,
@@ -44,6 +46,40 @@ export function spawnCore(
     },
   );
   return proc;
+}
+
+/**
+ * The command and folder the core runs with. Given no config (nor cwd, nor args) the core reads
+ * `config.yaml` from its working folder (docs/bootstrap.md): the host's, which it did not choose,
+ * so a host started in a downloaded folder ran whatever that folder's config named
+ * (`llama.binary: ./evil.sh` ran at doctor). It runs in the binary's folder instead, as trusted
+ * as the binary, by its absolute path: spawn resolves a relative command against the cwd. A bare
+ * name is found on PATH and has no folder to name: the host's stays, and the logger says so.
+ */
+function launchPlace(options: LocalAiClientOptions): { command: string; cwd: string | undefined } {
+  const binary = options.binary;
+  // "" is none, as config's is: Node's spawn takes it so, a replacement spawn need not.
+  if (options.cwd || options.config || options.args)
+    return { command: binary, cwd: options.cwd || undefined };
+  if (basename(binary) === binary) {
+    options.logger?.warn(
+      `no config, cwd or args given and the binary ${binary} is found on PATH: the core reads config.yaml ` +
+        `from this process's working folder; name config or cwd`,
+    );
+    return { command: binary, cwd: undefined };
+  }
+  const command = resolve(binary);
+  const folder = dirname(command);
+  // A folder that is not there is the binary's ENOENT, not a cwd's (spawn-failure.ts).
+  return { command, cwd: isFolder(folder) ? folder : undefined };
+}
+
+function isFolder(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 /**

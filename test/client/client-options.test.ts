@@ -1,6 +1,9 @@
 import { afterEach, describe, expect, test } from "bun:test";
+import { mkdirSync } from "node:fs";
+import { join, relative } from "node:path";
 import { LocalAiClient, type LocalAiClientOptions } from "../../src/client/index.ts";
 import { Restarts, restartOptions } from "../../src/client/restarts.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
 import { FakeChild } from "./fake-child.ts";
 import { killFakes, rejection, track } from "./fake-core-fixture.ts";
 
@@ -110,21 +113,72 @@ describe("options of the wrong type, and the right ones", () => {
 });
 
 describe("an empty config or cwd, a settings field left blank", () => {
-  test("is none, as before: no --config, the host's own folder; an empty binary is still refused", async () => {
+  test("is none, as before; with a bare binary name the host is warned of its folder's config.yaml", async () => {
     // Before c78f8521 `config: ""` meant no --config (`options.config ? …`) and `cwd: ""` the host's
     // folder (Node's spawn takes an empty cwd as none); then both refused start(), as a host's
     // `config: process.env.LOCAL_AI_CONFIG` set blank (examples/node-host does just that) did.
-    const seen: { args: string[]; cwd: unknown }[] = [];
+    // A bare name is found on PATH: no folder of its own to run in, so the host's stays, said.
+    const seen: { command: string; args: string[]; cwd: unknown }[] = [];
+    const warned: string[] = [];
     const child = new FakeChild();
-    const spawn = (_: string, args: string[], options: { cwd?: string }) => {
-      seen.push({ args, cwd: options.cwd });
+    const spawn = (command: string, args: string[], options: { cwd?: string }) => {
+      seen.push({ command, args, cwd: options.cwd });
       return child;
     };
-    const client = track(await LocalAiClient.start({ binary: "local-ai", spawn, config: "", cwd: "" }));
+    const logger = { warn: (m: string) => warned.push(m) };
+    const client = track(
+      await LocalAiClient.start({ binary: "local-ai", spawn, config: "", cwd: "", logger }),
+    );
     expect(client.running).toBe(true);
-    expect(seen).toEqual([{ args: ["serve-stdio"], cwd: undefined }]);
+    expect(seen).toEqual([{ command: "local-ai", args: ["serve-stdio"], cwd: undefined }]);
+    expect(warned).toHaveLength(1);
+    expect(warned[0]).toContain("config.yaml");
+    expect(warned[0]).toContain("name config or cwd");
     const err = await rejection(LocalAiClient.start({ binary: "", spawn }));
     expect(err.data).toEqual({ field: "binary" });
+  });
+});
+
+describe("no config, cwd or args: the core never reads an unnamed folder's config.yaml", () => {
+  // The core reads config.yaml from its working folder: spawned in the host's, a host started in
+  // a downloaded folder ran whatever that folder's config.yaml named (`llama.binary: ./evil.sh`
+  // ran at doctor). The binary's own folder is as trusted as the binary.
+  function recorder() {
+    const seen: { command: string; args: string[]; cwd: unknown }[] = [];
+    const spawn = (command: string, args: string[], options: { cwd?: string }) => {
+      seen.push({ command, args, cwd: options.cwd });
+      return new FakeChild();
+    };
+    return { seen, spawn };
+  }
+
+  test("a binary path runs in the binary's folder, by its absolute path; config or cwd given stay the host's", async () => {
+    await using dir = tmpdir();
+    const bin = join(dir.path, "bin");
+    mkdirSync(bin);
+    const { seen, spawn } = recorder();
+    const binary = join(bin, "local-ai");
+    track(await LocalAiClient.start({ binary, spawn }));
+    // A relative one too: spawn resolves a relative command against the cwd it is given.
+    track(await LocalAiClient.start({ binary: relative(process.cwd(), binary), spawn }));
+    track(await LocalAiClient.start({ binary, spawn, config: "c.yaml" }));
+    track(await LocalAiClient.start({ binary, spawn, cwd: dir.path }));
+    track(await LocalAiClient.start({ binary, spawn, args: ["serve-stdio"] }));
+    expect(seen).toEqual([
+      { command: binary, args: ["serve-stdio"], cwd: bin },
+      { command: binary, args: ["serve-stdio"], cwd: bin },
+      { command: binary, args: ["serve-stdio", "--config", "c.yaml"], cwd: undefined },
+      { command: binary, args: ["serve-stdio"], cwd: dir.path },
+      { command: binary, args: ["serve-stdio"], cwd: undefined },
+    ]);
+  });
+
+  test("a binary whose folder is not there keeps the host's: spawn names the binary, not a cwd", async () => {
+    await using dir = tmpdir();
+    const { seen, spawn } = recorder();
+    const binary = join(dir.path, "gone", "local-ai");
+    track(await LocalAiClient.start({ binary, spawn }));
+    expect(seen).toEqual([{ command: binary, args: ["serve-stdio"], cwd: undefined }]);
   });
 });
 

@@ -49,6 +49,8 @@ describe("a host's misuse", () => {
       await LocalAiClient.start({
         binary: "local-ai",
         spawn: child.spawn,
+        // A config named: a bare binary with none is warned of (core-launch.ts), not the point here.
+        config: "config.yaml",
         requestTimeoutMs: 200,
         logger: { warn: (m) => warned.push(m) },
       }),

@@ -38,6 +38,8 @@ describe("a broken answer to cancel", () => {
     const client = track(
       await LocalAiClient.start({
         binary: "local-ai",
+        // A config named: a bare binary with none is warned of (core-launch.ts), not the point here.
+        config: "config.yaml",
         spawn: child.spawn,
         logger: { warn: (m) => warnings.push(m) },
       }),

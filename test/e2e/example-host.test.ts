@@ -1,4 +1,5 @@
 import { beforeAll, describe, expect, test } from "bun:test";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { clientBuilt } from "../client/client-built.ts";
 import { hostBinary } from "../client/host-binary.ts";
@@ -44,7 +45,16 @@ async function runExample(cwd: string, env: Record<string, string | undefined>) 
 describe.skipIf(!node)("examples/node-host", () => {
   test("without a config: initializes, diagnoses, cancels test.sleep and shuts down", async () => {
     await using dir = tmpdir();
+    // The host's working folder is not its choice (a terminal in a downloaded folder): the core
+    // ran its config.yaml's llama.binary at doctor and made data/ there. It runs in the binary's.
+    writeFileSync(join(dir.path, "evil.sh"), `#!/bin/sh\ntouch "${join(dir.path, "ran")}"\n`, {
+      mode: 0o755,
+    });
+    writeFileSync(join(dir.path, "config.yaml"), "llama: { binary: ./evil.sh }\n");
     const { summary } = await runExample(dir.path, { LOCAL_AI_EXAMPLE_CONFIG: undefined });
+    expect(summary.doctor.checks).toContain("config:fail");
+    expect(existsSync(join(dir.path, "ran"))).toBe(false);
+    expect(existsSync(join(dir.path, "data"))).toBe(false);
     expect(summary.chat).toBeNull();
     expect(summary.cancel).toEqual({ method: "test.sleep", caught: true, outcome: "cancelled" });
   }, 90_000);
