@@ -3,8 +3,8 @@ import { LocalAiError } from "./errors.ts";
 
 /**
  * The lowest value each numeric option takes; left out, `null` or NaN (Number() of an unset
- * setting) is its default, and Infinity is allowed: no limit for a call's time, the longest wait
- * a timer holds for the others.
+ * setting) is its default, and Infinity is allowed (no limit for a call's time, the longest wait
+ * a timer holds for the others) except for the sizes in FINITE.
  */
 const AT_LEAST = {
   requestTimeoutMs: 0,
@@ -26,6 +26,12 @@ const RESTART_AT_LEAST = {
   // is the least that tells a run from a crash. Restarting forever is `maxRestarts: Infinity`.
   resetAfterMs: 1000,
 } as const;
+
+/**
+ * Memory held for the core's whole life, whatever the host does: Infinity kept every stderr line
+ * it wrote, or read a line with no end (a foreign binary's) until the host ran out of memory.
+ */
+const FINITE = new Set(["maxLineBytes", "stderrTailLines"]);
 
 /** Counts: a fraction (2.5 restarts) is a settings file's slip, not a count. */
 const WHOLE = new Set(["maxBufferedEvents", "stderrTailLines", "restart.maxRestarts"]);
@@ -133,6 +139,8 @@ function outOfRange(field: string, value: unknown, min: number): LocalAiError | 
   if (value == null || Number.isNaN(value)) return undefined;
   if (typeof value !== "number") return invalid(field, `must be a number, not ${kind(value)}`);
   if (value < min) return invalid(field, `must be at least ${min}, not ${value}`);
+  if (FINITE.has(field) && !Number.isFinite(value))
+    return invalid(field, `must be a finite number, not ${value}`);
   // Infinity is no limit (a count never spent), not a fraction.
   if (WHOLE.has(field) && Number.isFinite(value) && !Number.isInteger(value))
     return invalid(field, `must be a whole number, not ${value}`);

@@ -35,6 +35,10 @@ const BAD: [string, Partial<LocalAiClientOptions>, string][] = [
   ["maxLineBytes", { maxLineBytes: -1 }, "-1"],
   ["maxLineBytes", { maxLineBytes: 0 }, "0"],
   ["stderrTailLines", { stderrTailLines: "50" as never }, "a string"],
+  // Before: no bound, held for the core's whole life: every stderr line kept, or a line with no
+  // end (a foreign binary's, `cat /dev/zero`) read into memory until the host ran out.
+  ["stderrTailLines", { stderrTailLines: Number.POSITIVE_INFINITY }, "Infinity"],
+  ["maxLineBytes", { maxLineBytes: Number.POSITIVE_INFINITY }, "Infinity"],
   ["stopGraceMs", { stopGraceMs: -3000 }, "-3000"],
   ["restart", { restart: "yes" as never }, "a string"],
   // Before: a negative delay restarted at once.
