@@ -92,10 +92,13 @@ export async function downloadBlob(hub: HubClient, t: BlobTarget, hooks: Downloa
     return digests.sha256;
   } catch (err) {
     hash.stop();
+    await hash.ended();
     dropIfEmpty(t.incomplete);
     throw err;
   } finally {
+    // Returned only once no hash worker holds the partial (a retry, a delete see it closed).
     hash.stop();
+    await hash.ended();
   }
 }
 
@@ -234,6 +237,7 @@ async function fetchRest(
         `${t.file}: the server ignored the Range request (HTTP ${response.status}); starting over from byte 0`,
       );
       hash.stop();
+      await hash.ended();
       hash = newHash(t, hooks, 0);
     }
     try {
@@ -244,6 +248,7 @@ async function fetchRest(
     } catch (err) {
       // The caller stops only the hash it handed in: a fresh one made for a restart is ours.
       hash.stop();
+      await hash.ended();
       throw err;
     }
     return { hash };

@@ -25,6 +25,8 @@ export interface TailHash {
   finish(length: number): Promise<Digests>;
   /** Stops without a digest (cancel, restart). Safe to call more than once. */
   stop(): void;
+  /** Resolves once the file is closed and nothing reads it any more (after stop or finish). */
+  ended(): Promise<void>;
 }
 
 export interface TailHashOptions {
@@ -54,9 +56,11 @@ const nap = new Int32Array(new SharedArrayBuffer(4));
 const sha256 = createHash("sha256");
 const git = workerData.gitPrefix === null ? null : createHash("sha1").update(workerData.gitPrefix);
 const buf = Buffer.allocUnsafe(4 * 1024 * 1024);
+let fd = -1;
+let reply = null;
 try {
   // Never a blocking open, never anything but a regular file (a FIFO swapped in is refused).
-  const fd = fs.openSync(workerData.path, fs.constants.O_RDONLY | (fs.constants.O_NONBLOCK || 0));
+  fd = fs.openSync(workerData.path, fs.constants.O_RDONLY | (fs.constants.O_NONBLOCK || 0));
   if (!fs.fstatSync(fd).isFile()) throw new Error("it is not a regular file");
   let pos = 0;
   for (;;) {
@@ -75,16 +79,20 @@ try {
       continue;
     }
     if (final >= 0n && pos >= limit) {
-      parentPort.postMessage({ sha256: sha256.digest("hex"), gitSha1: git ? git.digest("hex") : undefined });
+      reply = { sha256: sha256.digest("hex"), gitSha1: git ? git.digest("hex") : undefined };
       break;
     }
     if (final >= 0n) throw new Error("the writer said more bytes were written than it wrote");
     Atomics.wait(nap, 0, 0, 2);
   }
-  fs.closeSync(fd);
 } catch (err) {
-  parentPort.postMessage({ error: String(err && err.message || err) });
-}`;
+  reply = { error: String(err && err.message || err) };
+} finally {
+  // Closed here on every way out, before the answer: the descriptor is the process's, not
+  // this thread's, and outlives it (a terminate between open and close leaked it for good).
+  if (fd >= 0) fs.closeSync(fd);
+}
+if (reply) parentPort.postMessage(reply);`;
 
 export function startTailHash(path: string, options: TailHashOptions = {}): TailHash {
   const gitPrefix = options.gitBlobSize === undefined ? null : `blob ${options.gitBlobSize}\0`;
@@ -116,12 +124,12 @@ function workerTailHash(path: string, gitPrefix: string | null, written: number)
     worker.once("exit", () => reject(new Error(`hashing ${path}: the worker stopped`)));
   });
   result.catch(() => {});
-  let stopped = false;
+  const ended = new Promise<void>((resolve) => worker.once("exit", () => resolve()));
+  // No terminate: one landing between the worker's open and its close leaked the descriptor for
+  // the life of the core (a thread's files are the process's). Told to stop, it sees the flag
+  // within a read or a 2 ms nap, closes the file and ends.
   const stop = () => {
-    if (stopped) return;
-    stopped = true;
     Atomics.store(shared, FINAL, STOP);
-    void worker.terminate();
   };
   return {
     position: () => Number(Atomics.load(shared, DONE)),
@@ -137,6 +145,7 @@ function workerTailHash(path: string, gitPrefix: string | null, written: number)
         stop();
       }
     },
+    ended: () => ended,
     stop,
   };
 }
@@ -164,5 +173,7 @@ function inlineHash(path: string, gitPrefix: string | null): TailHash {
     stop: () => {
       stopped = true;
     },
+    // The read stream closes its file as the loop ends or throws.
+    ended: () => Promise.resolve(),
   };
 }
