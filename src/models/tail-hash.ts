@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
+import { within } from "../util/within.ts";
 
 /**
  * Hashes a file while the download is still growing it: a worker thread reads right behind the
@@ -25,9 +26,15 @@ export interface TailHash {
   finish(length: number): Promise<Digests>;
   /** Stops without a digest (cancel, restart). Safe to call more than once. */
   stop(): void;
-  /** Resolves once the file is closed and nothing reads it any more (after stop or finish). */
+  /**
+   * Resolves once the file is closed and nothing reads it any more (after stop or finish), or
+   * after ENDED_WAIT_MS: a read hung on a dead drive must not hold a cancelled pull's answer.
+   */
   ended(): Promise<void>;
 }
+
+/** How long `ended` waits for a stopped worker; one stuck in a read is let go (it closes the file when the read returns). */
+export const ENDED_WAIT_MS = 2_000;
 
 export interface TailHashOptions {
   /** Also compute git's blob id for a file of this size (files kept in git, not LFS). */
@@ -145,7 +152,7 @@ function workerTailHash(path: string, gitPrefix: string | null, written: number)
         stop();
       }
     },
-    ended: () => ended,
+    ended: () => within(ended, ENDED_WAIT_MS, undefined),
     stop,
   };
 }
