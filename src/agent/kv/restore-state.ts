@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { LlmError, SlotError } from "../../llama/errors.ts";
 import { noTaskLeft, restoreSlot } from "../../llama/slots.ts";
+import { CoreError } from "../../protocol/errors.ts";
 import { deathGraceMs, deathReason } from "../../runtime/death-reason.ts";
 import type { LaunchView } from "../../runtime/launch.ts";
 import { abortable } from "../../util/abortable.ts";
@@ -96,8 +97,9 @@ export async function restoreSlotState(r: SlotRestore): Promise<boolean> {
     }
     if (signal.aborted) throw signal.reason;
     // Refused (93b), or it killed the server or did not end (93f): never asked for again. One cut
-    // by its server's stop is kept: nothing says it killed it (a reset connection would).
-    const cut = err === launch.died.reason;
+    // by a stop the core asked for (an unload, a replan: `died` with `cancelled`) is kept; a crash
+    // heard before the connection's reset is the restore's doing as much as the reset would be.
+    const cut = err === launch.died.reason && err instanceof CoreError && err.code === "cancelled";
     if (!cut && !(err instanceof SlotError && err.kind === "not_supported")) disk.remove(name);
     r.failed(err, `restoring session ${session}'s KV state into slot ${slot}`);
     // A server killed by the restore resets the connection a moment before its exit is heard:

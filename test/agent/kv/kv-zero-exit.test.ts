@@ -6,6 +6,7 @@ import { KvDisk, type KvEntry } from "../../../src/agent/kv/kv-disk.ts";
 import { LATE_LOOK } from "../../../src/agent/kv/kv-temps.ts";
 import { restoreSlotState } from "../../../src/agent/kv/restore-state.ts";
 import { emptyBehind } from "../../../src/agent/kv/slot-clear.ts";
+import { CoreError, cancelledError } from "../../../src/protocol/errors.ts";
 import { Launch } from "../../../src/runtime/launch.ts";
 import { type HeldFile, holdOpen } from "../../fixtures/held-file.ts";
 import { kvEraseOf, saveUs } from "../../fixtures/slot-save.ts";
@@ -245,30 +246,35 @@ test("at shutdown, an erased session's restore on a server stuck past its stop i
 // Outside shutdown no one cancels the turn: a server that crashed and is stuck in the kernel past
 // its kill (or one unloaded, replanned) keeps the restore's connection open, and the turn waited
 // out the request's 60 s before it went on to the restarted server. The restore now ends with its
-// server's `died`; the state is kept (nothing says it killed the server: a reset would).
-test("a restore whose server's stop begins ends then, the turn going on; its state kept", async () => {
-  using dir = tmpdir();
-  const disk = new KvDisk(dir.path, 10_000_000);
-  const name = disk.nameOf("u", "s");
-  fs.writeFileSync(join(dir.path, `${name}.bin`), TOKENS);
-  const fake = stalling();
-  const { launch, died } = stopping(fake.server.port as number);
-  const failures: string[] = [];
-  try {
-    const restoring = restoreSlotState({
-      launch,
-      slot: 0,
-      entry: { user_id: "u", session_id: "s" } as KvEntry,
-      disk,
-      signal: new AbortController().signal,
-      failed: (_err, what) => void failures.push(what),
-    });
-    await fake.stalled;
-    died.abort(new Error("llama-server stopped: it crashed"));
-    expect(await restoring).toBe(false);
-    expect(failures).toHaveLength(1);
-    expect(fs.existsSync(join(dir.path, `${name}.bin`))).toBe(true);
-  } finally {
-    fake.server.stop(true);
-  }
-}, 3000);
+// server's `died`: a stop the core asked for keeps the state; a crash drops it, as the reset
+// would have (93f: a restore that kills its server is never asked for again).
+for (const [why, reason, kept] of [
+  ["a stop the core asked for", cancelledError("llama-server was stopped (unload)"), true],
+  ["a crash", new CoreError("internal_error", "llama-server crashed (killed by SIGABRT)"), false],
+] as const)
+  test(`a restore whose server's stop begins ends then, the turn going on; after ${why} its state ${kept ? "kept" : "dropped"}`, async () => {
+    using dir = tmpdir();
+    const disk = new KvDisk(dir.path, 10_000_000);
+    const name = disk.nameOf("u", "s");
+    fs.writeFileSync(join(dir.path, `${name}.bin`), TOKENS);
+    const fake = stalling();
+    const { launch, died } = stopping(fake.server.port as number);
+    const failures: string[] = [];
+    try {
+      const restoring = restoreSlotState({
+        launch,
+        slot: 0,
+        entry: { user_id: "u", session_id: "s" } as KvEntry,
+        disk,
+        signal: new AbortController().signal,
+        failed: (_err, what) => void failures.push(what),
+      });
+      await fake.stalled;
+      died.abort(reason);
+      expect(await restoring).toBe(false);
+      expect(failures).toHaveLength(1);
+      expect(fs.existsSync(join(dir.path, `${name}.bin`))).toBe(kept);
+    } finally {
+      fake.server.stop(true);
+    }
+  }, 3000);
