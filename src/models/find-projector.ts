@@ -192,8 +192,11 @@ function placeName(where: "snapshot" | "folder"): string {
   return where === "snapshot" ? "the model's hub snapshot" : "the model's folder";
 }
 
+/** Where `auto` looked; a snapshot's other models' projectors are in it, but not looked at (`candidates`). */
 function placeOf(where: "snapshot" | "folder"): string {
-  return where === "snapshot" ? "in the model's hub snapshot" : "beside the model";
+  return where === "snapshot"
+    ? "in the model's hub snapshot beside it or in a folder above it (another model's folder's are not its)"
+    : "beside the model";
 }
 
 function passedOver(reason: string): ProjectorChoice {

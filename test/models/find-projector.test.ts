@@ -307,6 +307,8 @@ describe("mmproj: auto in the model's hub snapshot", () => {
     const none = await findProjector("auto", await info("C/model-Q4.gguf"));
     expect(none).toMatchObject({ kind: "none" });
     expect(none.kind === "none" && none.reason).toContain("found no mmproj*.gguf");
+    // A's and B's are in the snapshot: "none in the snapshot" sent a user looking at them.
+    expect(none.kind === "none" && none.reason).toContain("another model's folder's are not its");
   });
 
   test("a root model's projector in a folder of projectors only (`mmproj/`) is found, as pull brings it", async () => {
