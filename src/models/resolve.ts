@@ -68,7 +68,10 @@ function cachedCommit(
   return { commit: text, snapshot };
 }
 
-/** Resolves a ref against the cache; reads only the disk (the snapshot listed on the loop: a test's). */
+/**
+ * Resolves a ref against the cache; reads only the disk (the snapshot listed on the loop:
+ * resolveModelPath's, for a caller that cannot wait).
+ */
 export function resolveCached(ref: ModelRef, cacheDir: string): CacheResolution {
   const at = cachedCommit(ref, cacheDir);
   return "kind" in at ? at : picked(ref, at, snapshotFiles(at.snapshot));
