@@ -16,7 +16,7 @@ import { MemoryEmbedder } from "../store/memory-embedder.ts";
 import type { Store } from "../store/store.ts";
 import { abortable } from "../util/abortable.ts";
 import { type DriveAnswers, drives } from "../util/drive-answers.ts";
-import { type FileIdentity, fileIdentity, identityOf } from "../util/file-identity.ts";
+import { type FileIdentity, identityOf } from "../util/file-identity.ts";
 import { vectorArgs } from "./vector-flags.ts";
 
 /**
