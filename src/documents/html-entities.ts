@@ -33,7 +33,9 @@ const NAMED: Record<string, string> = {
  * pages write `&nbsp`, `&copy 2024`, `AT&amp T` and `&#146` bare, and browsers show them decoded.
  */
 const LEGACY = "amp|lt|gt|quot|nbsp|copy|reg|deg|times|middot|laquo|raquo";
-const REFERENCE = new RegExp(`&(?:(#[xX][0-9a-fA-F]{1,6}|#[0-9]{1,7});?|([a-zA-Z]{2,8});|(${LEGACY}))`, "g");
+// A number's digits all read, as browsers do (one past U+10FFFF is U+FFFD): cut at a count with
+// the `;` optional, `&#00000065;` kept its last digit and `;` as text.
+const REFERENCE = new RegExp(`&(?:(#[xX][0-9a-fA-F]+|#[0-9]+);?|([a-zA-Z]{2,8});|(${LEGACY}))`, "g");
 const LEGACY_PREFIX = new RegExp(`^(${LEGACY})`);
 
 export function decodeEntities(text: string): string {

@@ -133,6 +133,14 @@ describe("HTML's text, never its markup", () => {
     // A name that is no legacy one stays as written without its `;`, as in browsers.
     expect(texts("<p>&mdash &hellip &euro &unknown;</p>")).toEqual(["&mdash &hellip &euro &unknown;"]);
   });
+  test("a numeric reference's digits run on as far as they go, as in browsers: none left over as text", () => {
+    // Cut at 7 digits (6 hex) once the `;` became optional, `&#00000065;` was read as `&#0000006`
+    // and the rest, `5;`, kept as text: the page's "A" indexed as a control and "5;".
+    const texts = (html: string) => blocks(html).map((b) => b.text);
+    expect(texts("<p>&#00000065; &#x00000041; &#12345678; &#x1234567 x</p>")).toEqual([
+      "A A \uFFFD \uFFFD x",
+    ]);
+  });
   test("a dropped element nested in one of its kind is dropped whole: the outer one's text after the inner end was indexed", () => {
     // A component's <template> holding another (Vue, Polymer, Web Components), an <svg> in an
     // <svg>, an <object>'s fallback <object>: the first end tag ended the drop, and the hidden
