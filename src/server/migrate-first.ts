@@ -87,12 +87,8 @@ export class MigrateFirst {
       this.current = false;
     }
     if (this.current || this.deps.needless()) return undefined;
-    let dataDir: string;
-    try {
-      dataDir = this.deps.dataDir();
-    } catch {
-      return undefined;
-    }
+    const dataDir = this.dataDirNow();
+    if (dataDir === undefined) return undefined;
     const { migrationPending, migrateAhead } =
       require("../store/db/migrate-ahead.ts") as typeof import("../store/db/migrate-ahead.ts");
     if (!migrationPending(dataDir)) return undefined;
@@ -167,9 +163,9 @@ export class MigrateFirst {
     // migration pending (past the cool-down, or after a thread's failure that was no crash): it
     // goes to its thread and this open is refused as any is meanwhile. Run here, it held ping
     // and cancel for a big database's migration. After a crash (`loopTryOwed`) none is begun.
-    const started = this.wait();
-    if (started) {
-      started.catch(() => {}); // its failure is told to the next method that waits
+    const begun = this.wait();
+    if (begun) {
+      begun.catch(() => {}); // its failure is told to the next method that waits
       throw migratingError(this.deps.dataDir());
     }
     // Shutdown begun, `wait` starts no thread: an open now (an erase waits through the stop) ran
