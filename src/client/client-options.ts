@@ -33,7 +33,10 @@ export interface LocalAiClientOptions {
   config?: string;
   /** Replaces the whole argument list (default `serve-stdio [--config FILE]`). */
   args?: string[];
-  /** The core's working folder (default: the host's when `config` or `args` is given, else `binary`'s). */
+  /**
+   * The core's working folder (default: the host's when `config` or `args` is given, or when
+   * `binary` is a bare name found on PATH; else `binary`'s folder).
+   */
   cwd?: string;
   /** The core's environment (default: this process's). */
   env?: Environment;
