@@ -18,7 +18,8 @@ import { answersFor, type DriveAnswers, statLate } from "../util/drive-answers.t
 import { oneLanedAtATime } from "../util/one-at-a-time.ts";
 import { within } from "../util/within.ts";
 import { hubCacheDir, snapshotRootOf } from "./hf-cache.ts";
-import { isGgufPath, isProjector, namesText, projectorsNear } from "./pick-gguf.ts";
+import { isGgufPath, isProjector, namesText } from "./pick-gguf.ts";
+import { projectorsNear } from "./projectors-near.ts";
 import { resolveModelPathAsync, snapshotFilesAsync } from "./resolve.ts";
 
 /**

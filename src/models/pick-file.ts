@@ -1,14 +1,7 @@
 import { CoreError } from "../protocol/errors.ts";
 import type { HubFile } from "./hub-client.ts";
-import {
-  type GgufGroup,
-  groupGgufs,
-  isProjector,
-  listedNames,
-  namesText,
-  pickAmong,
-  projectorsNear,
-} from "./pick-gguf.ts";
+import { type GgufGroup, groupGgufs, isProjector, listedNames, namesText, pickAmong } from "./pick-gguf.ts";
+import { projectorsNear } from "./projectors-near.ts";
 
 /**
  * Which file(s) of a repo a pull means, by the one picker the cache resolver and the remote fit

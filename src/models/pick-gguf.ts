@@ -57,51 +57,6 @@ export function isProjector(path: string): boolean {
   return /^mmproj|[-._]mmproj([-._]|$)/i.test(path.split("/").at(-1) ?? path);
 }
 
-/** A repo path's folder: `""` for the repo's root. */
-function folderOf(path: string): string {
-  const slash = path.lastIndexOf("/");
-  return slash < 0 ? "" : path.slice(0, slash);
-}
-
-/**
- * The projectors that go with the model whose first part is `model` (repo paths, `/`-separated;
- * docs/models.md "The projector"): those in its own folder, else those of the nearest folder
- * above it, up to the repo's root; at each, else those of folders under it that hold projectors
- * only, no model on the way (`mmproj/` beside a root model: found by none, the vision was lost).
- * Never another model's folder's: a repo of models in folders of their own (`A/`, `B/`) holds
- * each one's projector beside it, and B's model given A's (first by name) got a projector of
- * another model, its width not the model's, and no vision. Sorted by path.
- */
-export function projectorsNear(model: string, paths: readonly string[]): string[] {
-  const byFolder = new Map<string, string[]>();
-  const models = new Set<string>();
-  for (const p of paths) {
-    if (!isGgufPath(p)) continue;
-    const folder = folderOf(p);
-    const here = byFolder.get(folder);
-    if (!isProjector(p)) models.add(folder);
-    else if (here) here.push(p);
-    else byFolder.set(folder, [p]);
-  }
-  for (let folder = folderOf(model); ; folder = folderOf(folder)) {
-    const here = byFolder.get(folder) ?? apartUnder(folder, byFolder, models);
-    if (here.length > 0) return here.sort();
-    if (folder === "") return [];
-  }
-}
-
-/** The projectors of folders under `folder` with no model's folder from it down to theirs. */
-function apartUnder(folder: string, byFolder: Map<string, string[]>, models: Set<string>): string[] {
-  const out: string[] = [];
-  for (const [f, found] of byFolder) {
-    if (f === folder || (folder !== "" && !f.startsWith(`${folder}/`))) continue;
-    let apart = true;
-    for (let g = f; g !== folder && apart; g = folderOf(g)) apart = !models.has(g);
-    if (apart) out.push(...found);
-  }
-  return out;
-}
-
 /** The repo's GGUFs, split parts gathered under their first part; sorted by that path. */
 export function groupGgufs(paths: readonly string[]): GgufGroup[] {
   const steps = grouping(paths);
