@@ -430,8 +430,9 @@ describe("documents.add, list, delete and citations", () => {
         .terminal;
     };
     const y = await h.chat("y", { input: "what does the DUGONGTOPIC graze", session_id: "y" });
-    // The race as meant, checked first (it failed once under load, unexplained): the request held
-    // was y's, past its recall, and the edit ended committed before y's answer came back.
+    // The race as meant, checked first: the request held was y's, past its recall, and the edit
+    // ended committed before y's answer came back. (Its one failure was a suite run that loaded
+    // this file, merged in meanwhile, beside the store's modules cached from before the fix.)
     expect(held).toEqual(["run_start", "memory_start", "memory_done", "llm_start"]);
     expect(edit?.type).toBe("result");
     expect(h.out.indexOf(edit as Msg)).toBeLessThan(
