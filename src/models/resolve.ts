@@ -5,6 +5,8 @@ import { join, relative } from "node:path";
 import { REQUEST_MODEL_KEY, settingData } from "../config/model-entry.ts";
 import { CoreError, isCoreError } from "../protocol/errors.ts";
 import { HF_PREFIX, type ModelRef, parseHfModelPath, pullCommand } from "../protocol/model-ref.ts";
+import { answersFor, type DriveAnswers } from "../util/drive-answers.ts";
+import { oneLanedAtATime } from "../util/one-at-a-time.ts";
 import {
   FileTooLarge,
   kindOf,
@@ -12,6 +14,7 @@ import {
   readSmallFile,
   readSmallFileAsync,
 } from "../util/read-file.ts";
+import { within } from "../util/within.ts";
 import { type Env, hubCacheDir, refPath, repoPaths } from "./hf-cache.ts";
 import { isGgufPath, listedNames, missingText, namesText, pickGguf } from "./pick-gguf.ts";
 
@@ -77,14 +80,40 @@ export function resolveCached(ref: ModelRef, cacheDir: string): CacheResolution 
   return "kind" in at ? at : picked(ref, at, snapshotFiles(at.snapshot));
 }
 
+/** Tests: the drives whose lanes and wait bound the snapshot's listing, and the listing itself. */
+export interface SnapshotListOptions {
+  drives?: DriveAnswers;
+  snapshotFiles?: (snapshot: string) => Promise<string[]>;
+}
+
+/** A snapshot whose listing did not answer within the drives' wait: its model is unreadable. */
+export type LateListing = { kind: "late"; detail: string };
+
+/** The snapshots' listings out, one per folder, in the drives' lanes (util/one-at-a-time.ts). */
+const listings = oneLanedAtATime<string[]>();
+
 /**
  * resolveCached with the snapshot listed off the loop (`snapshotFilesAsync`): a snapshot of 10^4
  * files, or one on a network drive gone offline, held ping and cancel at every plan. The rest
  * is a ref's read and a stat a part, after the cache folder's drive was asked (plan/model-memo.ts).
+ * The listing is waited for no longer than a stat, in the drives' lanes, one per snapshot (later
+ * callers share it), as models/find-projector.ts lists one: a share whose stat answered can hang
+ * its listing, and unbounded, the plan waited for good, each new plan holding one more file thread.
  */
-export async function resolveCachedAsync(ref: ModelRef, cacheDir: string): Promise<CacheResolution> {
+export async function resolveCachedAsync(
+  ref: ModelRef,
+  cacheDir: string,
+  options: SnapshotListOptions = {},
+): Promise<CacheResolution | LateListing> {
   const at = cachedCommit(ref, cacheDir);
-  return "kind" in at ? at : picked(ref, at, await snapshotFilesAsync(at.snapshot));
+  if ("kind" in at) return at;
+  const answers = options.drives ?? answersFor({});
+  const list = options.snapshotFiles ?? snapshotFilesAsync;
+  const listing = listings(at.snapshot, answers, () => list(at.snapshot));
+  const files = await within(listing, answers.waitMs, "late" as const);
+  if (files !== "late") return picked(ref, at, files);
+  const detail = `its snapshot ${at.snapshot} did not answer within ${answers.waitMs / 1000} s (a network drive offline?)`;
+  return { kind: "late", detail };
 }
 
 /** The snapshot's file `ref` names among its GGUFs `files`, or why there is none to use. */
@@ -145,10 +174,18 @@ export async function resolveModelPathAsync(
   env: Env = process.env,
   home = env.HOME || homedir(),
   key = "model.path",
+  options: SnapshotListOptions = {},
 ): Promise<string> {
   if (!path.startsWith(HF_PREFIX)) return path;
   const { ref, cacheDir } = hfRefOf(path, env, home, key);
-  return foundPath(path, key, ref, await resolveCachedAsync(ref, cacheDir), cacheDir);
+  const found = await resolveCachedAsync(ref, cacheDir, options);
+  if (found.kind !== "late") return foundPath(path, key, ref, found, cacheDir);
+  // Refused as the model memo refuses a file whose drive does not answer (plan/model-memo.ts).
+  throw new CoreError("model_missing", `model ${path}: unreadable: ${found.detail}`, {
+    path,
+    ...settingData(key),
+    problem: "unreadable",
+  });
 }
 
 function hfRefOf(path: string, env: Env, home: string, key: string): { ref: ModelRef; cacheDir: string } {

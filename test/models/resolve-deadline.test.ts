@@ -1,0 +1,55 @@
+import { afterEach, beforeEach, expect, test } from "bun:test";
+import { join } from "node:path";
+import { resolveModelPathAsync } from "../../src/models/resolve.ts";
+import { DriveAnswers } from "../../src/util/drive-answers.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+import { layRepo, tinyModel } from "./cache-layout.ts";
+
+// An `hf:` model's snapshot was listed by a plain readdir with no deadline and no lane: on a
+// network share whose stat answered but whose listing hangs, the plan (and chat) waited for good,
+// and each new plan held one more file thread.
+
+let dir: ReturnType<typeof tmpdir>;
+beforeEach(() => {
+  dir = tmpdir();
+});
+afterEach(() => dir[Symbol.dispose]());
+
+const env = () => ({ HF_HUB_CACHE: dir.path });
+
+test("a snapshot listing that never answers fails the resolve as unreadable once the drives' wait is over", async () => {
+  layRepo(dir.path, "org/hang", { "h-Q4_K_M.gguf": tinyModel() });
+  const drives = new DriveAnswers({ statWaitMs: 50 });
+  const never = () => new Promise<string[]>(() => {});
+  const asked = resolveModelPathAsync("hf:org/hang:Q4_K_M", env(), dir.path, "model.path", {
+    drives,
+    snapshotFiles: never,
+  });
+  const err = await asked.then(
+    () => null,
+    (e) => e,
+  );
+  expect(err).toMatchObject({ code: "model_missing", data: { problem: "unreadable", key: "model.path" } });
+  expect(err.message).toContain("did not answer within 0.05 s");
+});
+
+test("two resolves of one snapshot share the listing in flight", async () => {
+  const { snapshot } = layRepo(dir.path, "org/share", { "s-Q4_K_M.gguf": tinyModel() });
+  const drives = new DriveAnswers({ statWaitMs: 5_000 });
+  let calls = 0;
+  let answer: (names: string[]) => void = () => {};
+  const snapshotFiles = () => {
+    calls++;
+    return new Promise<string[]>((done) => {
+      answer = done;
+    });
+  };
+  const options = { drives, snapshotFiles };
+  const first = resolveModelPathAsync("hf:org/share:Q4_K_M", env(), dir.path, "model.path", options);
+  const second = resolveModelPathAsync("hf:org/share:Q4_K_M", env(), dir.path, "model.path", options);
+  await new Promise((r) => setTimeout(r, 20));
+  answer(["s-Q4_K_M.gguf"]);
+  const want = join(snapshot, "s-Q4_K_M.gguf");
+  expect(await Promise.all([first, second])).toEqual([want, want]);
+  expect(calls).toBe(1);
+});
