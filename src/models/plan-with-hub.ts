@@ -58,8 +58,9 @@ export async function planReportWithHub(
   // Only a path or `hf:` reference is matched by its file: a name taken for a path under the
   // config's folder had every configured model's drive asked (a dead mount held the plan 30 s).
   const byPath = model !== undefined && !byName && (model.startsWith(HF_PREFIX) || looksLikePath(model));
-  const files = byPath ? await answeredFiles(loaded, model, options.base) : modelFiles;
-  const byFile = byPath ? configuredByFile(loaded, model, options.base, files) : undefined;
+  const ref = byPath ? refOf(model, options.base ?? loaded.dir) : undefined;
+  const files = ref ? await answeredFiles(loaded, ref) : modelFiles;
+  const byFile = ref ? configuredByFile(loaded, ref, files) : undefined;
   const named = model === undefined ? loaded.config : (byName ?? byFile?.config);
   // A bare word that names no model is unknown, as for a chat (docs/models.md "Choosing"), not a file.
   if (!named && model && !model.startsWith(HF_PREFIX) && !looksLikePath(model))
@@ -69,7 +70,7 @@ export async function planReportWithHub(
     model_key: null,
     model: {
       ...loaded.config.model,
-      path: model!.startsWith(HF_PREFIX) ? model! : resolve(options.base ?? loaded.dir, model!),
+      path: ref!,
       // Another model than the configured one: its own projector, if one lies beside it.
       mmproj: "auto",
     },
@@ -89,21 +90,22 @@ export async function planReportWithHub(
   return { ...report, plan: { ...report.plan, warnings } };
 }
 
+/** A model option as a file: an `hf:` reference as it is, a relative path the config folder's, as `plan` reads one. */
+function refOf(model: string, base: string): string {
+  return model.startsWith(HF_PREFIX) ? model : resolve(base, model);
+}
+
 /**
  * The configured model a path or `hf:` reference names by its file, as a chat by it runs that
  * model, its server and its keys (config/choose-model.ts `findModel`): planned as a bare path,
- * with the model section's keys, its plan was not the one its chat got. A relative path is the
- * config folder's, as `plan` reads one.
+ * with the model section's keys, its plan was not the one its chat got (`ref` resolved).
  */
 function configuredByFile(
   loaded: LoadedConfig,
-  model: string,
-  base: string | undefined,
+  ref: string,
   files: ModelFiles,
 ): { name: string; config: ModelConfig } | undefined {
-  if (!model.startsWith(HF_PREFIX) && !looksLikePath(model)) return undefined;
   try {
-    const ref = model.startsWith(HF_PREFIX) ? model : resolve(base ?? loaded.dir, model);
     const found = findModel(loaded.config, ref, files);
     const config = found.kind === "configured" ? configForModel(loaded.config, found.name) : undefined;
     return config ? { name: found.name, config } : undefined;
@@ -118,12 +120,7 @@ function configuredByFile(
  * on it held ping). A path whose drive does not answer is matched by its spelling: its plan's
  * read says it is unreadable.
  */
-async function answeredFiles(
-  loaded: LoadedConfig,
-  model: string,
-  base: string | undefined,
-): Promise<ModelFiles> {
-  const ref = model.startsWith(HF_PREFIX) ? model : resolve(base ?? loaded.dir, model);
+async function answeredFiles(loaded: LoadedConfig, ref: string): Promise<ModelFiles> {
   return answeringFiles(loaded.config, ref, modelFiles).catch(() => ({
     canonical: (p: string) => resolve(p),
     cached: () => null,

@@ -1,5 +1,6 @@
 import { lstatSync } from "node:fs";
 import { join } from "node:path";
+import { nextTurn } from "../../util/next-turn.ts";
 
 /** Our names (kv-disk.ts `nameOf`): anything else in the folder is not ours to count or remove. */
 export const OWN_FILE = /^(s-[0-9a-f]{32})\.(bin|json)$/;
@@ -81,7 +82,7 @@ export class KvUseCount {
       const tally = empty();
       const own = listing.filter((f) => OWN_FILE.test(f));
       for (let i = 0; i < own.length; i += COUNT_PASS.max) {
-        if (i > 0) await new Promise<void>((go) => setImmediate(go));
+        if (i > 0) await nextTurn();
         for (const f of own.slice(i, i + COUNT_PASS.max)) this.set(tally, f);
       }
       for (const f of changed) this.set(tally, f);
