@@ -27,10 +27,11 @@
  * BENCH_SETTLE_MS (10) how long every process must have been quiet before a warm side starts
  * (0: back to back, as before; docs/performance.md, "The side before");
  * BENCH_COLD_MEMO=1 seeds each later cold core's data_dir with the listing memo (below);
+ * BENCH_COLD_KEPT=1 starts each cold core on a copy of an unrecorded first core's data_dir;
  * LOCAL_AI_BENCH_CORE runs another build of the core. With
  * no real server given it runs against the stand-in as a smoke run, and says so.
  */
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ensureBinary } from "../test/fixtures/core-process.ts";
@@ -161,10 +162,19 @@ async function coldDirect(argv: string[]): Promise<ColdDirect> {
  */
 const COLD_MEMO = process.env.BENCH_COLD_MEMO === "1";
 
-async function coldCore(run: number): Promise<CoreChat> {
+/**
+ * BENCH_COLD_KEPT=1: each cold core starts on a copy of the data_dir a first, unrecorded core left
+ * at its shutdown (its database at the latest schema, the disk reserve, the import marker, the
+ * listing memo): an app's every launch but its first. Else every cold core makes its data_dir new.
+ */
+const COLD_KEPT = process.env.BENCH_COLD_KEPT === "1";
+
+async function coldCore(run: number | "seed"): Promise<CoreChat> {
   const { dir, config } = coreDir(`cold-${run}`, COLD_MAX_TOKENS, true);
   const memo = join(work, "cold-0", "cache", "list-devices.json");
-  if (COLD_MEMO && run > 0 && existsSync(memo)) {
+  if (COLD_KEPT && run !== "seed")
+    cpSync(join(work, "cold-seed"), join(work, `cold-${run}`), { recursive: true });
+  else if (COLD_MEMO && run !== "seed" && run > 0 && existsSync(memo)) {
     mkdirSync(join(work, `cold-${run}`, "cache"), { recursive: true, mode: 0o700 });
     copyFileSync(memo, join(work, `cold-${run}`, "cache", "list-devices.json"));
   }
@@ -185,6 +195,7 @@ const verdict = (ok: boolean) => (ok ? "met" : "NOT met");
 async function cold(argv: string[]): Promise<void> {
   const direct: ColdDirect[] = [];
   const through: CoreChat[] = [];
+  if (COLD_KEPT) await coldCore("seed");
   for (let i = 0; i < COLD_RUNS; i++) {
     // Alternate which side goes first, so neither always runs on a cache the other warmed.
     if (i % 2 === 0) {
@@ -200,7 +211,7 @@ async function cold(argv: string[]): Promise<void> {
   const over = firstChunk.map((c, i) => c - (budget[i] as number));
   const mark = (name: string) => spread(through.map((c) => c.marks[name] ?? Number.NaN));
   process.stdout.write(
-    `\ncold chat, ${COLD_RUNS} runs each, alternating (ms, median (min–max)):\n` +
+    `\ncold chat, ${COLD_RUNS} runs each, alternating (ms, median (min–max)); data_dir ${COLD_KEPT ? "a copy of a first core's" : "new each core"}:\n` +
       `  direct llama-server: ready ${spread(direct.map((d) => d.ready))}, first token ${spread(direct.map((d) => d.ttft))}, ready + first token ${spread(budget)}\n` +
       `  through the core:    chat → first llm_chunk ${spread(firstChunk)}\n` +
       `    (chat → run_start ${mark("run_start")}, memory_done ${mark("memory_done")}, llm_start ${mark("llm_start")})\n` +
