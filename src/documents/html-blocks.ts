@@ -8,7 +8,7 @@ import { decodeEntities } from "./html-entities.ts";
  * (Bun's HTMLRewriter, tried first, took minutes on 500,000 nested tags with end-tag handlers).
  * `h1`–`h6` are headings; other block tags and `<br>` end a paragraph; the content of script,
  * style, template, noscript, svg, head's title and comments is dropped (nested templates, svgs and
- * objects by a count of their depth, still no stack); white space collapses.
+ * objects by a count of their depth, still no stack); white space collapses, a no-break space with it.
  * `step` works through a slice at a time so the reader can give the loop back between slices;
  * text gathered past MAX_PARAGRAPH_CHARS is handed on as a paragraph then, cut at white space
  * (docs/agent.md "Off the main loop"), so no block tag is needed to end one.
@@ -34,7 +34,10 @@ const DROPPED = new Set([
  * nothing): their drop counts a depth, so an inner end tag does not end the outer one.
  */
 const NESTING = new Set(["template", "svg", "object"]);
-const TAG_NAME = /^<\/?([a-zA-Z][a-zA-Z0-9-]*)/;
+/** What ends a tag's name in HTML: its own white space, `/` or `>` (a `\s` took U+00A0 for one). */
+const NAME_END = "(?=[\\t\\n\\f\\r />])";
+/** A tag's name as HTML reads it: up to its white space, `/` or `>` (`<script\u00a0x>` is no script). */
+const TAG_NAME = /^<\/?([a-zA-Z][^\t\n\f\r />]*)/;
 /** HTML's white space: tab, LF, FF, CR, space. */
 const HTML_SPACE = new Set(["\t", "\n", "\f", "\r", " "]);
 
@@ -120,7 +123,7 @@ export class HtmlBlocks {
     const h = this.html;
     if (h.startsWith("<!--", lt)) return this.commentEnd(lt);
     if (h[lt + 1] === "!" || h[lt + 1] === "?") return after(h, ">", lt + 2);
-    const name = TAG_NAME.exec(h.slice(lt, lt + 64))?.[1]?.toLowerCase();
+    const name = asciiLower(TAG_NAME.exec(h.slice(lt, lt + 64))?.[1]);
     if (!name) {
       this.gather("<");
       return lt + 1;
@@ -220,6 +223,9 @@ export class HtmlBlocks {
 
 const at = (index: number, none: number) => (index < 0 ? none : index);
 
+/** A name lowered as HTML lowers it, ASCII only (`toLowerCase` makes the Kelvin sign a `k`). */
+const asciiLower = (name: string | undefined) => name?.replace(/[A-Z]+/g, (c) => c.toLowerCase());
+
 /**
  * Where to cut gathered text of over `max` characters: after its last white space in the second
  * half of `max`, else at `max` but before a character reference that would straddle it
@@ -267,7 +273,7 @@ class Dropping {
     this.foreign = name === "svg";
     // An end tag's name may be followed by `/` too (`</script/>` ends a script, as in browsers).
     this.tags = NESTING.has(name)
-      ? new RegExp(`<(/?)${name}(?=[\\s/>])|<!--`, "gi")
-      : new RegExp(`<(/)${name}(?=[\\s/>])`, "gi");
+      ? new RegExp(`<(/?)${name}${NAME_END}|<!--`, "gi")
+      : new RegExp(`<(/)${name}${NAME_END}`, "gi");
   }
 }

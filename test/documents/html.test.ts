@@ -174,3 +174,24 @@ describe("HTML's text, never its markup", () => {
     expect(texts("<p>a</p><svg/><p>b</p>")).toEqual(["a", "b"]);
   });
 });
+
+describe("raw text in a dropped element, and HTML's own white space", () => {
+  const texts = (html: string, slice?: number) => blocks(html, slice).map((b) => b.text);
+
+  test("a no-break space is no HTML white space: it ends no tag name, so `</script\u00a0>` ends no script", () => {
+    // HTML's tag name runs to tab, LF, FF, CR, space, `/` or `>`: `\s` took U+00A0 for an end,
+    // so a script's `</script\u00a0>` ended it and the rest of its code was indexed.
+    expect(texts('<p>a</p><script>x = "</script\u00a0>"; hidden()</script><p>b</p>')).toEqual(["a", "b"]);
+    expect(texts("<p>a</p><template><p>t</p></template\u00a0><p>t2</p></template><p>b</p>")).toEqual([
+      "a",
+      "b",
+    ]);
+    // `<script\u00a0x>` is an unknown element's tag, not a script's: its text is the page's.
+    expect(texts("<p>a</p><script\u00a0x>shown</script><p>b</p>")).toEqual(["a", "shown", "b"]);
+    expect(blocks("<h1\u00a0id=x>T<p_x>u</p_x>v")).toEqual([{ kind: "paragraph", text: "Tuv" }]);
+    // Names are lowered as HTML lowers them, ASCII only: the Kelvin sign is no `k`.
+    expect(texts("a<bloc\u212Aquote>b")).toEqual(["ab"]);
+    // In text a no-break space reads as the space the page shows, collapsed with its neighbours.
+    expect(texts("<p>10\u00a0km &nbsp; away&nbsp;&nbsp;now</p>")).toEqual(["10 km away now"]);
+  });
+});
