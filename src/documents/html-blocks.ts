@@ -8,7 +8,8 @@ import { decodeEntities } from "./html-entities.ts";
  * (Bun's HTMLRewriter, tried first, took minutes on 500,000 nested tags with end-tag handlers).
  * `h1`–`h6` are headings; other block tags and `<br>` end a paragraph; the content of script,
  * style, template, noscript, svg, head's title and comments is dropped (nested templates, svgs and
- * objects by a count of their depth, still no stack); white space collapses, a no-break space with it.
+ * objects by a count of their depth, still no stack; a template's or object's raw text, its
+ * script say, read to its own end tag); white space collapses, a no-break space with it.
  * `step` works through a slice at a time so the reader can give the loop back between slices;
  * text gathered past MAX_PARAGRAPH_CHARS is handed on as a paragraph then, cut at white space
  * (docs/agent.md "Off the main loop"), so no block tag is needed to end one.
@@ -34,6 +35,12 @@ const DROPPED = new Set([
  * nothing): their drop counts a depth, so an inner end tag does not end the outer one.
  */
 const NESTING = new Set(["template", "svg", "object"]);
+/**
+ * Elements whose content HTML's tokenizer reads as text up to their own end tag (script data,
+ * RAWTEXT, RCDATA): in a dropped template or object a `</template>`, `<template>` or `<!--` in one
+ * is its text, and ends or opens nothing. Not in an svg, whose `<style>` is foreign content.
+ */
+const RAW_TEXT = "script|style|textarea|title|xmp|iframe|noembed|noframes|noscript";
 /** What ends a tag's name in HTML: its own white space, `/` or `>` (a `\s` took U+00A0 for one). */
 const NAME_END = "(?=[\\t\\n\\f\\r />])";
 /** A tag's name as HTML reads it: up to its white space, `/` or `>` (`<script\u00a0x>` is no script). */
@@ -173,9 +180,10 @@ export class HtmlBlocks {
   private dropOn(d: Dropping, until: number): number {
     const h = this.html;
     for (let from = this.at; ; ) {
+      const search = d.raw ?? d.tags;
       if (d.next === undefined || (d.next !== null && d.next.index < from)) {
-        d.tags.lastIndex = from;
-        d.next = d.tags.exec(h);
+        search.lastIndex = from;
+        d.next = search.exec(h);
       }
       const m = d.next;
       if (m === null) {
@@ -183,6 +191,13 @@ export class HtmlBlocks {
         return h.length;
       }
       if (m.index >= until) return until;
+      from = m.index + m[0].length;
+      // Raw text (RAW_TEXT) runs to its own end tag, and the tags of the drop's name are looked for again.
+      if (d.raw || m[2]) {
+        d.raw = d.raw ? undefined : new RegExp(`</${m[2]}${NAME_END}`, "gi");
+        d.next = undefined;
+        continue;
+      }
       // A comment in a template or an svg is one: a tag named in it opens and ends nothing.
       if (m[0] === "<!--") {
         from = this.commentEnd(m.index);
@@ -193,7 +208,6 @@ export class HtmlBlocks {
         return m.index;
       }
       if (m[1] !== "/" && !(d.foreign && this.selfClosed(d, m.index))) d.depth++;
-      from = m.index + m[0].length;
     }
   }
 
@@ -268,12 +282,15 @@ class Dropping {
   gt = -1;
   /** An `<svg>`'s: its `/>` closes a tag, where HTML's start tags ignore it. */
   readonly foreign: boolean;
+  /** A raw-text element's end tag, while the drop is in its text (a template's or object's `<script>`). */
+  raw: RegExp | undefined;
 
   constructor(name: string) {
     this.foreign = name === "svg";
+    const raw = NESTING.has(name) && !this.foreign ? `|<(${RAW_TEXT})${NAME_END}` : "";
     // An end tag's name may be followed by `/` too (`</script/>` ends a script, as in browsers).
     this.tags = NESTING.has(name)
-      ? new RegExp(`<(/?)${name}${NAME_END}|<!--`, "gi")
+      ? new RegExp(`<(/?)${name}${NAME_END}|<!--${raw}`, "gi")
       : new RegExp(`<(/)${name}${NAME_END}`, "gi");
   }
 }

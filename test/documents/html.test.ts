@@ -178,6 +178,38 @@ describe("HTML's text, never its markup", () => {
 describe("raw text in a dropped element, and HTML's own white space", () => {
   const texts = (html: string, slice?: number) => blocks(html, slice).map((b) => b.text);
 
+  test("a template's or object's script, style, textarea or title is raw text: a `</template>` in it ends nothing", () => {
+    // HTML's tokenizer reads such an element's content as text up to its own end tag (script data,
+    // RAWTEXT, RCDATA): taken for the template's end, the rest of the script was indexed as the
+    // page's text, and quoted to the model.
+    for (const slice of [undefined, 5]) {
+      expect(
+        texts('<p>a</p><template><script>var s = "</template>"; secret()</script></template><p>b</p>', slice),
+      ).toEqual(["a", "b"]);
+      expect(
+        texts('<template><style>p::after{content:"</template>"} .hidden{}</style></template><p>b</p>', slice),
+      ).toEqual(["b"]);
+      expect(texts("<template><textarea></template> draft</textarea></template><p>b</p>", slice)).toEqual([
+        "b",
+      ]);
+      expect(texts("<template><TITLE></template> t</title></template><p>b</p>", slice)).toEqual(["b"]);
+      expect(texts('<object data=x><script>"</object>"; leak()</script></object><p>b</p>', slice)).toEqual([
+        "b",
+      ]);
+    }
+  });
+
+  test("raw text in a template opens nothing: a `<template>` or `<!--` in it hid the rest of the page", () => {
+    expect(texts('<template><script>x = "<template>"</script></template><p>b</p>')).toEqual(["b"]);
+    expect(texts("<template><textarea><!-- </textarea></template><p>b</p>")).toEqual(["b"]);
+    expect(texts("<template><noscript><template></noscript></template><p>b</p>")).toEqual(["b"]);
+    // A raw-text element's look-alike (`<scripts>`) is no raw text: the template ends at its end tag.
+    expect(texts("<template><scripts></template><p>b</p>")).toEqual(["b"]);
+    // A template inside a raw-text element is its text: the element ends at its own end tag.
+    expect(texts("<p>a</p><script>'<template>'</script><p>b</p>")).toEqual(["a", "b"]);
+    expect(texts("<p>a</p><textarea><template></textarea><p>b</p>")).toEqual(["a", "b"]);
+  });
+
   test("a no-break space is no HTML white space: it ends no tag name, so `</script\u00a0>` ends no script", () => {
     // HTML's tag name runs to tab, LF, FF, CR, space, `/` or `>`: `\s` took U+00A0 for an end,
     // so a script's `</script\u00a0>` ended it and the rest of its code was indexed.
