@@ -26,13 +26,21 @@ const NAMED: Record<string, string> = {
   bull: "•",
   euro: "€",
   times: "×",
+  // HTML's uppercase forms, legacy as their lowercase ones are; no other case of a name is HTML's.
+  AMP: "&",
+  LT: "<",
+  GT: ">",
+  QUOT: '"',
+  COPY: "©",
+  REG: "®",
 };
 
 /**
  * The table's names that HTML also reads without their `;` in text (WHATWG's legacy ones): old
  * pages write `&nbsp`, `&copy 2024`, `AT&amp T` and `&#146` bare, and browsers show them decoded.
+ * Case counts, as in HTML: `&AMP` is one, `&Amp` is none.
  */
-const LEGACY = "amp|lt|gt|quot|nbsp|copy|reg|deg|times|middot|laquo|raquo";
+const LEGACY = "amp|lt|gt|quot|nbsp|copy|reg|deg|times|middot|laquo|raquo|AMP|LT|GT|QUOT|COPY|REG";
 // A number's digits all read, as browsers do (one past U+10FFFF is U+FFFD): cut at a count with
 // the `;` optional, `&#00000065;` kept its last digit and `;` as text.
 const REFERENCE = new RegExp(`&(?:(#[xX][0-9a-fA-F]+|#[0-9]+);?|([a-zA-Z]{2,8});|(${LEGACY}))`, "g");

@@ -175,7 +175,7 @@ describe("HTML's text, never its markup", () => {
   });
 });
 
-describe("raw text in a dropped element, and HTML's own white space", () => {
+describe("HTML as browsers tokenize it: raw text, white space, references", () => {
   const texts = (html: string, slice?: number) => blocks(html, slice).map((b) => b.text);
 
   test("a template's or object's script, style, textarea or title is raw text: a `</template>` in it ends nothing", () => {
@@ -225,5 +225,15 @@ describe("raw text in a dropped element, and HTML's own white space", () => {
     expect(texts("a<bloc\u212Aquote>b")).toEqual(["ab"]);
     // In text a no-break space reads as the space the page shows, collapsed with its neighbours.
     expect(texts("<p>10\u00a0km &nbsp; away&nbsp;&nbsp;now</p>")).toEqual(["10 km away now"]);
+  });
+
+  test("the uppercase legacy names read as browsers read them, with or without `;`; no other case does", () => {
+    // `&AMP`, `&COPY`, `&LT`, `&GT`, `&QUOT` and `&REG` are HTML's (legacy, so `;` optional): old
+    // pages and generators that upper-case their markup were indexed with the references as text.
+    expect(texts("<p>AT&AMP T &COPY 2024 &LT;b&GT &QUOT;q&QUOT &REG; &AMPx;</p>")).toEqual([
+      'AT& T \u00a9 2024 <b> "q" \u00ae &x;',
+    ]);
+    // A name HTML does not have in that case stays as written, `;` or not.
+    expect(texts("<p>&Amp &Copy; &aMP &Lt &NBSP; &Nbsp</p>")).toEqual(["&Amp &Copy; &aMP &Lt &NBSP; &Nbsp"]);
   });
 });
