@@ -243,14 +243,15 @@ const asciiLower = (name: string | undefined) => name?.replace(/[A-Z]+/g, (c) =>
 /**
  * Where to cut gathered text of over `max` characters: after its last white space in the second
  * half of `max`, else at `max` but before a character reference that would straddle it
- * (`&#x10FFFF;` is 10 long) and never inside a surrogate pair.
+ * (`&#x10FFFF;` is 10 long, `&gtreqqless;` 12, the longest name decoded) and never inside a
+ * surrogate pair.
  */
 function textCut(text: string, max: number): number {
   const space = afterLastSpace(text, max, max / 2);
   if (space >= 0) return space;
   let cut = max;
   const amp = text.lastIndexOf("&", cut - 1);
-  if (amp > cut - 10 && !text.slice(amp, cut).includes(";")) cut = amp;
+  if (amp > cut - 12 && !text.slice(amp, cut).includes(";")) cut = amp;
   return wholeCharCut(text, cut);
 }
 

@@ -1,4 +1,38 @@
 /**
+ * HTML's names that start with one of LEGACY's (`&ltimes;` is ⋉): browsers read the longest name,
+ * so these are theirs, not the legacy name and the rest (they were made `<imes;`, `×b;`, `©sr;`).
+ */
+const LEGACY_LOOKALIKES: Record<string, string> = {
+  copysr: "\u2117",
+  gtcc: "\u2aa7",
+  gtcir: "\u2a7a",
+  gtdot: "\u22d7",
+  gtlPar: "\u2995",
+  gtquest: "\u2a7c",
+  gtrapprox: "\u2a86",
+  gtrarr: "\u2978",
+  gtrdot: "\u22d7",
+  gtreqless: "\u22db",
+  gtreqqless: "\u2a8c",
+  gtrless: "\u2277",
+  gtrsim: "\u2273",
+  ltcc: "\u2aa6",
+  ltcir: "\u2a79",
+  ltdot: "\u22d6",
+  lthree: "\u22cb",
+  ltimes: "\u22c9",
+  ltlarr: "\u2976",
+  ltquest: "\u2a7b",
+  ltrPar: "\u2996",
+  ltri: "\u25c3",
+  ltrie: "\u22b4",
+  ltrif: "\u25c2",
+  timesb: "\u22a0",
+  timesbar: "\u2a31",
+  timesd: "\u2a30",
+};
+
+/**
  * HTML's character references in text: numeric ones, and the named ones text commonly holds
  * (a full table is 2,000 names for little gain); an unknown name is left as written.
  */
@@ -33,6 +67,7 @@ const NAMED: Record<string, string> = {
   QUOT: '"',
   COPY: "©",
   REG: "®",
+  ...LEGACY_LOOKALIKES,
 };
 
 /**
@@ -42,8 +77,12 @@ const NAMED: Record<string, string> = {
  */
 const LEGACY = "amp|lt|gt|quot|nbsp|copy|reg|deg|times|middot|laquo|raquo|AMP|LT|GT|QUOT|COPY|REG";
 // A number's digits all read, as browsers do (one past U+10FFFF is U+FFFD): cut at a count with
-// the `;` optional, `&#00000065;` kept its last digit and `;` as text.
-const REFERENCE = new RegExp(`&(?:(#[xX][0-9a-fA-F]+|#[0-9]+);?|([a-zA-Z]{2,8});|(${LEGACY}))`, "g");
+// the `;` optional, `&#00000065;` kept its last digit and `;` as text. A name as long as HTML's
+// longest, digits in it (`frac12`): cut at 8 letters, `&gtreqqless;` was read as `&gt` and text.
+const REFERENCE = new RegExp(
+  `&(?:(#[xX][0-9a-fA-F]+|#[0-9]+);?|([a-zA-Z][a-zA-Z0-9]{1,31});|(${LEGACY}))`,
+  "g",
+);
 const LEGACY_PREFIX = new RegExp(`^(${LEGACY})`);
 
 export function decodeEntities(text: string): string {

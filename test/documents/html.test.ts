@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import type { Block } from "../../src/documents/blocks.ts";
+import { type Block, MAX_PARAGRAPH_CHARS } from "../../src/documents/blocks.ts";
 import { HtmlBlocks } from "../../src/documents/html-blocks.ts";
 
 const blocks = (html: string, slice = 1 << 20): Block[] => {
@@ -235,5 +235,18 @@ describe("HTML as browsers tokenize it: raw text, white space, references", () =
     ]);
     // A name HTML does not have in that case stays as written, `;` or not.
     expect(texts("<p>&Amp &Copy; &aMP &Lt &NBSP; &Nbsp</p>")).toEqual(["&Amp &Copy; &aMP &Lt &NBSP; &Nbsp"]);
+  });
+
+  test("HTML's names that start with a legacy one are theirs: `&ltimes;` is no `<` and `imes;`", () => {
+    // Browsers match the longest name: read as the legacy name and the rest, the text became
+    // other text (`<imes;`, `×b;`, `©sr;`, `>reqless;`), indexed, quoted and cited so.
+    expect(texts("<p>&ltimes; &timesb; &copysr; &gtreqless; &gtreqqless; &ltri;</p>")).toEqual([
+      "\u22c9 \u22a0 \u2117 \u22db \u2a8c \u25c3",
+    ]);
+    // Without their `;` they are no names: the legacy one and the rest, as in browsers.
+    expect(texts("<p>&ltimes &timesbx &lt3; &copysrx;</p>")).toEqual(["<imes \u00d7bx <3; \u00a9srx;"]);
+    // Text cut at MAX_PARAGRAPH_CHARS with no white space is cut before such a name, not inside it.
+    const long = `${"x".repeat(MAX_PARAGRAPH_CHARS - 11)}&gtreqqless;y`;
+    expect(texts(`<p>${long}</p>`).join("")).toBe(`${"x".repeat(MAX_PARAGRAPH_CHARS - 11)}\u2a8cy`);
   });
 });
