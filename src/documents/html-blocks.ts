@@ -243,7 +243,7 @@ const asciiLower = (name: string | undefined) => name?.replace(/[A-Z]+/g, (c) =>
 /**
  * Where to cut gathered text of over `max` characters: after its last white space in the second
  * half of `max`, else at `max` but before a character reference that would straddle it
- * (`&#x10FFFF;` is 10 long, `&gtreqqless;` 12, the longest name decoded) and never inside a
+ * (`&#x10FFFF;` is 10 long, `&divideontimes;` 15, the longest name decoded) and never inside a
  * surrogate pair.
  */
 function textCut(text: string, max: number): number {
@@ -251,7 +251,7 @@ function textCut(text: string, max: number): number {
   if (space >= 0) return space;
   let cut = max;
   const amp = text.lastIndexOf("&", cut - 1);
-  if (amp > cut - 12 && !text.slice(amp, cut).includes(";")) cut = amp;
+  if (amp > cut - 15 && !text.slice(amp, cut).includes(";")) cut = amp;
   return wholeCharCut(text, cut);
 }
 

@@ -30,7 +30,34 @@ const LEGACY_LOOKALIKES: Record<string, string> = {
   timesb: "\u22a0",
   timesbar: "\u2a31",
   timesd: "\u2a30",
+  centerdot: "\u00b7",
+  divideontimes: "\u22c7",
+  notin: "\u2209",
+  notinE: "\u22f9\u0338",
+  notindot: "\u22f5\u0338",
+  notinva: "\u2209",
+  notinvb: "\u22f7",
+  notinvc: "\u22f6",
+  notni: "\u220c",
+  notniva: "\u220c",
+  notnivb: "\u22fe",
+  notnivc: "\u22fd",
+  parallel: "\u2225",
 };
+
+/**
+ * Latin-1's names, U+00A0 to U+00FF in order: all legacy ones in HTML, and what pages in French,
+ * German or Spanish write (`caf&eacute;`, `&Uuml;ber`), the markup indexed where readers see letters.
+ */
+const LATIN_1 = (
+  "nbsp iexcl cent pound curren yen brvbar sect uml copy ordf laquo not shy reg macr deg plusmn " +
+  "sup2 sup3 acute micro para middot cedil sup1 ordm raquo frac14 frac12 frac34 iquest Agrave " +
+  "Aacute Acirc Atilde Auml Aring AElig Ccedil Egrave Eacute Ecirc Euml Igrave Iacute Icirc Iuml " +
+  "ETH Ntilde Ograve Oacute Ocirc Otilde Ouml times Oslash Ugrave Uacute Ucirc Uuml Yacute THORN " +
+  "szlig agrave aacute acirc atilde auml aring aelig ccedil egrave eacute ecirc euml igrave iacute " +
+  "icirc iuml eth ntilde ograve oacute ocirc otilde ouml divide oslash ugrave uacute ucirc uuml " +
+  "yacute thorn yuml"
+).split(" ");
 
 /**
  * HTML's character references in text: numeric ones, and the named ones text commonly holds
@@ -42,7 +69,6 @@ const NAMED: Record<string, string> = {
   gt: ">",
   quot: '"',
   apos: "'",
-  nbsp: " ",
   mdash: "—",
   ndash: "–",
   hellip: "…",
@@ -50,16 +76,9 @@ const NAMED: Record<string, string> = {
   rsquo: "’",
   ldquo: "“",
   rdquo: "”",
-  laquo: "«",
-  raquo: "»",
-  copy: "©",
-  reg: "®",
   trade: "™",
-  deg: "°",
-  middot: "·",
   bull: "•",
   euro: "€",
-  times: "×",
   // HTML's uppercase forms, legacy as their lowercase ones are; no other case of a name is HTML's.
   AMP: "&",
   LT: "<",
@@ -68,6 +87,7 @@ const NAMED: Record<string, string> = {
   COPY: "©",
   REG: "®",
   ...LEGACY_LOOKALIKES,
+  ...Object.fromEntries(LATIN_1.map((name, i) => [name, String.fromCharCode(0xa0 + i)])),
 };
 
 /**
@@ -75,7 +95,7 @@ const NAMED: Record<string, string> = {
  * pages write `&nbsp`, `&copy 2024`, `AT&amp T` and `&#146` bare, and browsers show them decoded.
  * Case counts, as in HTML: `&AMP` is one, `&Amp` is none.
  */
-const LEGACY = "amp|lt|gt|quot|nbsp|copy|reg|deg|times|middot|laquo|raquo|AMP|LT|GT|QUOT|COPY|REG";
+const LEGACY = ["amp", "lt", "gt", "quot", "AMP", "LT", "GT", "QUOT", "COPY", "REG", ...LATIN_1].join("|");
 // A number's digits all read, as browsers do (one past U+10FFFF is U+FFFD): cut at a count with
 // the `;` optional, `&#00000065;` kept its last digit and `;` as text. A name as long as HTML's
 // longest, digits in it (`frac12`): cut at 8 letters, `&gtreqqless;` was read as `&gt` and text.

@@ -249,4 +249,16 @@ describe("HTML as browsers tokenize it: raw text, white space, references", () =
     const long = `${"x".repeat(MAX_PARAGRAPH_CHARS - 11)}&gtreqqless;y`;
     expect(texts(`<p>${long}</p>`).join("")).toBe(`${"x".repeat(MAX_PARAGRAPH_CHARS - 11)}\u2a8cy`);
   });
+
+  test("Latin-1's names are decoded, and read without their `;` as HTML's legacy ones are", () => {
+    // Pages in French, German or Spanish written with references (`caf&eacute;`, `&Uuml;ber`):
+    // the index, the model's quote and the citation had the markup where the reader saw letters.
+    expect(
+      texts("<p>caf&eacute; na&iuml;ve &Uuml;ber &frac12; &szlig &ntilde;o &sect;3 &plusmn1 &yuml;</p>"),
+    ).toEqual(["caf\u00e9 na\u00efve \u00dcber \u00bd \u00df \u00f1o \u00a73 \u00b11 \u00ff"]);
+    // HTML's longest name wins (`&notin;` is no `&not` and `in;`); without `;`, the legacy one and the rest.
+    expect(texts("<p>&notin; &notit; &parallel; &centerdot; &divideontimes; &eacutex &EACUTE;</p>")).toEqual([
+      "\u2209 \u00acit; \u2225 \u00b7 \u22c7 \u00e9x &EACUTE;",
+    ]);
+  });
 });
