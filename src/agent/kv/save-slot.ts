@@ -56,15 +56,19 @@ export async function saveSlotState(s: SlotSave): Promise<void> {
   // past its SIGKILL keeps the connection open, and 60 s of it held an erased session's removal,
   // parked behind this save, past the client's kill of the core, the file left whole.
   const exitOver = new AbortController();
+  // The save over with no use for that wait (its file answered, or no stop behind its failure):
+  // ended, not left holding a 60 s timer and shutdown's wait for the exits (slot-clear.ts).
+  const waitDone = new AbortController();
   let exitWait: Promise<void> | undefined;
   const onDied = () => {
-    exitWait = exitSeen(launch);
+    exitWait = exitSeen(launch, waitDone.signal);
     void exitWait.then(() => exitOver.abort(launch.died.reason));
   };
   if (launch.died.aborted) onDied();
   else launch.died.addEventListener("abort", onDied, { once: true });
   const limit = AbortSignal.any([AbortSignal.timeout(SLOT_FILE_TIMEOUT_MS), exitOver.signal]);
   let writing = false;
+  let stopping = false;
   let saved: SlotSaved;
   try {
     saved = await saveSlot(launch, slot, temp, limit);
@@ -77,7 +81,7 @@ export async function saveSlotState(s: SlotSave): Promise<void> {
     // zeroed once an erase queued behind it answers, a file made since removed then. Its server
     // stopping (`died` is told as the stop begins), it may end the save before its exit: zeroed
     // once that is seen.
-    const stopping = launch.died.aborted;
+    stopping = launch.died.aborted;
     writing = stopping || !noTaskLeft(err);
     const over = () => {
       disk.discard(temp);
@@ -96,6 +100,7 @@ export async function saveSlotState(s: SlotSave): Promise<void> {
     return s.failed(err, `saving session ${key.sessionId}'s KV state from slot ${slot}`);
   } finally {
     launch.died.removeEventListener("abort", onDied);
+    if (!stopping) waitDone.abort();
     if (!writing) disk.zeroes.settled(path);
   }
   // Erased while it was being saved (sessions.delete, here or by another core): nothing of it stays.

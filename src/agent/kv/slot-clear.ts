@@ -16,20 +16,26 @@ const exitWaits = new Set<{ exited: Promise<unknown>; end: () => void }>();
 
 /**
  * Once a server that died (`died`, told as its stop begins) has exited, or `EXIT_WAIT_MS`, or
- * shutdown's bound (`exitWaitsEnded`): until then it may still end the slot task it runs, writing
+ * shutdown's bound (`exitWaitsEnded`), or `over` (its waiter needs it no more): until then it may still end the slot task it runs, writing
  * a file a removal would zero under it, the words it wrote after kept in the blocks (docs/agent.md,
  * "Prompt reuse").
  */
-export function exitSeen(launch: LaunchView): Promise<void> {
+export function exitSeen(launch: LaunchView, over?: AbortSignal): Promise<void> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const wait = { exited: launch.exited, end: () => {} };
   const bound = new Promise<void>((resolve) => {
     wait.end = resolve;
     timer = setTimeout(resolve, EXIT_WAIT_MS);
   });
+  // Its waiter done with it (a save answered meanwhile, save-slot.ts): left on, it held its timer
+  // and shutdown's wait for the exits (`exitWaitsEnded`) for nothing.
+  const end = () => wait.end();
+  if (over?.aborted) end();
+  else over?.addEventListener("abort", end, { once: true });
   exitWaits.add(wait);
   return Promise.race([launch.exited, bound]).finally(() => {
     clearTimeout(timer);
+    over?.removeEventListener("abort", end);
     exitWaits.delete(wait);
   });
 }
