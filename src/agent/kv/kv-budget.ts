@@ -29,7 +29,7 @@ export interface BudgetedFolder {
  * since it was read is not evicted by that read (`asRead`).
  */
 export async function keepBudget(disk: BudgetedFolder, count: KvUseCount, keep: string): Promise<void> {
-  await count.recount(listFolder(disk.dir));
+  await count.recount(() => listFolder(disk.dir));
   // Within it nothing goes: no sidecar read (each save read them all, up to 16 MiB each).
   if (count.now().bytes <= disk.budgetBytes) return;
   // One listing: a state renamed into place after it is not taken for one without a sidecar.

@@ -37,8 +37,8 @@ export class KvUseCount {
   private tally: Tally | undefined;
   /** Per count under way (`recount`), the files this core changed meanwhile: stat'ed again at its end. */
   private readonly counting = new Set<Set<string>>();
-  /** The count the first ask started, while it runs. */
-  private first: Promise<void> | undefined;
+  /** The count under way, if any: a count asked meanwhile waits for it, the folder listed once. */
+  private running: Promise<void> | undefined;
 
   constructor(private readonly dir: string) {}
 
@@ -48,13 +48,13 @@ export class KvUseCount {
    */
   get(listing: () => string[]): KvUse | null {
     // A count that failed counted nothing: the next ask starts another.
-    if (!this.tally) this.start(listing).catch(() => undefined);
+    if (!this.tally) this.recount(listing).catch(() => undefined);
     return this.tally ? this.now() : null;
   }
 
   /** The count, once one is done (the first ask's, started if none is). */
   async counted(listing: () => string[]): Promise<KvUse> {
-    if (!this.tally) await this.start(listing);
+    if (!this.tally) await this.recount(listing);
     return this.now();
   }
 
@@ -63,19 +63,22 @@ export class KvUseCount {
     return { bytes: this.tally?.bytes ?? 0, files: this.tally?.files ?? 0 };
   }
 
-  private start(listing: () => string[]): Promise<void> {
-    this.first ??= this.recount(listing()).finally(() => {
-      this.first = undefined;
-    });
-    return this.first;
-  }
-
   /**
    * The folder as `listing` names it counted afresh, `COUNT_PASS.max` files a turn of the loop, in
    * place of the count once done (kept by this core's changes until then, and those made meanwhile
-   * stat'ed again at the end).
+   * stat'ed again at the end). A count under way is that count: its listing is as fresh as this
+   * one's would be but for what changed in its turns, and this core's changes then are stat'ed at
+   * its end (two at once, the first `status`'s and a save's, listed and stat'ed a folder of
+   * thousands twice).
    */
-  async recount(listing: readonly string[]): Promise<void> {
+  recount(listing: () => string[]): Promise<void> {
+    this.running ??= this.count(listing()).finally(() => {
+      this.running = undefined;
+    });
+    return this.running;
+  }
+
+  private async count(listing: readonly string[]): Promise<void> {
     const changed = new Set<string>();
     this.counting.add(changed);
     try {
