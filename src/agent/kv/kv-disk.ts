@@ -285,11 +285,6 @@ export class KvDisk {
     return this.count.get(() => listFolder(this.dir));
   }
 
-  /** `usage` once counted. */
-  counted(): Promise<KvUse> {
-    return this.count.counted(() => listFolder(this.dir));
-  }
-
   /** Removes what no save waits for any more: temporary files of saves that never finished. */
   sweep(): void {
     ensurePrivateDir(this.dir);

@@ -52,12 +52,6 @@ export class KvUseCount {
     return this.tally ? this.now() : null;
   }
 
-  /** The count, once one is done (the first ask's, started if none is). */
-  async counted(listing: () => string[]): Promise<KvUse> {
-    if (!this.tally) await this.recount(listing);
-    return this.now();
-  }
-
   /** The count as kept; none yet is an empty folder's (the budget asks it after its `recount`). */
   now(): KvUse {
     return { bytes: this.tally?.bytes ?? 0, files: this.tally?.files ?? 0 };

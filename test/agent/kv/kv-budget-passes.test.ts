@@ -3,7 +3,7 @@ import * as fs from "node:fs";
 import { join } from "node:path";
 import { KvDisk } from "../../../src/agent/kv/kv-disk.ts";
 import { COUNT_PASS } from "../../../src/agent/kv/kv-use.ts";
-import { saved, savedPair, savedPairs } from "../../fixtures/kv-saved.ts";
+import { countedUse, saved, savedPair, savedPairs } from "../../fixtures/kv-saved.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
 // Each save counted the whole KV folder (a stat a file, other cores' states included) on the main
@@ -67,8 +67,8 @@ test("the loop turns while a save counts a large folder for its budget; the coun
   }
   // Some turn came with part of the folder counted, not none or all of it.
   expect(loop.seen.some((n) => n > 0 && n < planted.size)).toBe(true);
-  expect(await disk.counted()).toEqual(await new KvDisk(dir.path, 1 << 30).counted());
-  expect((await disk.counted()).files).toBe(401);
+  expect(await countedUse(disk)).toEqual(await countedUse(new KvDisk(dir.path, 1 << 30)));
+  expect((await countedUse(disk)).files).toBe(401);
   await disk.zeroes.done();
 });
 
@@ -76,14 +76,14 @@ test("a save over the budget still evicts the least recently used, over several 
   using dir = tmpdir();
   const probe = new KvDisk(dir.path, 1 << 30);
   savedPairs(probe, 300);
-  const all = (await probe.counted()).bytes;
+  const all = (await countedUse(probe)).bytes;
   // Room for all but about ten of them once the new one is in.
   const disk = new KvDisk(dir.path, all - 1);
   const path = await saved(disk, "new");
   expect(fs.existsSync(path)).toBe(true);
-  const after = await new KvDisk(dir.path, 1 << 30).counted();
+  const after = await countedUse(new KvDisk(dir.path, 1 << 30));
   expect(after.bytes).toBeLessThanOrEqual(all - 1);
-  expect(await disk.counted()).toEqual(after);
+  expect(await countedUse(disk)).toEqual(after);
   expect(after.files).toBeLessThan(301);
   expect(fs.existsSync(join(dir.path, `${disk.nameOf("u", "new")}.json`))).toBe(true);
   await Promise.all([disk.zeroes.done(), probe.zeroes.done()]);
@@ -93,7 +93,7 @@ test("this core's removals while a save counts the folder are in the count it pu
   using dir = tmpdir();
   const disk = new KvDisk(dir.path, 1 << 30);
   const planted = new Set(savedPairs(disk, 400).flatMap((b) => [b, b.replace(/\.bin$/, ".json")]));
-  await disk.counted();
+  await countedUse(disk);
   // A removal a turn while the count is part way (it was a removal a turn from the save's start,
   // as many turns as the save happened to take: some ran before the count, or after it).
   COUNT_PASS.max = 32;
@@ -115,8 +115,8 @@ test("this core's removals while a save counts the folder are in the count it pu
     COUNT_PASS.max = 256;
   }
   expect(removed).toBe(8);
-  expect(await disk.counted()).toEqual(await new KvDisk(dir.path, 1 << 30).counted());
-  expect((await disk.counted()).files).toBe(393);
+  expect(await countedUse(disk)).toEqual(await countedUse(new KvDisk(dir.path, 1 << 30)));
+  expect((await countedUse(disk)).files).toBe(393);
   await disk.zeroes.done();
 });
 
@@ -135,7 +135,7 @@ test("a state used while a save's budget pass reads the sidecars is not evicted 
   });
   const first = join(dir.path, jsons[0] as string);
   const session = JSON.parse(fs.readFileSync(first, "utf8")).session_id as string;
-  const budgeted = new KvDisk(dir.path, (await disk.counted()).bytes, () => clock);
+  const budgeted = new KvDisk(dir.path, (await countedUse(disk)).bytes, () => clock);
   let touched = false;
   const sidecars = new Set(jsons.map((f) => join(dir.path, f)));
   await savedWhile(budgeted, "openSync", (opened) => {
@@ -151,7 +151,7 @@ test("a state used while a save's budget pass reads the sidecars is not evicted 
   expect(budgeted.entry("u", session)?.used_at).toBe(10 ** 9);
   expect(budgeted.hasState(budgeted.nameOf("u", session))).toBe(true);
   // Others went in its place.
-  expect((await budgeted.counted()).files).toBeLessThan(201);
+  expect((await countedUse(budgeted)).files).toBeLessThan(201);
   await Promise.all([disk.zeroes.done(), budgeted.zeroes.done()]);
 });
 
@@ -162,7 +162,7 @@ test("another core's erase while a save's budget pass reads the sidecars does no
   using dir = tmpdir();
   const other = new KvDisk(dir.path, 1 << 30);
   savedPairs(other, 150);
-  const small = (await new KvDisk(dir.path, 1 << 30).counted()).bytes;
+  const small = (await countedUse(new KvDisk(dir.path, 1 << 30))).bytes;
   // The oldest is large, over what the budget leaves: once it is gone, all fit, the new one too.
   savedPair(other, "big", [], "y".repeat(50_000));
   const big = join(dir.path, `${other.nameOf("u", "big")}.json`);
@@ -178,7 +178,7 @@ test("another core's erase while a save's budget pass reads the sidecars does no
   });
   expect(erased).toBe(true);
   expect(disk.hasState(disk.nameOf("u", "new"))).toBe(true);
-  expect(await disk.counted()).toEqual(await new KvDisk(dir.path, 1 << 30).counted());
-  expect((await disk.counted()).files).toBe(151);
+  expect(await countedUse(disk)).toEqual(await countedUse(new KvDisk(dir.path, 1 << 30)));
+  expect((await countedUse(disk)).files).toBe(151);
   await Promise.all([disk.zeroes.done(), other.zeroes.done()]);
 });

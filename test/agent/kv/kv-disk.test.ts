@@ -9,6 +9,7 @@ import { KvDisk } from "../../../src/agent/kv/kv-disk.ts";
 import { entryOf } from "../../../src/agent/kv/kv-entry.ts";
 import { emptyRecord, type PromptRecord } from "../../../src/agent/kv/prompt-record.ts";
 import { pidSpace, spaceOf } from "../../../src/platform/pid-space.ts";
+import { countedUse } from "../../fixtures/kv-saved.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
 // The KV state folder (docs/agent.md#prompt-reuse): whole files only, owner-only, a disk budget
@@ -79,8 +80,8 @@ describe("KvDisk", () => {
       bytes: 1000,
     });
     expect(disk.entry("u", "other")).toBeUndefined();
-    expect(await disk.counted()).toMatchObject({ files: 1 });
-    expect((await disk.counted()).bytes).toBeGreaterThan(1000);
+    expect(await countedUse(disk)).toMatchObject({ files: 1 });
+    expect((await countedUse(disk)).bytes).toBeGreaterThan(1000);
   });
 
   test("the budget: the least recently used go first; one that alone is too big is not kept", async () => {
@@ -96,7 +97,7 @@ describe("KvDisk", () => {
     expect(kept).not.toContain("mid");
     expect(kept).toContain("old");
     expect(kept).toContain("newest");
-    expect((await disk.counted()).bytes).toBeLessThanOrEqual(4200);
+    expect((await countedUse(disk)).bytes).toBeLessThanOrEqual(4200);
   });
 
   test("a state larger than the whole budget is not kept, and evicts nothing", async () => {
@@ -117,12 +118,12 @@ describe("KvDisk", () => {
     const foreign = ["notes.bin", "notes.json", "s-short.bin", "backup.tmp"];
     for (const f of foreign) writeFileSync(join(dir.path, f), "y".repeat(20_000));
     utimesSync(join(dir.path, "backup.tmp"), new Date(0), new Date(0));
-    expect(await disk.counted()).toEqual({ bytes: 0, files: 0 });
+    expect(await countedUse(disk)).toEqual({ bytes: 0, files: 0 });
     expect(await save(disk, "u", "a", 1000, 1)).toBe(true);
     expect(await save(disk, "u", "b", 1000, 2)).toBe(true);
     expect(disk.entry("u", "a")).toBeDefined();
-    expect((await disk.counted()).files).toBe(2);
-    expect((await disk.counted()).bytes).toBeLessThan(4200);
+    expect((await countedUse(disk)).files).toBe(2);
+    expect((await countedUse(disk)).bytes).toBeLessThan(4200);
     disk.sweep();
     disk.removeUser("u");
     for (const f of foreign) expect(existsSync(join(dir.path, f))).toBe(true);
@@ -173,7 +174,7 @@ describe("KvDisk", () => {
     expect(() => disk.touch(entry)).not.toThrow();
     expect(() => disk.removeSession("u", "s")).not.toThrow();
     expect(() => disk.removeUser("u")).not.toThrow();
-    expect(await disk.counted()).toEqual({ bytes: 0, files: 0 });
+    expect(await countedUse(disk)).toEqual({ bytes: 0, files: 0 });
     expect(disk.hasState(name)).toBe(false);
   });
 

@@ -2,7 +2,7 @@ import { expect, spyOn, test } from "bun:test";
 import * as fs from "node:fs";
 import { KvDisk } from "../../../src/agent/kv/kv-disk.ts";
 import { COUNT_PASS } from "../../../src/agent/kv/kv-use.ts";
-import { saved, savedPairs } from "../../fixtures/kv-saved.ts";
+import { countedUse, saved, savedPairs } from "../../fixtures/kv-saved.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
 // `status` asks what the saved states take, often. The count was dropped at each change of this
@@ -13,7 +13,7 @@ test("status after saves and removals stats no file of the folder, and answers a
   using dir = tmpdir();
   const disk = new KvDisk(dir.path, 1 << 30);
   savedPairs(disk, 30, undefined, (i) => "abcd".repeat(i + 1));
-  await disk.counted();
+  await countedUse(disk);
   await saved(disk, "new");
   await saved(disk, "s3"); // over an older state of the session
   disk.removeSession("u", "s5");
@@ -27,7 +27,7 @@ test("status after saves and removals stats no file of the folder, and answers a
   } finally {
     stat.mockRestore();
   }
-  expect(use).toEqual(await new KvDisk(dir.path, 1 << 30).counted());
+  expect(use).toEqual(await countedUse(new KvDisk(dir.path, 1 << 30)));
   expect(use?.files).toBe(29);
   await disk.zeroes.done();
 });
@@ -38,17 +38,17 @@ test("a save keeps the budget over another core's states too", async () => {
   using dir = tmpdir();
   const probe = new KvDisk(dir.path, 1 << 30);
   await saved(probe, "probe");
-  const pair = (await probe.counted()).bytes;
+  const pair = (await countedUse(probe)).bytes;
   probe.remove(probe.nameOf("u", "probe"));
   const budget = Math.floor(pair * 3.5);
   const one = new KvDisk(dir.path, budget);
   const two = new KvDisk(dir.path, budget);
   await saved(one, "a");
-  await one.counted();
+  await countedUse(one);
   await saved(two, "b");
   await saved(two, "c");
   await saved(one, "d");
-  expect((await new KvDisk(dir.path, budget).counted()).bytes).toBeLessThanOrEqual(budget);
+  expect((await countedUse(new KvDisk(dir.path, budget))).bytes).toBeLessThanOrEqual(budget);
   await Promise.all([one.zeroes.done(), two.zeroes.done(), probe.zeroes.done()]);
 });
 
@@ -90,7 +90,7 @@ test("the first ask counts the folder a slice a turn, answering null until the c
   }
   expect(first).toBeNull();
   expect(onTurn).toBeLessThanOrEqual(32);
-  const use = await disk.counted();
+  const use = await countedUse(disk);
   expect(use.files).toBe(200);
   expect(disk.usage()).toEqual(use);
 });

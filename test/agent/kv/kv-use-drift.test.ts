@@ -1,6 +1,6 @@
 import { expect, test } from "bun:test";
 import { KvDisk } from "../../../src/agent/kv/kv-disk.ts";
-import { saved } from "../../fixtures/kv-saved.ts";
+import { countedUse, saved } from "../../fixtures/kv-saved.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
 // Two cores on one data_dir. The count kept by this core's changes took out of it, at a removal,
@@ -11,10 +11,10 @@ test("removing another core's state never takes the count below what the folder 
   using dir = tmpdir();
   const one = new KvDisk(dir.path, 1 << 30);
   const two = new KvDisk(dir.path, 1 << 30);
-  expect(await one.counted()).toEqual({ bytes: 0, files: 0 });
+  expect(await countedUse(one)).toEqual({ bytes: 0, files: 0 });
   await saved(two, "b");
   one.removeSession("u", "b");
-  expect(await one.counted()).toEqual({ bytes: 0, files: 0 });
+  expect(await countedUse(one)).toEqual({ bytes: 0, files: 0 });
   await Promise.all([one.zeroes.done(), two.zeroes.done()]);
 });
 
@@ -24,10 +24,10 @@ test("a state another core removed leaves this core's count at this core's next 
   const two = new KvDisk(dir.path, 1 << 30);
   await saved(one, "a");
   await saved(one, "b");
-  const both = await one.counted();
+  const both = await countedUse(one);
   two.removeSession("u", "a");
   one.removeSession("u", "a");
-  expect(await one.counted()).toEqual(await new KvDisk(dir.path, 1 << 30).counted());
-  expect((await one.counted()).files).toBe(both.files - 1);
+  expect(await countedUse(one)).toEqual(await countedUse(new KvDisk(dir.path, 1 << 30)));
+  expect((await countedUse(one)).files).toBe(both.files - 1);
   await Promise.all([one.zeroes.done(), two.zeroes.done()]);
 });
