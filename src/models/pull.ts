@@ -1,14 +1,9 @@
-import { createHash } from "node:crypto";
-import { createReadStream, mkdirSync, statSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { dirname, relative } from "node:path";
 import { cancelledError, isCoreError } from "../protocol/errors.ts";
 import type { DownloadProgress } from "../protocol/pull.ts";
-import { abortable } from "../util/abortable.ts";
-import { openRegularFile } from "../util/read-file.ts";
-import { seconds } from "../util/seconds.ts";
 import { type FreeSpaceProbe, SPACE_MARGIN_BYTES, spaceShortfall, statfsFree } from "./disk-space.ts";
-import { type BlobTarget, cachedFileSize, downloadBlob } from "./download.ts";
-import { giveUp, LOCK_QUIET_MS, LockWatch, tryLock } from "./download-lock.ts";
+import type { BlobTarget } from "./download.ts";
 import {
   blobPath,
   type Env,
@@ -27,6 +22,7 @@ import { unstorableName, unstorablePath } from "./listed-entry.ts";
 import { pickFiles, pickProjector } from "./pick-file.ts";
 import { isProjector } from "./pick-gguf.ts";
 import { ProgressReporter } from "./progress.ts";
+import { type BlobDeps, blobInPlace, obtainBlob, partialSize } from "./pull-blob.ts";
 import { fromHub, type PullWhere, pullError, writeFailure } from "./pull-errors.ts";
 import { linkSnapshot, type MakeSymlink, writeRef } from "./snapshot-link.ts";
 
@@ -45,8 +41,8 @@ export interface PullRequest {
   revision: string;
 }
 
-/** The edges a pull reads through; tests replace them. */
-export interface PullDeps {
+/** The edges a pull reads through; tests replace them (a blob's own: pull-blob.ts). */
+export interface PullDeps extends BlobDeps {
   env: Env;
   home: string;
   fetch?: typeof fetch;
@@ -55,26 +51,10 @@ export interface PullDeps {
   hardlink?: MakeSymlink;
   /** Tests: the snapshot copy's flush to the drive (snapshot-link.ts). */
   flushCopy?: (path: string) => Promise<void>;
-  /** Tests: the verified download's flush to the drive before its rename (download.ts). */
-  flushBlob?: (path: string) => Promise<void>;
   /** Tests: the system whose file names a stored file must be (process.platform). */
   platform?: NodeJS.Platform;
-  stallMs?: number;
-  /** How often a pull waiting on another writer looks again. */
-  pollMs?: number;
-  /** Hash after the download on this thread (where worker threads are unavailable; tests). */
-  inlineHash?: boolean;
   /** The time limit of the hub's API calls (default 30 s). */
   apiTimeoutMs?: number;
-  /**
-   * When process `pid` started (runtime/proc-info's `start_time`), so a lock whose pid now
-   * names another process is known stale; without it only a dead pid or silence tells.
-   */
-  processStart?: (pid: number) => string | null;
-  /** When process `pid` started by the wall clock (runtime/proc-info's `processStartedAt`). */
-  processStartedAt?: (pid: number) => number | null;
-  /** How long another writer's lock may show no sign of life before this pull takes it over (default LOCK_QUIET_MS). */
-  lockQuietMs?: number;
 }
 
 export interface PullHooks {
@@ -107,8 +87,6 @@ export interface PullOutcome {
   cache_dir: string;
   warnings: string[];
 }
-
-const DEFAULT_POLL_MS = 500;
 
 export async function pullModel(req: PullRequest, deps: PullDeps, hooks: PullHooks): Promise<PullOutcome> {
   const where: PullWhere = { repo: req.repo, file: req.file, revision: req.revision };
@@ -286,14 +264,6 @@ function prepareCache(cacheDir: string, repo: string, where: PullWhere): void {
   }
 }
 
-/**
- * The bytes a `.incomplete` holds; 0 when there is none. In one look: another pull may rename it
- * into place between an exists and a stat, which then threw ENOENT as an unexpected error.
- */
-export function partialSize(path: string): number {
-  return statSync(path, { throwIfNoEntry: false })?.size ?? 0;
-}
-
 /** Fails before any byte is fetched when what is left to download, plus a margin, does not fit. */
 function checkSpace(targets: BlobTarget[], cacheDir: string, probe: FreeSpaceProbe, where: PullWhere): void {
   const remaining = targets.reduce((sum, t) => {
@@ -314,87 +284,3 @@ function checkSpace(targets: BlobTarget[], cacheDir: string, probe: FreeSpacePro
 }
 
 const mib = (n: number) => Math.ceil(n / (1024 * 1024));
-
-/**
- * The blob in place and its sha256: already there, downloaded by another pull we waited for,
- * or downloaded here under the blob's lock.
- */
-async function obtainBlob(
-  hub: HubClient,
-  t: BlobTarget,
-  reporter: ProgressReporter,
-  deps: PullDeps,
-  hooks: PullHooks & { note(message: string): void },
-): Promise<string> {
-  const lockPath = `${t.blob}.lock`;
-  let watch: LockWatch | undefined;
-  for (;;) {
-    if (blobInPlace(t)) return knownSha256(t, hooks.signal);
-    let lock: ReturnType<typeof tryLock>;
-    try {
-      lock = tryLock(lockPath, { processStart: deps.processStart, processStartedAt: deps.processStartedAt });
-    } catch (err) {
-      throw writeFailure(err, { repo: t.repo, file: t.file }, lockPath);
-    }
-    if ("busy" in lock) {
-      const partial = partialSize(t.incomplete);
-      if (!watch) reporter.start("wait", partial);
-      else reporter.set("wait", partial);
-      watch ??= new LockWatch(lockPath, t.incomplete, deps.lockQuietMs ?? LOCK_QUIET_MS);
-      if (watch.quiet()) {
-        const pid = lock.busy ? ` (pid ${lock.busy.pid})` : "";
-        hooks.note(
-          `${t.file}: the pull holding ${lockPath}${pid} showed no progress for ${seconds(watch.quietMs)}; taking it over`,
-        );
-        giveUp(lockPath, lock.busy);
-        watch = undefined;
-        continue;
-      }
-      await sleep(deps.pollMs ?? DEFAULT_POLL_MS, hooks.signal, t);
-      continue;
-    }
-    try {
-      if (blobInPlace(t)) return knownSha256(t, hooks.signal);
-      return await downloadBlob(hub, t, {
-        signal: hooks.signal,
-        progress: reporter,
-        note: hooks.note,
-        stallMs: deps.stallMs,
-        inlineHash: deps.inlineHash,
-        flush: deps.flushBlob,
-      });
-    } finally {
-      lock.release();
-    }
-  }
-}
-
-/** The blob is in place: a regular file under its name (anything else there is refused, never read). */
-function blobInPlace(t: BlobTarget): boolean {
-  // Of the listed size: a short one (renamed before its bytes reached the drive, by a core before
-  // the flush, then a power cut) is downloaded again, not linked as the model for good.
-  return cachedFileSize(t.blob, { repo: t.repo, file: t.file }, true) === t.size;
-}
-
-/** A blob already in place: its sha256 is its name for LFS files; a git-kept file is hashed. */
-async function knownSha256(t: BlobTarget, signal: AbortSignal): Promise<string> {
-  if (t.expected.kind === "sha256") return t.expected.value;
-  const hash = createHash("sha256");
-  const { fd } = openRegularFile(t.blob);
-  for await (const chunk of createReadStream(t.blob, { fd })) {
-    if (signal.aborted) throw cancelledError();
-    hash.update(chunk as Buffer);
-  }
-  return hash.digest("hex");
-}
-
-/** A poll's pause; a cancel ends it at once (the poll's short timer runs out on its own). */
-async function sleep(ms: number, signal: AbortSignal, t: BlobTarget): Promise<void> {
-  try {
-    await abortable(Bun.sleep(ms), signal);
-  } catch {
-    throw cancelledError(
-      `the pull of ${t.repo} ${t.file} was cancelled while another pull was downloading it`,
-    );
-  }
-}
