@@ -83,20 +83,7 @@ export async function saveSlotState(s: SlotSave): Promise<void> {
     // once that is seen.
     stopping = launch.died.aborted;
     writing = stopping || !noTaskLeft(err);
-    const over = () => {
-      disk.discard(temp);
-      disk.zeroes.settled(path);
-      // An erase behind it can answer before its deferred task runs: looked for again (kv-temps.ts).
-      watchLateTemp(
-        path,
-        launch.exited,
-        () => disk.discard(temp),
-        () => loopPastSave(launch),
-        disk.zeroes,
-      );
-    };
-    if (stopping) void (exitWait ?? exitSeen(launch)).then(over);
-    else if (writing) emptyBehind(launch, slot, "a save", over);
+    if (writing) removeOnceOver(s, temp, stopping ? (exitWait ?? exitSeen(launch)) : undefined);
     return s.failed(err, `saving session ${key.sessionId}'s KV state from slot ${slot}`);
   } finally {
     launch.died.removeEventListener("abort", onDied);
@@ -120,6 +107,29 @@ export async function saveSlotState(s: SlotSave): Promise<void> {
   };
   if (s.later && !s.later.closed) s.later.keeps.push(keep);
   else return keep();
+}
+
+/**
+ * A failed save's temporary file removed once llama-server can write it no more: after its
+ * server's exit (`exited`, its stop begun), else once an erase queued behind the save answers.
+ */
+function removeOnceOver(s: SlotSave, temp: string, exited: Promise<void> | undefined): void {
+  const { launch, slot, disk } = s;
+  const path = join(disk.dir, temp);
+  const over = () => {
+    disk.discard(temp);
+    disk.zeroes.settled(path);
+    // An erase behind it can answer before its deferred task runs: looked for again (kv-temps.ts).
+    watchLateTemp(
+      path,
+      launch.exited,
+      () => disk.discard(temp),
+      () => loopPastSave(launch),
+      disk.zeroes,
+    );
+  };
+  if (exited) void exited.then(over);
+  else emptyBehind(launch, slot, "a save", over);
 }
 
 /**
