@@ -12,7 +12,7 @@ export {
   type StartedLocalAiClient,
 } from "./client.ts";
 export type { LocalAiClientOptions, RestartOptions, ShutdownOptions } from "./client-options.ts";
-export type { ErrorDataByCode } from "./error-data.ts";
+export type { ErrorDataByCode, ProjectorProblem, PullCause } from "./error-data.ts";
 export {
   type AnyLocalAiError,
   CLIENT_ERROR_CODES,

@@ -1,6 +1,8 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { renameSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { KvDisk } from "../../src/agent/kv/kv-disk.ts";
 import {
   type ErrorDataByCode,
   LocalAiClient,
@@ -8,6 +10,7 @@ import {
   type LocalAiErrorCode,
 } from "../../src/client/index.ts";
 import { MAX_IN_FLIGHT } from "../../src/protocol/method-table.ts";
+import { canMakeImmutable } from "../fixtures/full-disk.ts";
 import { writeFakeModel } from "../fixtures/llama-stand-in/binary.ts";
 import { writeStack } from "../fixtures/stack.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
@@ -215,6 +218,40 @@ describe("error data from the compiled core fits ErrorDataByCode", () => {
     c.kill();
     await Promise.all(held);
   }, 30_000);
+
+  // A delete that erased its rows but not a saved KV state file (immutable here: chattr +i) fails
+  // naming the files; the client typed them as `unknown`, so a host listed them only with a cast.
+  test.skipIf(!canMakeImmutable("error-data kv erase"))(
+    "internal_error of a delete whose KV state stays: key, file, files, files_count",
+    async () => {
+      await using dir = tmpdir();
+      writeStack(dir.path, { tools: [], script: [{ content: "ok" }] });
+      const c = await client(dir.path);
+      await c.chat({ input: "hello", session_id: "s" }).result;
+      const kv = join(dir.path, "data", "kv");
+      mkdirSync(kv, { recursive: true });
+      const bin = join(kv, `${new KvDisk(kv, 1).nameOf("default_user", "s")}.bin`);
+      writeFileSync(bin, "the session's saved tokens");
+      expect(spawnSync("chattr", ["+i", bin]).status).toBe(0);
+      let err: LocalAiError;
+      try {
+        err = await failure(c.sessions.delete({ session_id: "s" }));
+      } finally {
+        spawnSync("chattr", ["-i", bin]);
+      }
+      const left = expectData(
+        err,
+        "internal_error",
+        shape({ key: "string", file: "string", files: "array", files_count: "number" }),
+      );
+      const files: string[] | undefined = left.files;
+      expect(files).toEqual([bin]);
+      expect(left.files_count).toBe(1);
+      expect(left.key).toBe("app.data_dir");
+      expect(existsSync(bin)).toBe(true);
+    },
+    30_000,
+  );
 
   test("core_exited, the client's own: exit code, signal, stderr tail, spawn error", async () => {
     await using dir = tmpdir();
