@@ -1,6 +1,7 @@
 import { existsSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { join, posix, resolve, win32 } from "node:path";
 import { targetName } from "../util/target-name.ts";
+import { LocalAiError } from "./errors.ts";
 
 /**
  * Where the local-ai executable is in a host application, packaged or in development. One naming
@@ -31,7 +32,10 @@ export interface ResolveCoreBinaryOptions {
   arch?: string;
   /** True when not packaged (`!app.isPackaged`): look in `<appPath>/<vendorDir>/<os>-<arch>/`. */
   dev?: boolean;
-  /** Where the per-target folders live, relative to the app's folder (default "vendor/local-ai"). */
+  /**
+   * Where the per-target folders live, relative to the app's folder (default "vendor/local-ai"):
+   * an absolute one is refused; for a folder elsewhere, pass it as appPath with vendorDir ".".
+   */
   vendorDir?: string;
   /** Test seam: whether a file exists (default fs.existsSync). */
   exists?: (path: string) => boolean;
@@ -53,9 +57,10 @@ export function coreBinaryCandidates(options: ResolveCoreBinaryOptions = {}): Co
   const target = coreTargetName(platform, options.arch ?? process.arch);
   const exe = platform === "win32" ? "local-ai.exe" : "local-ai";
   const vendor = options.vendorDir ?? join("vendor", "local-ai");
+  const refused = refusedOption(options);
+  if (refused) throw refused;
   // Absolute: spawn resolves a relative command against the client's `cwd` option, so a relative
   // appPath ran <cwd>/vendor/…, a file other than the one found (one in the data folder, say).
-  // Resolved once joined: an absolute vendorDir stays under the app's folder, as join keeps it.
   if (options.dev) {
     return [{ path: resolve(join(options.appPath ?? process.cwd(), vendor, target, exe)), layout: "dev" }];
   }
@@ -66,6 +71,41 @@ export function coreBinaryCandidates(options: ResolveCoreBinaryOptions = {}): Co
     { path: join(resources, target, exe), layout: "resources-target" },
     { path: join(resources, "app.asar.unpacked", vendor, target, exe), layout: "asar-unpacked" },
   ];
+}
+
+/**
+ * A path option that cannot mean what the host meant, as the client's own options are refused
+ * (`invalid_request`, `data.field` naming it; docs/bootstrap.md). A drive-relative appPath or
+ * resourcesPath ("C:", "D:app") is the drive's current folder, which the host does not see:
+ * `appPath: "C:"` ran C:vendor\local-ai\…. An absolute vendorDir ("/opt/x", "C:\\x") was
+ * joined under the app's folder without a word; it means a folder the layouts do not have.
+ */
+function refusedOption(options: ResolveCoreBinaryOptions): LocalAiError | undefined {
+  for (const field of ["appPath", "resourcesPath"] as const) {
+    const value = options[field];
+    if (typeof value === "string" && driveRelative(value))
+      return invalid(
+        field,
+        `${JSON.stringify(value)} is relative to the drive's current folder; give the full path (C:\\app)`,
+      );
+  }
+  const vendor = options.vendorDir;
+  if (
+    typeof vendor === "string" &&
+    (posix.isAbsolute(vendor) || win32.isAbsolute(vendor) || /^[A-Za-z]:/.test(vendor))
+  )
+    return invalid(
+      "vendorDir",
+      `${JSON.stringify(vendor)} must be relative to the app's folder; for a folder elsewhere pass it as appPath with vendorDir "."`,
+    );
+  return undefined;
+}
+
+/** "C:" or "C:app": a drive letter not followed by a separator. */
+const driveRelative = (path: string) => /^[A-Za-z]:(?![\\/])/.test(path);
+
+function invalid(field: string, why: string): LocalAiError<"invalid_request"> {
+  return new LocalAiError("invalid_request", `resolveCoreBinary: the option ${field} ${why}`, { field });
 }
 
 /**

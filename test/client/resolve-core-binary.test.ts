@@ -9,8 +9,8 @@ import {
   symlinkSync,
   writeFileSync,
 } from "node:fs";
-import { basename, isAbsolute, join, resolve } from "node:path";
-import { coreBinaryCandidates, resolveCoreBinary } from "../../src/client/index.ts";
+import { basename, isAbsolute, join, resolve, win32 } from "node:path";
+import { coreBinaryCandidates, LocalAiError, resolveCoreBinary } from "../../src/client/index.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 /**
@@ -205,6 +205,53 @@ describe("resolveCoreBinary", () => {
     for (const c of candidates) expect(isAbsolute(c.path)).toBe(true);
   });
 
+  // A Windows drive-relative path ("C:", "D:app") names the drive's current folder, which the
+  // host's process does not show: joined, `appPath: "C:"` gave C:vendor\local-ai\…, run from
+  // wherever that drive's working folder was. An absolute vendorDir was joined under the app's
+  // folder without a word (`/opt/x` → <appPath>/opt/x/…): a host that passes one means that folder.
+  test("a drive-relative appPath or resourcesPath, an absolute vendorDir: refused, naming the option", () => {
+    const refusal = (options: Parameters<typeof resolveCoreBinary>[0]) => {
+      const exists = () => true;
+      for (const call of [
+        () => resolveCoreBinary({ ...options, exists }),
+        () => coreBinaryCandidates(options),
+      ]) {
+        let err: unknown;
+        try {
+          call();
+        } catch (e) {
+          err = e;
+        }
+        expect(err).toBeInstanceOf(LocalAiError);
+        expect((err as LocalAiError).code).toBe("invalid_request");
+        const field = (err as LocalAiError<"invalid_request">).data?.field;
+        expect((err as Error).message).toContain(`option ${field} `);
+      }
+      return (coreBinaryCandidatesError(options) as LocalAiError<"invalid_request">).data?.field;
+    };
+    const win = { platform: "win32", arch: "x64" } as const;
+    expect(refusal({ ...win, dev: true, appPath: "C:" })).toBe("appPath");
+    expect(refusal({ ...win, dev: true, appPath: "d:app" })).toBe("appPath");
+    expect(refusal({ ...win, resourcesPath: "C:resources" })).toBe("resourcesPath");
+    for (const vendorDir of ["/opt/x", "C:\\x", "C:/x", "\\\\server\\share\\x", "C:x"])
+      expect(refusal({ ...win, dev: true, appPath: "/app", vendorDir })).toBe("vendorDir");
+    expect(refusal({ resourcesPath: "/res", platform: "linux", arch: "x64", vendorDir: "/opt/x" })).toBe(
+      "vendorDir",
+    );
+    // Still served: a rooted drive path, a relative vendorDir, "." for the per-target folders
+    // right in appPath (the way to name an absolute folder: appPath that folder).
+    const ok = (options: Parameters<typeof resolveCoreBinary>[0]) =>
+      resolveCoreBinary({ ...options, exists: () => true });
+    expect(ok({ dev: true, appPath: "/opt/x", vendorDir: ".", platform: "linux", arch: "x64" })).toBe(
+      "/opt/x/linux-x64/local-ai",
+    );
+    expect(ok({ dev: true, appPath: "/app", vendorDir: "bin/core", platform: "linux", arch: "x64" })).toBe(
+      "/app/bin/core/linux-x64/local-ai",
+    );
+    expect(win32.isAbsolute("C:\\app")).toBe(true);
+    expect(() => coreBinaryCandidates({ ...win, dev: true, appPath: "C:\\app" })).not.toThrow();
+  });
+
   test("nothing there: the error names the target and every path tried", async () => {
     await using dir = tmpdir();
     const resources = join(dir.path, "resources");
@@ -222,3 +269,12 @@ describe("resolveCoreBinary", () => {
     expect(existsSync(resources)).toBe(false);
   });
 });
+
+function coreBinaryCandidatesError(options: Parameters<typeof coreBinaryCandidates>[0]): unknown {
+  try {
+    coreBinaryCandidates(options);
+  } catch (err) {
+    return err;
+  }
+  return undefined;
+}
