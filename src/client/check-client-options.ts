@@ -90,6 +90,9 @@ function wrongType(o: LocalAiClientOptions): LocalAiError | undefined {
     if (!isRecord(o.env)) return invalid("env", `must be an object of strings, not ${kind(o.env)}`);
     // `undefined` is an unset variable, as in process.env; Node coerced a number (or null) to text.
     for (const [name, value] of Object.entries(o.env)) {
+      // Spawn throws on such a name (ERR_INVALID_ARG_VALUE), which came back as a core_exited.
+      if (name.includes("\0"))
+        return invalid("env", `must not have a variable name with a NUL character (${JSON.stringify(name)})`);
       const bad = value === undefined ? undefined : stringWithoutNul(`env.${name}`, value);
       if (bad) return bad;
     }

@@ -68,6 +68,8 @@ const WRONG_TYPE: [string, Record<string, unknown>, string][] = [
   ["env", { env: "PATH=/bin" }, "a string"],
   ["env.PORT", { env: { PORT: 8080 } }, "a number"],
   ["env.HOME", { env: { HOME: null } }, "null"],
+  // Before: taken, and spawn's TypeError (ERR_INVALID_ARG_VALUE) came back as a core_exited.
+  ["env", { env: { "A\0B": "1" } }, "NUL"],
   ["initialize", { initialize: "v1" }, "a string"],
   ["logger", { logger: console.warn }, "a function"],
   ["logger.warn", { logger: { debug: () => {} } }, "undefined"],
