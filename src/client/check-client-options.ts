@@ -87,7 +87,9 @@ function wrongType(o: LocalAiClientOptions): LocalAiError | undefined {
     }
   }
   if (o.env != null) {
-    if (!isRecord(o.env)) return invalid("env", `must be an object of strings, not ${kind(o.env)}`);
+    // A Map's entries are not its keys: spawn read none of them, and the core ran with no environment.
+    if (!isRecord(o.env) || o.env instanceof Map)
+      return invalid("env", `must be an object of strings, not ${kind(o.env)}`);
     // `undefined` is an unset variable, as in process.env; Node coerced a number (or null) to text.
     for (const [name, value] of Object.entries(o.env)) {
       // Spawn throws on such a name (ERR_INVALID_ARG_VALUE), which came back as a core_exited.
@@ -134,6 +136,7 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 function kind(value: unknown): string {
   if (value == null) return String(value);
   if (Array.isArray(value)) return "an array";
+  if (value instanceof Map) return "a Map";
   const type = typeof value;
   return type === "object" ? "an object" : `a ${type}`;
 }

@@ -70,6 +70,8 @@ const WRONG_TYPE: [string, Record<string, unknown>, string][] = [
   ["env.HOME", { env: { HOME: null } }, "null"],
   // Before: taken, and spawn's TypeError (ERR_INVALID_ARG_VALUE) came back as a core_exited.
   ["env", { env: { "A\0B": "1" } }, "NUL"],
+  // Before: taken, and spawn read none of its entries: the core ran with no environment at all.
+  ["env", { env: new Map([["PATH", "/bin"]]) }, "a Map"],
   ["initialize", { initialize: "v1" }, "a string"],
   ["logger", { logger: console.warn }, "a function"],
   ["logger.warn", { logger: { debug: () => {} } }, "undefined"],
