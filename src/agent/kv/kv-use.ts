@@ -39,6 +39,8 @@ export class KvUseCount {
   private readonly counting = new Set<Set<string>>();
   /** The count under way, if any: a count asked meanwhile waits for it, the folder listed once. */
   private running: Promise<void> | undefined;
+  /** The count to start once `running` ends, for the asks (`recount`) that came during it. */
+  private next: Promise<void> | undefined;
 
   constructor(private readonly dir: string) {}
 
@@ -48,7 +50,8 @@ export class KvUseCount {
    */
   get(listing: () => string[]): KvUse | null {
     // A count that failed counted nothing: the next ask starts another.
-    if (!this.tally) this.recount(listing).catch(() => undefined);
+    // Any count will do here, the one under way too: it lists the folder no second time.
+    if (!this.tally) (this.running ?? this.next ?? this.start(listing)).catch(() => undefined);
     return this.tally ? this.now() : null;
   }
 
@@ -60,16 +63,31 @@ export class KvUseCount {
   /**
    * The folder as `listing` names it counted afresh, `COUNT_PASS.max` files a turn of the loop, in
    * place of the count once done (kept by this core's changes until then, and those made meanwhile
-   * stat'ed again at the end). A count under way is that count: its listing is as fresh as this
-   * one's would be but for what changed in its turns, and this core's changes then are stat'ed at
-   * its end (two at once, the first `status`'s and a save's, listed and stat'ed a folder of
-   * thousands twice).
+   * stat'ed again at the end). Its listing is taken now or later: a count under way listed the
+   * folder before the ask, so another core's state renamed into place since (its own budget pass
+   * done before this save's file landed) was in neither count, the folder left over the budget. It
+   * is waited for, then one count follows for all that asked meanwhile: one at a time (two at once,
+   * the first `status`'s and a save's, listed and stat'ed a folder of thousands twice).
    */
   recount(listing: () => string[]): Promise<void> {
-    this.running ??= this.count(listing()).finally(() => {
-      this.running = undefined;
+    if (this.next) return this.next;
+    if (!this.running) return this.start(listing);
+    const next = this.running
+      .catch(() => undefined)
+      .then(() => {
+        this.next = undefined;
+        return this.start(listing);
+      });
+    this.next = next;
+    return next;
+  }
+
+  private start(listing: () => string[]): Promise<void> {
+    const run = this.count(listing()).finally(() => {
+      if (this.running === run) this.running = undefined;
     });
-    return this.running;
+    this.running = run;
+    return run;
   }
 
   private async count(listing: readonly string[]): Promise<void> {

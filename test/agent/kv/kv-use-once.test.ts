@@ -37,12 +37,43 @@ test("status asked while a save's count runs lists the folder no second time", a
   expect(listed.times).toBe(1);
 });
 
-test("a save while the first status's count runs lists the folder no second time", async () => {
+// The save's budget pass needs a listing taken after its file landed (kv-use-fresh.test.ts): it
+// waits for that count, then lists once more, one count at a time; saves meanwhile share it.
+test("saves while the first status's count runs wait for it, then share one count listed after", async () => {
   const { dir, count, listed, listing } = plantedCount(100);
   using _ = dir;
   COUNT_PASS.max = 16;
-  expect(count.get(listing)).toBeNull();
-  await count.recount(listing);
+  const doneAtListing: number[] = [];
+  const watched = () => {
+    doneAtListing.push(count.now().files);
+    return listing();
+  };
+  expect(count.get(watched)).toBeNull();
+  await Promise.all([count.recount(watched), count.recount(watched), count.recount(watched)]);
   expect(count.now().files).toBe(100);
-  expect(listed.times).toBe(1);
+  expect(listed.times).toBe(2);
+  // The second listing taken once the first count was done, not beside it.
+  expect(doneAtListing).toEqual([0, 100]);
+});
+
+test("a count that fails fails each ask waiting for it, and the next ask counts again", async () => {
+  const { dir, count, listing } = plantedCount(40);
+  using _ = dir;
+  COUNT_PASS.max = 16;
+  let calls = 0;
+  const failing = () => {
+    calls++;
+    if (calls === 2) throw new Error("unreadable");
+    return listing();
+  };
+  expect(count.get(failing)).toBeNull();
+  const asks = [count.recount(failing), count.recount(failing)].map((p) =>
+    p.then(
+      () => "counted",
+      (err: Error) => err.message,
+    ),
+  );
+  expect(await Promise.all(asks)).toEqual(["unreadable", "unreadable"]);
+  await count.recount(failing);
+  expect(count.now().files).toBe(40);
 });
