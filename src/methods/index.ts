@@ -40,7 +40,7 @@ export const METHODS = [
   lazy("warmup", true, () => import("./warmup.ts").then((m) => m.warmup)),
   lazy("models", false, () => import("./models.ts").then((m) => m.models)),
   lazy("models.load", true, () => import("./models-load.ts").then((m) => m.modelsLoad)),
-  lazy("models.unload", false, () => import("./models-unload.ts").then((m) => m.modelsUnload)),
+  lazy("models.unload", true, () => import("./models-unload.ts").then((m) => m.modelsUnload)),
   lazy("embed", true, () => import("./embed.ts").then((m) => m.embed)),
   lazy("status", false, () => import("./status.ts").then((m) => m.status)),
   lazy("pull", true, () => import("./pull.ts").then((m) => m.pull)),

@@ -6,16 +6,22 @@ import { modelsApi } from "./models-api.ts";
 
 /**
  * `models.unload` (docs/protocol.md#modelsunload): stops a model's llama-server; refused with
- * `model_busy` while chats use it, unless `force`.
+ * `model_busy` while chats use it, unless `force`. Cancellable (by its id) only while a path's
+ * drive is asked: the unload itself, once begun, is decided and the services' stop joins it.
  */
 export const modelsUnload = defineMethod({
   name: "models.unload",
+  cancellable: true,
   params: ModelsUnloadParamsSchema,
   result: () => ModelsUnloadResultSchema,
-  run: async (params, _ctx, services) => {
+  run: async (params, ctx, services) => {
+    ctx.signal.throwIfAborted();
     const config = services.config();
-    // A path's drive asked off the loop first (a dead network mount held the core: choose-model.ts).
-    const model = findModel(config, params.model, await answeringFiles(config, params.model, modelFiles));
+    // A path's drive asked off the loop first (a dead network mount held the core: choose-model.ts);
+    // a cancel or the core's stop ends that wait, not the drive's 30 s.
+    const files = await answeringFiles(config, params.model, modelFiles, ctx.signal);
+    const model = findModel(config, params.model, files);
+    if (!ctx.settle()) throw ctx.signal.reason;
     return modelsApi(services, params.model).unload(model, { force: params.force });
   },
 });

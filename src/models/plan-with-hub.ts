@@ -59,7 +59,7 @@ export async function planReportWithHub(
   // config's folder had every configured model's drive asked (a dead mount held the plan 30 s).
   const byPath = model !== undefined && !byName && (model.startsWith(HF_PREFIX) || looksLikePath(model));
   const ref = byPath ? refOf(model, options.base ?? loaded.dir) : undefined;
-  const files = ref ? await answeredFiles(loaded, ref) : modelFiles;
+  const files = ref ? await answeredFiles(loaded, ref, deps.signal) : modelFiles;
   const byFile = ref ? configuredByFile(loaded, ref, files) : undefined;
   const named = model === undefined ? loaded.config : (byName ?? byFile?.config);
   // A bare word that names no model is unknown, as for a chat (docs/models.md "Choosing"), not a file.
@@ -118,13 +118,13 @@ function configuredByFile(
  * The files `model` is matched with, as a chat's (config/choose-model.ts `answeringFiles`): the
  * drives asked and the `hf:` references resolved off the loop (a snapshot of 10^4 files listed
  * on it held ping). A path whose drive does not answer is matched by its spelling: its plan's
- * read says it is unreadable.
+ * read says it is unreadable. `signal` (the core's stop) ends the wait for the drives at once.
  */
-async function answeredFiles(loaded: LoadedConfig, ref: string): Promise<ModelFiles> {
-  return answeringFiles(loaded.config, ref, modelFiles).catch(() => ({
-    canonical: (p: string) => resolve(p),
-    cached: () => null,
-  }));
+async function answeredFiles(loaded: LoadedConfig, ref: string, signal?: AbortSignal): Promise<ModelFiles> {
+  return answeringFiles(loaded.config, ref, modelFiles, signal).catch(() => {
+    if (signal?.aborted) throw signal.reason;
+    return { canonical: (p: string) => resolve(p), cached: () => null };
+  });
 }
 
 /**

@@ -85,14 +85,17 @@ export function ambiguousCancel(
 }
 
 /**
+ * Cancelled by their id only: a host's search-as-you-type beside a streaming reply, or an unload
+ * waiting on a dead drive's answer, made the one chat's implicit cancel ambiguous.
+ */
+const BY_ID_ONLY: ReadonlySet<string> = new Set(["sessions.search", "models.unload"]);
+
+/**
  * Requests a `cancel` with no `request_id` may mean: those not already cancelled and winding down,
- * and not a `sessions.search`, which is cancelled by its id only. SPEC's implicit cancel is of the
- * one chat active; a host's search-as-you-type beside a streaming reply made it ambiguous.
+ * and none of BY_ID_ONLY. SPEC's implicit cancel is of the one chat active.
  */
 export function implicitCandidates<
   T extends { controller: unknown; settled: boolean; signal: AbortSignal; method: { name: string } },
 >(all: readonly T[]): T[] {
-  return all.filter(
-    (a) => a.controller && !a.settled && !a.signal.aborted && a.method.name !== "sessions.search",
-  );
+  return all.filter((a) => a.controller && !a.settled && !a.signal.aborted && !BY_ID_ONLY.has(a.method.name));
 }

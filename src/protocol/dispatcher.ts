@@ -235,9 +235,10 @@ export class Dispatcher {
     const late = graceMs > 0 ? setTimeout(end, graceMs) : void end();
     const waiting: Promise<void>[] = [];
     for (const a of this.active.all()) {
-      if (a.method.name === "shutdown" || JOINED_BY_SHUTDOWN.has(a.method.name)) continue;
+      if (a.method.name === "shutdown") continue;
+      // One the services' stop joins is aborted too while undecided (an unload asking a dead drive).
       if (!GRACED_BY_STOP.has(a.method.name)) a.abort(reason);
-      waiting.push(a.decided);
+      if (!JOINED_BY_SHUTDOWN.has(a.method.name)) waiting.push(a.decided);
     }
     await Promise.all(waiting).finally(() => clearTimeout(late));
   }

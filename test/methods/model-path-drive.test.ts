@@ -8,6 +8,7 @@ import { embed } from "../../src/methods/embed.ts";
 import { modelsLoad } from "../../src/methods/models-load.ts";
 import { modelsUnload } from "../../src/methods/models-unload.ts";
 import { modelFiles } from "../../src/models/model-files.ts";
+import { planReportWithHub } from "../../src/models/plan-with-hub.ts";
 import { DriveAnswers, drives } from "../../src/util/drive-answers.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { layRepo, tinyModel } from "../models/cache-layout.ts";
@@ -104,13 +105,13 @@ describe("a configured model's file whose drive does not answer", () => {
 });
 
 describe("a request cancelled while its model path's stat hangs", () => {
-  test("chat, embed and models.load end cancelled at once, not after the drive's wait", async () => {
+  test("chat, embed, models.load and models.unload end cancelled at once, not after the drive's wait", async () => {
     using dir = tmpdir();
     const text = "models:\n  - {name: e, kind: embedding, path: ./e.gguf}\n";
     const config = parseConfigText(text, join(dir.path, "config.yaml")).config;
     const services = { config: () => config } as never;
     const far = "/mnt/offline/model.gguf";
-    for (const run of methods.slice(0, 3)) {
+    for (const run of methods) {
       // The far path's stat never answers (its 30 s wait never passes in this test).
       spyOn(drives, "answers").mockImplementation((path: string) =>
         path === far ? new Promise<boolean>(() => {}) : Promise.resolve(true),
@@ -189,4 +190,19 @@ describe("the Hugging Face cache's drive does not answer", () => {
     expect(answers.mock.calls.map((c) => c[0])).toContain(dir.path);
     expect(cached).not.toHaveBeenCalled();
   });
+});
+
+test("a plan by a path whose drive does not answer ends at its signal (the core's stop), not the drive's wait", async () => {
+  using dir = tmpdir();
+  const config = parseConfigText("", join(dir.path, "config.yaml"));
+  const far = "/mnt/offline/model.gguf";
+  spyOn(drives, "answers").mockImplementation((path: string) =>
+    path === far ? new Promise<boolean>(() => {}) : Promise.resolve(true),
+  );
+  const stop = new AbortController();
+  const source = { loadedConfig: () => config, defaultConfig: () => config };
+  const planned = planReportWithHub(source as never, { model: far }, {}, { signal: stop.signal });
+  await new Promise((resolve) => setImmediate(resolve));
+  stop.abort(new Error("the core is shutting down"));
+  expect(await planned.catch((e: unknown) => e)).toMatchObject({ message: "the core is shutting down" });
 });

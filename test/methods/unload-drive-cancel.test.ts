@@ -1,0 +1,66 @@
+import { afterEach, describe, expect, spyOn, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { drives } from "../../src/util/drive-answers.ts";
+import { startHarness } from "../fixtures/stdio-harness.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+// `models.unload` of a path asks its drive off the loop first (config/choose-model.ts
+// answeringFiles); with no signal given, neither a `cancel` nor the core's stop ended that wait:
+// a dead mount held the request, and the core's exit, for the drive's 30 s.
+afterEach(() => (drives.answers as unknown as { mockRestore?: () => void }).mockRestore?.());
+
+const far = "/mnt/offline/model.gguf";
+
+/** A core whose config has a models entry, and a drive under `far` whose stat never answers. */
+function coreWithDeadDrive(dir: string) {
+  writeFileSync(join(dir, "config.yaml"), "models:\n  - {name: e, kind: embedding, path: ./e.gguf}\n");
+  let asked!: () => void;
+  const waiting = new Promise<void>((r) => {
+    asked = r;
+  });
+  spyOn(drives, "answers").mockImplementation((path: string) => {
+    if (path !== far) return Promise.resolve(true);
+    asked();
+    return new Promise<boolean>(() => {});
+  });
+  return { h: startHarness({ cwd: dir }), waiting };
+}
+
+describe("models.unload while its path's drive does not answer", () => {
+  test("a cancel by its id answers at once and the unload ends cancelled", async () => {
+    using dir = tmpdir();
+    const { h, waiting } = coreWithDeadDrive(dir.path);
+    h.send({ id: "u", method: "models.unload", params: { model: far } });
+    await waiting;
+    expect(await h.request({ id: "c", method: "cancel", params: { request_id: "u" } })).toMatchObject({
+      result: { cancelled: true },
+    });
+    await h.waitFor(() => h.terminal("u") !== undefined);
+    expect(h.terminal("u")).toMatchObject({ type: "error", code: "cancelled" });
+    h.end();
+    expect(await h.exit).toBe(0);
+  });
+
+  test("a cancel without an id is still the chat's: an unload is cancelled by its id only", async () => {
+    using dir = tmpdir();
+    const { h, waiting } = coreWithDeadDrive(dir.path);
+    h.send({ id: "u", method: "models.unload", params: { model: far } });
+    await waiting;
+    expect(await h.request({ id: "c", method: "cancel" })).toMatchObject({ result: { cancelled: false } });
+    h.end();
+    expect(await h.exit).toBe(0);
+    expect(h.terminal("u")).toMatchObject({ type: "error", code: "cancelled" });
+  });
+
+  test("the core's shutdown ends it at once: cancelled, the core exits", async () => {
+    using dir = tmpdir();
+    const { h, waiting } = coreWithDeadDrive(dir.path);
+    h.send({ id: "u", method: "models.unload", params: { model: far } });
+    await waiting;
+    h.send({ id: "bye", method: "shutdown" });
+    await h.waitFor(() => h.terminal("bye") !== undefined);
+    expect(await h.exit).toBe(0);
+    expect(h.terminal("u")).toMatchObject({ code: "cancelled", message: "the core is shutting down" });
+  });
+});
