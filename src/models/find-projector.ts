@@ -20,7 +20,7 @@ import { within } from "../util/within.ts";
 import { hubCacheDir, snapshotRootOf } from "./hf-cache.ts";
 import { isGgufPath, isProjector, namesText } from "./pick-gguf.ts";
 import { projectorsNear } from "./projectors-near.ts";
-import { resolveModelPathAsync, snapshotFilesAsync } from "./resolve.ts";
+import { resolveModelPathAsync, snapshotFilesAsync, snapshotListing } from "./resolve.ts";
 
 /**
  * A model's `mmproj` setting as a projector file (docs/models.md "The projector"): a path is
@@ -139,7 +139,7 @@ export interface ProjectorOptions extends MemoOptions {
   drives?: DriveAnswers;
 }
 
-/** The listings out, by folder, one at a time, in the drives' lanes (util/one-at-a-time.ts). */
+/** The folders' listings out, one at a time each, in the drives' lanes (util/one-at-a-time.ts). */
 const listings = oneLanedAtATime<string[]>();
 
 /**
@@ -156,9 +156,12 @@ function listingOf(
   options: ProjectorOptions,
   answers: DriveAnswers,
 ): Promise<string[] | "late"> {
-  const list =
-    where === "snapshot" ? (options.snapshotFiles ?? snapshotFilesAsync) : (options.readdir ?? readdir);
-  return listings(`${where}:${folder}`, answers, () => list(folder).catch(() => [] as string[]));
+  const unlisted = () => [] as string[];
+  // A snapshot's walk is the resolve's own lane (resolve.ts snapshotListing), shared while in flight.
+  if (where === "snapshot")
+    return snapshotListing(folder, answers, options.snapshotFiles ?? snapshotFilesAsync).catch(unlisted);
+  const list = options.readdir ?? readdir;
+  return listings(folder, answers, () => list(folder).catch(unlisted));
 }
 
 async function auto(model: ModelInfo, options: ProjectorOptions): Promise<ProjectorChoice> {

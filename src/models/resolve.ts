@@ -93,6 +93,20 @@ export type LateListing = { kind: "late"; detail: string };
 const listings = oneLanedAtATime<string[]>();
 
 /**
+ * A snapshot's walk in the one lane per folder that a resolve and `mmproj: auto`'s search
+ * (models/find-projector.ts) share: apart, a plan and a listing's search of one snapshot on a dead
+ * share each held a file thread. Shared while in flight only, never kept: a pull (this core's, or
+ * another tool's on the shared cache) adds a projector between a plan's model read and its search.
+ */
+export function snapshotListing(
+  snapshot: string,
+  answers: DriveAnswers,
+  list: (snapshot: string) => Promise<string[]>,
+): Promise<string[] | "late"> {
+  return listings(snapshot, answers, () => list(snapshot));
+}
+
+/**
  * resolveCached with the snapshot listed off the loop (`snapshotFilesAsync`): a snapshot of 10^4
  * files, or one on a network drive gone offline, held ping and cancel at every plan. The rest
  * is a ref's read and a stat a part, after the cache folder's drive was asked (plan/model-memo.ts).
@@ -109,7 +123,7 @@ export async function resolveCachedAsync(
   if ("kind" in at) return at;
   const answers = options.drives ?? answersFor({});
   const list = options.snapshotFiles ?? snapshotFilesAsync;
-  const listing = listings(at.snapshot, answers, () => list(at.snapshot));
+  const listing = snapshotListing(at.snapshot, answers, list);
   const files = await within(listing, answers.waitMs, "late" as const);
   if (files !== "late") return picked(ref, at, files);
   const detail = `its snapshot ${at.snapshot} did not answer within ${answers.waitMs / 1000} s (a network drive offline?)`;

@@ -1,6 +1,9 @@
 import { afterEach, beforeEach, expect, test } from "bun:test";
 import { join } from "node:path";
+import { findProjector } from "../../src/models/find-projector.ts";
 import { resolveModelPathAsync } from "../../src/models/resolve.ts";
+import { readGgufHeader } from "../../src/plan/gguf-read.ts";
+import { modelInfo } from "../../src/plan/model.ts";
 import { DriveAnswers } from "../../src/util/drive-answers.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { layRepo, tinyModel } from "./cache-layout.ts";
@@ -52,4 +55,30 @@ test("two resolves of one snapshot share the listing in flight", async () => {
   const want = join(snapshot, "s-Q4_K_M.gguf");
   expect(await Promise.all([first, second])).toEqual([want, want]);
   expect(calls).toBe(1);
+});
+
+// `mmproj: auto` of an `hf:` model walks the same snapshot (models/find-projector.ts): in a lane
+// and key of its own, a resolve and a projector search of one snapshot on a dead share each held
+// a file thread, and a live one was walked twice at once.
+test("a resolve and mmproj: auto's search of one snapshot share the walk in flight", async () => {
+  const { snapshot } = layRepo(dir.path, "org/both", { "b-Q4_K_M.gguf": tinyModel() });
+  const drives = new DriveAnswers({ statWaitMs: 5_000, lanes: 4 });
+  let walks = 0;
+  let release: (names: string[]) => void = () => {};
+  const walked = new Promise<string[]>((done) => {
+    release = done;
+  });
+  const snapshotFiles = () => {
+    walks++;
+    return walked;
+  };
+  const model = modelInfo(await readGgufHeader(join(snapshot, "b-Q4_K_M.gguf")));
+  const options = { drives, snapshotFiles };
+  const resolved = resolveModelPathAsync("hf:org/both:Q4_K_M", env(), dir.path, "model.path", options);
+  const projector = findProjector("auto", model, "model.mmproj", options);
+  await new Promise((r) => setTimeout(r, 50));
+  release(["b-Q4_K_M.gguf"]);
+  expect(await resolved).toBe(join(snapshot, "b-Q4_K_M.gguf"));
+  expect(await projector).toMatchObject({ kind: "none" });
+  expect(walks).toBe(1);
 });
