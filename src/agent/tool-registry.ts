@@ -1,5 +1,6 @@
 import type { McpServerConfig } from "../config/schema.ts";
 import { CoreError } from "../protocol/errors.ts";
+import { quotedNames } from "../util/listed-names.ts";
 import type { McpPool } from "./mcp/pool.ts";
 
 /** One MCP tool as offered to the model. */
@@ -88,7 +89,7 @@ export async function resolveTools(
     if (unlisted) failures.push({ server, message: unlisted, partial: true });
     // Only known now: a typo there guarded nothing, and the tool it meant ran unapproved unsaid.
     const unguarded = cfg.requires_approval.filter((n) => n !== "*" && !names.includes(n));
-    if (unguarded.length > 0) failures.push({ server, message: namesText(unguarded), approval: true });
+    if (unguarded.length > 0) failures.push({ server, message: quotedNames(unguarded), approval: true });
     for (const t of listed.tools) {
       if (!patterns.some((p) => matches(p, server, t.name))) continue;
       // `a` + `b__c` and `a__b` + `c` would be one function name: the first keeps it.
@@ -129,13 +130,7 @@ function namedUnlisted(
     return p.slice(0, dot) === server && tool !== "*" && !names.has(tool);
   });
   if (missing.length === 0) return undefined;
-  return `agents.tools names ${namesText(missing)}, not among its tools`;
-}
-
-/** A few names quoted, and how many more. */
-function namesText(names: readonly string[]): string {
-  const shown = names.slice(0, 3).map((p) => `'${p}'`);
-  return `${shown.join(", ")}${names.length > 3 ? ` and ${names.length - 3} more` : ""}`;
+  return `agents.tools names ${quotedNames(missing)}, not among its tools`;
 }
 
 /** A `tools` entry's function name (toOpenAiTools' shape); undefined for anything else. */

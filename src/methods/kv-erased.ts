@@ -1,7 +1,7 @@
-import { listedNames } from "../models/pick-gguf.ts";
 import { kvDirOf } from "../plan/decide/slot-save.ts";
 import { CoreError } from "../protocol/errors.ts";
 import { kvLeftText } from "../protocol/kv-left.ts";
+import { listedNames } from "../util/listed-names.ts";
 import type { Services } from "./services.ts";
 
 /**
@@ -27,7 +27,7 @@ export async function kvErased(
 
 /**
  * What an erase left: the files it could not remove (`file`, the first; `files`, as a listing's
- * names are, pick-gguf.ts `listedNames`), and `folder` when an erase over several turns failed
+ * names are, util/listed-names.ts `listedNames`), and `folder` when an erase over several turns failed
  * part way (kv-disk.ts `erase` reports the folder itself): which of its files stayed cannot be
  * told. It was named as `data.file` of "1 saved KV state file(s)", a folder shown as a file.
  */

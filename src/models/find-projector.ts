@@ -15,10 +15,11 @@ import {
 import { isCoreError } from "../protocol/errors.ts";
 import { HF_PREFIX } from "../protocol/model-ref.ts";
 import { answersFor, type DriveAnswers, statLate } from "../util/drive-answers.ts";
+import { namesText } from "../util/listed-names.ts";
 import { oneLanedAtATime } from "../util/one-at-a-time.ts";
 import { within } from "../util/within.ts";
 import { hubCacheDir, snapshotRootOf } from "./hf-cache.ts";
-import { isGgufPath, isProjector, namesText } from "./pick-gguf.ts";
+import { isGgufPath, isProjector } from "./pick-gguf.ts";
 import { projectorsNear } from "./projectors-near.ts";
 import { resolveModelPathAsync, snapshotFilesAsync, snapshotListing } from "./resolve.ts";
 
@@ -186,7 +187,7 @@ async function auto(model: ModelInfo, options: ProjectorOptions): Promise<Projec
     }
   });
   const best = preferF16(fitting);
-  // Named as a listing's names are (pick-gguf.ts): a folder of thousands made a warning of megabytes.
+  // Named as a listing's names are (util/listed-names.ts): a folder of thousands made a warning of megabytes.
   if (!best)
     return passedOver(`mmproj: auto used no projector ${placeOf(where)}: ${namesText(skipped, 20, "; ")}`);
   return { kind: "found", source: "auto", info: best };

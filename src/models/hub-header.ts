@@ -5,8 +5,9 @@ import { splitProblem } from "../plan/gguf-split.ts";
 import { type ModelInfo, modelInfo } from "../plan/model.ts";
 import { CoreError, isCoreError } from "../protocol/errors.ts";
 import type { ModelRef } from "../protocol/model-ref.ts";
+import { listedNames, namesText } from "../util/listed-names.ts";
 import { type HubAccess, hubFetch, listRepoFiles, resolveUrl, unreachable } from "./hub-listing.ts";
-import { listedNames, missingText, namesText, pickGguf } from "./pick-gguf.ts";
+import { missingText, pickGguf } from "./pick-gguf.ts";
 import { quantizationOf } from "./quantization.ts";
 
 /**

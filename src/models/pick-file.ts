@@ -1,6 +1,7 @@
 import { CoreError } from "../protocol/errors.ts";
+import { listedNames, namesText } from "../util/listed-names.ts";
 import type { HubFile } from "./hub-client.ts";
-import { type GgufGroup, groupGgufs, isProjector, listedNames, namesText, pickAmong } from "./pick-gguf.ts";
+import { type GgufGroup, groupGgufs, isProjector, pickAmong } from "./pick-gguf.ts";
 import { projectorsNear } from "./projectors-near.ts";
 
 /**

@@ -138,20 +138,6 @@ export function missingText(group: GgufGroup): string {
   return `${group.missing.join(", ")}${group.parts.length < group.total ? ", …" : ""}`;
 }
 
-/** The most names an error's data lists: a hostile repo of 100,000 files made a line of MBs. */
-export const NAMES_LISTED = 100;
-
-/** `names` as an error's data gives them: the first NAMES_LISTED under `key`, all counted in `<key>_count`. */
-export function listedNames(key: string, names: readonly string[]): Record<string, unknown> {
-  return { [key]: names.slice(0, NAMES_LISTED), [`${key}_count`]: names.length };
-}
-
-/** The first `max` names for a message, `… (N in all)` after them when there are more. */
-export function namesText(names: readonly string[], max = 20, separator = ", "): string {
-  const shown = names.slice(0, max).join(separator);
-  return names.length > max ? `${shown}${separator}… (${names.length} in all)` : shown;
-}
-
 /**
  * Whether a path names a file of this quantization: the quant appears as its own token,
  * case-insensitively (`model-Q4_K_M.gguf`, `model.q4_k_m-00001-of-00002.gguf`,

@@ -6,6 +6,7 @@ import { REQUEST_MODEL_KEY, settingData } from "../config/model-entry.ts";
 import { CoreError, isCoreError } from "../protocol/errors.ts";
 import { HF_PREFIX, type ModelRef, parseHfModelPath, pullCommand } from "../protocol/model-ref.ts";
 import { answersFor, type DriveAnswers } from "../util/drive-answers.ts";
+import { listedNames, namesText } from "../util/listed-names.ts";
 import { oneLanedAtATime } from "../util/one-at-a-time.ts";
 import {
   FileTooLarge,
@@ -16,7 +17,7 @@ import {
 } from "../util/read-file.ts";
 import { within } from "../util/within.ts";
 import { type Env, hubCacheDir, refPath, repoPaths } from "./hf-cache.ts";
-import { isGgufPath, listedNames, missingText, namesText, pickGguf } from "./pick-gguf.ts";
+import { isGgufPath, missingText, pickGguf } from "./pick-gguf.ts";
 
 /**
  * `model.path: hf:org/name:Q4_K_M` → the file in the Hugging Face cache, offline: refs/<revision>
@@ -136,7 +137,7 @@ function picked(ref: ModelRef, at: { commit: string; snapshot: string }, files: 
   if (pick.kind === "many") return { kind: "ambiguous", matches: pick.matches };
   if (pick.kind === "none") {
     const wanted = ref.file ?? (ref.quant ? `a ${ref.quant} GGUF` : "a GGUF model");
-    // Named as the listing's other errors name them (pick-gguf.ts): a snapshot's names are unbounded.
+    // Named as the listing's other errors name them (util/listed-names.ts): a snapshot's names are unbounded.
     const cached = pick.available.length ? `only ${namesText(pick.available)}` : "no GGUF model";
     return {
       kind: "missing",
