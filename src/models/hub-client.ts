@@ -4,7 +4,7 @@ import { wholeCharCut } from "../util/text-cut.ts";
 import { nextLinkTarget, readAnswerObject, readListingPage } from "./hub-listing-page.ts";
 import { withoutToken } from "./hub-token.ts";
 import { refusedEntry } from "./listed-entry.ts";
-import { isGgufPath, MAX_LISTED_GGUFS, TOO_MANY_GGUFS } from "./pick-gguf.ts";
+import { keepGguf } from "./pick-gguf.ts";
 
 /**
  * The few Hugging Face hub calls a pull makes, over fetch (docs/models.md lists them):
@@ -154,13 +154,11 @@ export class HubClient {
         throw new HubBadAnswer(here, `the hub's file listing has more than ${MAX_PAGES} pages`);
       seen.add(here);
       url = await this.api(here, signal, async (res, at) => {
+        const refuse = (why: string) => new HubBadAnswer(at, why);
         const check = async (entries: unknown[]) => {
           for (const [i, entry] of entries.entries()) {
             if (i % CHECKED_A_SLICE === 0) await nextTurn(signal);
-            const file = toHubFile(entry, at);
-            if (!file || !isGgufPath(file.path)) continue;
-            if (files.length === MAX_LISTED_GGUFS) throw new HubBadAnswer(at, TOO_MANY_GGUFS);
-            files.push(file);
+            keepGguf(files, toHubFile(entry, at), refuse);
           }
         };
         budget -= await readListingPage(res, budget, check, (why) => new HubBadAnswer(at, why));

@@ -8,7 +8,7 @@ import { nextLink } from "./hub-client.ts";
 import { TOO_LARGE_ENTRY } from "./hub-listing-page.ts";
 import { readToken, UnusableToken, withoutToken } from "./hub-token.ts";
 import { refusedEntry } from "./listed-entry.ts";
-import { isGgufPath, MAX_LISTED_GGUFS, TOO_MANY_GGUFS } from "./pick-gguf.ts";
+import { keepGguf } from "./pick-gguf.ts";
 
 /**
  * The hub's file listing, and the one fetch edge the remote fit check goes through:
@@ -133,11 +133,8 @@ export async function listRepoFiles(
         // Checked in slices, the loop given back between: 10^5 entries were ~0.3 s of one turn.
         for (let i = 0; i < piece.length; i += CHECKED_A_SLICE) {
           await new Promise((r) => setImmediate(r)).then(() => signal?.throwIfAborted());
-          for (const file of parseTreeListing(piece.slice(i, i + CHECKED_A_SLICE))) {
-            if (!isGgufPath(file.path)) continue;
-            if (files.length === MAX_LISTED_GGUFS) throw new Error(TOO_MANY_GGUFS);
-            files.push(file);
-          }
+          for (const file of parseTreeListing(piece.slice(i, i + CHECKED_A_SLICE)))
+            keepGguf(files, file, (why) => new Error(why));
         }
       });
       // Resolved against the URL that gave the page, after the redirects (RFC 8288 §3.2: a

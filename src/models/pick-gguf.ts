@@ -49,6 +49,21 @@ export function isGgufPath(path: string): boolean {
 }
 
 /**
+ * A listed file kept in `files` when it is a GGUF (the others let go once checked), `refuse`d
+ * with TOO_MANY_GGUFS when it would be the one past MAX_LISTED_GGUFS: a pull's listing and the
+ * fit check's (hub-client.ts, hub-listing.ts) keep alike.
+ */
+export function keepGguf<T extends { path: string }>(
+  files: T[],
+  file: T | null | undefined,
+  refuse: (why: string) => Error,
+): void {
+  if (!file || !isGgufPath(file.path)) return;
+  if (files.length === MAX_LISTED_GGUFS) throw refuse(TOO_MANY_GGUFS);
+  files.push(file);
+}
+
+/**
  * Multimodal projectors ship beside the model with `mmproj` in their name, first
  * (`mmproj-F16.gguf`) or as a word of it (second-state's `llava-v1.5-7b-mmproj-model-f16.gguf`):
  * never the model itself, so `:F16` never picks one as the model.
