@@ -2,7 +2,7 @@ import { homedir } from "node:os";
 import { canonicalPath, type ModelFiles } from "../config/choose-model.ts";
 import { drives } from "../util/drive-answers.ts";
 import { hubCacheDir } from "./hf-cache.ts";
-import { resolveModelPath, resolveModelPathAsync } from "./resolve.ts";
+import { resolveModelPathAsync } from "./resolve.ts";
 
 /**
  * A request's path matched to the configured models' files, an `hf:` model's included: its file
@@ -14,12 +14,10 @@ export const modelFiles: ModelFiles = {
   canonical: canonicalPath,
   drives,
   cacheDir: () => hubCacheDir(process.env, process.env.HOME || homedir()),
-  cached: (hfRef) => {
-    try {
-      return resolveModelPath(hfRef);
-    } catch {
-      return null; // not pulled, or ambiguous: its own load says so; no request's path is it
-    }
-  },
+  // Never asked in the cache: answeringFiles resolves ahead (`cachedAsync`) every reference findModel
+  // asks of these files (the request's and the configured `hf:` models'), and answers none
+  // while the cache's drive is silent. A synchronous listing here held ping at each such request.
+  cached: () => null,
+  // Not pulled, or ambiguous: its own load says so; no request's path is it.
   cachedAsync: (hfRef) => resolveModelPathAsync(hfRef).catch(() => null),
 };

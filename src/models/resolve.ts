@@ -1,4 +1,4 @@
-import { type Dirent, existsSync, readdirSync, statSync } from "node:fs";
+import { type Dirent, existsSync, statSync } from "node:fs";
 import { readdir } from "node:fs/promises";
 import { homedir } from "node:os";
 import { join, relative } from "node:path";
@@ -72,15 +72,6 @@ function cachedCommit(
   return { commit: text, snapshot };
 }
 
-/**
- * Resolves a ref against the cache; reads only the disk (the snapshot listed on the loop:
- * resolveModelPath's, for a caller that cannot wait).
- */
-export function resolveCached(ref: ModelRef, cacheDir: string): CacheResolution {
-  const at = cachedCommit(ref, cacheDir);
-  return "kind" in at ? at : picked(ref, at, snapshotFiles(at.snapshot));
-}
-
 /** Tests: the drives whose lanes and wait bound the snapshot's listing, and the listing itself. */
 export interface SnapshotListOptions {
   drives?: DriveAnswers;
@@ -108,7 +99,8 @@ export function snapshotListing(
 }
 
 /**
- * resolveCached with the snapshot listed off the loop (`snapshotFilesAsync`): a snapshot of 10^4
+ * Resolves a ref against the cache, reading only the disk, the snapshot listed off the loop
+ * (`snapshotFilesAsync`): a snapshot of 10^4
  * files, or one on a network drive gone offline, held ping and cancel at every plan. The rest
  * is a ref's read and a stat a part, after the cache folder's drive was asked (plan/model-memo.ts).
  * The listing is waited for no longer than a stat, in the drives' lanes, one per snapshot (later
@@ -168,22 +160,8 @@ function picked(ref: ModelRef, at: { commit: string; snapshot: string }, files: 
 /**
  * A model path as llama-server needs it: a plain path unchanged; `hf:…` the cached file, or a
  * CoreError `model_missing` naming the `local-ai pull` command that fetches it (`config_invalid`
- * when several cached files match and the ref must name one). Lists the snapshot on the loop:
- * the plan's reads use resolveModelPathAsync; this one is for callers that cannot wait.
+ * when several cached files match and the ref must name one). The snapshot listed off the loop.
  */
-export function resolveModelPath(
-  path: string,
-  env: Env = process.env,
-  home = env.HOME || homedir(),
-  /** The config key that holds `path`, for a refusal to name (a projector's is model.mmproj). */
-  key = "model.path",
-): string {
-  if (!path.startsWith(HF_PREFIX)) return path;
-  const { ref, cacheDir } = hfRefOf(path, env, home, key);
-  return foundPath(path, key, ref, resolveCached(ref, cacheDir), cacheDir);
-}
-
-/** resolveModelPath with the snapshot listed off the loop: the plan's, chat's and doctor's reads. */
 export async function resolveModelPathAsync(
   path: string,
   env: Env = process.env,
@@ -257,32 +235,15 @@ function refusalCode(key: string): "config_invalid" | "invalid_request" {
   return key === REQUEST_MODEL_KEY ? "invalid_request" : "config_invalid";
 }
 
-/** True for the CoreError resolveModelPath throws when a hub model is simply not (fully) in the cache. */
+/** True for the CoreError resolveModelPathAsync throws when a hub model is simply not (fully) in the cache. */
 export function isNotDownloaded(err: unknown): err is CoreError {
   return err instanceof CoreError && err.code === "model_missing" && typeof err.data?.pull === "string";
 }
 
-/** Every `.gguf` path in a snapshot, relative to it with `/`, links included even when dangling. */
-export function snapshotFiles(snapshot: string): string[] {
-  const out: string[] = [];
-  const walk = (dir: string, depth: number) => {
-    let entries: Dirent[];
-    try {
-      entries = readdirSync(dir, { withFileTypes: true });
-    } catch {
-      return;
-    }
-    for (const sub of kept(snapshot, dir, entries, depth, out)) walk(sub, depth + 1);
-  };
-  walk(snapshot, 0);
-  return out.sort();
-}
-
 /**
- * snapshotFiles off the loop, for a caller that can wait (the plan's reads, models/find-projector.ts):
+ * Every `.gguf` path in a snapshot, relative to it with `/`, links included even when dangling;
  * each folder listed by the runtime's file threads, so a snapshot on a network drive that went
- * offline holds the caller, not `ping` and `cancel`. The synchronous one stays for resolveCached,
- * whose callers are synchronous (a request's `hf:` model matched to a file: models/model-files.ts).
+ * offline holds the caller, not `ping` and `cancel` (the plan's reads, models/find-projector.ts).
  */
 export async function snapshotFilesAsync(snapshot: string): Promise<string[]> {
   const out: string[] = [];

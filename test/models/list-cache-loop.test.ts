@@ -2,7 +2,6 @@ import { describe, expect, spyOn, test } from "bun:test";
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { cachedCandidates, folderCandidates } from "../../src/models/list-candidates.ts";
-import { snapshotFiles as snapshotFilesNow } from "../../src/models/resolve.ts";
 import { DriveAnswers } from "../../src/util/drive-answers.ts";
 import { logger } from "../../src/util/logger.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
@@ -42,7 +41,9 @@ describe("models: the hub cache listed off the loop", () => {
       folder.startsWith(join(cache, "models--org--far"))
         ? new Promise<string[]>(() => {})
         : Promise.resolve(readdirSync(folder));
-    const snapshotFiles = (snapshot: string) => Promise.resolve(snapshotFilesNow(snapshot));
+    // The near snapshot is flat: its GGUFs are its names.
+    const snapshotFiles = (snapshot: string) =>
+      Promise.resolve(readdirSync(snapshot).filter((n) => n.endsWith(".gguf")));
     // The walk's deadline well past the far repo's 1 ms: this is about that repo's own wait.
     const reads = { drives: answering(1), readdir: list, snapshotFiles, walkWaitMs: 60_000 };
     const found = await cachedCandidates(cache, reads);

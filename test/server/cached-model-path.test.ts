@@ -2,7 +2,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { rmSync, symlinkSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { PromptReuse } from "../../src/agent/kv/reuse.ts";
-import { findModel } from "../../src/config/choose-model.ts";
+import { answeringFiles, findModel } from "../../src/config/choose-model.ts";
 import { parseConfigText } from "../../src/config/load.ts";
 import { defaultPlanDeps } from "../../src/models/local-plan-deps.ts";
 import { modelFiles } from "../../src/models/model-files.ts";
@@ -95,7 +95,7 @@ describe("an unconfigured model loaded by hf: reference", () => {
     process.env.HF_HUB_CACHE = dir.path;
     const config = parseConfigText("model: {path: ./x.gguf}\n", join(dir.path, "config.yaml")).config;
     const ref = "hf:org/m:Q4_K_M";
-    const loaded = findModel(config, ref, modelFiles);
+    const loaded = findModel(config, ref, await answeringFiles(config, ref, modelFiles));
     const fleet = new FakeFleet({ [loaded.name]: { gib: 1 } });
     const several = new SeveralModels({
       config: () => config,
@@ -107,7 +107,7 @@ describe("an unconfigured model loaded by hf: reference", () => {
     try {
       await several.load(loaded, { pin: undefined, signal: never(), onProgress: () => {} });
       change(repo.root);
-      const asked = findModel(config, ref, modelFiles);
+      const asked = findModel(config, ref, await answeringFiles(config, ref, modelFiles));
       expect(asked.name).not.toBe(loaded.name);
       expect(await several.unload(asked, { force: false })).toEqual({ model: ref, unloaded: true });
       expect(several.status().models.map((m) => m.name)).not.toContain(loaded.name);
