@@ -9,7 +9,7 @@ import { decodeEntities } from "./html-entities.ts";
  * `h1`–`h6` are headings; other block tags and `<br>` end a paragraph; the content of script,
  * style, template, noscript, svg, head's title and comments is dropped (nested templates, svgs and
  * objects by a count of their depth, still no stack; a template's or object's raw text, its
- * script say, read to its own end tag); white space collapses, a no-break space with it.
+ * script say, read to its own end tag, a script's as HTML reads its `<!--<script>`); white space collapses, a no-break space with it.
  * `step` works through a slice at a time so the reader can give the loop back between slices;
  * text gathered past MAX_PARAGRAPH_CHARS is handed on as a paragraph then, cut at white space
  * (docs/agent.md "Off the main loop"), so no block tag is needed to end one.
@@ -180,7 +180,7 @@ export class HtmlBlocks {
   private dropOn(d: Dropping, until: number): number {
     const h = this.html;
     for (let from = this.at; ; ) {
-      const search = d.raw ?? d.tags;
+      const search = d.raw?.search ?? (d.tags as RegExp);
       if (d.next === undefined || (d.next !== null && d.next.index < from)) {
         search.lastIndex = from;
         d.next = search.exec(h);
@@ -192,9 +192,19 @@ export class HtmlBlocks {
       }
       if (m.index >= until) return until;
       from = m.index + m[0].length;
-      // Raw text (RAW_TEXT) runs to its own end tag, and the tags of the drop's name are looked for again.
-      if (d.raw || m[2]) {
-        d.raw = d.raw ? undefined : new RegExp(`</${m[2]}${NAME_END}`, "gi");
+      if (d.raw) {
+        // A script's `<!--`: its dashes may be the start of a `-->` (`<!-->` is opened and closed).
+        if (m[0] === "<!--") from = m.index + 2;
+        if (!d.raw.ends(m)) continue;
+        d.raw = undefined;
+        d.next = undefined;
+        // Raw text at the top (a script, a style) is the whole drop; in a template the tags of its name are looked for again.
+        if (d.tags) continue;
+        this.dropping = undefined;
+        return m.index;
+      }
+      if (m[2]) {
+        d.raw = new RawText(asciiLower(m[2]) as string);
         d.next = undefined;
         continue;
       }
@@ -275,7 +285,8 @@ function after(h: string, token: string, from: number): number {
 
 /** A dropped element's skip: the tags of its name that count, and its depth in them. */
 class Dropping {
-  readonly tags: RegExp;
+  /** A nesting element's (NESTING): its own start and end tags, comments and raw text's start tags. */
+  readonly tags: RegExp | undefined;
   depth = 1;
   /** The next tag found (`undefined`: not looked for yet; `null`: none to the end). */
   next: RegExpExecArray | null | undefined;
@@ -283,15 +294,54 @@ class Dropping {
   gt = -1;
   /** An `<svg>`'s: its `/>` closes a tag, where HTML's start tags ignore it. */
   readonly foreign: boolean;
-  /** A raw-text element's end tag, while the drop is in its text (a template's or object's `<script>`). */
-  raw: RegExp | undefined;
+  /** The raw text being read: the whole of a script or style, or one in a template or object. */
+  raw: RawText | undefined;
 
   constructor(name: string) {
     this.foreign = name === "svg";
-    const raw = NESTING.has(name) && !this.foreign ? `|<(${RAW_TEXT})${NAME_END}` : "";
+    const raw = !this.foreign ? `|<(${RAW_TEXT})${NAME_END}` : "";
+    if (NESTING.has(name)) this.tags = new RegExp(`<(/?)${name}${NAME_END}|<!--${raw}`, "gi");
+    else this.raw = new RawText(name);
+  }
+}
+
+/**
+ * A raw-text element's content (RAW_TEXT), read to its own end tag. A script's is read as HTML's
+ * tokenizer reads script data: after `<!--`, a `<script>` starts "double-escaped" text, whose
+ * `</script>` ends no script but the escape, and `-->` goes back to plain script data (WHATWG's
+ * script data escaped states). Ended at the first `</script>`, `<script><!--<script>x</script>
+ * leak</script>` indexed "leak".
+ */
+class RawText {
+  readonly search: RegExp;
+  /** A script's state: 0 script data, 1 escaped (after `<!--`), 2 double-escaped (and a `<script>`). */
+  private escape = 0;
+
+  constructor(private readonly name: string) {
     // An end tag's name may be followed by `/` too (`</script/>` ends a script, as in browsers).
-    this.tags = NESTING.has(name)
-      ? new RegExp(`<(/?)${name}${NAME_END}|<!--${raw}`, "gi")
-      : new RegExp(`<(/)${name}${NAME_END}`, "gi");
+    this.search =
+      name === "script"
+        ? new RegExp(`<!--|-->|<(/?)script${NAME_END}`, "gi")
+        : new RegExp(`</${name}${NAME_END}`, "gi");
+  }
+
+  /** Whether the token found ends the text; a script's moves its state on. */
+  ends(m: RegExpExecArray): boolean {
+    if (this.name !== "script") return true;
+    if (m[0] === "<!--") {
+      if (this.escape === 0) this.escape = 1;
+      return false;
+    }
+    if (m[0] === "-->") {
+      this.escape = 0;
+      return false;
+    }
+    if (m[1] !== "/") {
+      if (this.escape === 1) this.escape = 2;
+      return false;
+    }
+    if (this.escape < 2) return true;
+    this.escape = 1;
+    return false;
   }
 }

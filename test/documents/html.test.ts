@@ -261,4 +261,24 @@ describe("HTML as browsers tokenize it: raw text, white space, references", () =
       "\u2209 \u00acit; \u2225 \u00b7 \u22c7 \u00e9x &EACUTE;",
     ]);
   });
+
+  test("a script's `<!--<script>` is text up to two `</script>`s, as HTML's tokenizer reads it", () => {
+    // After `<!--`, a `<script>` in a script starts "double-escaped" text: its `</script>` ends no
+    // script, the next one does, and `-->` goes back to plain script. Ended at the first, the
+    // rest of the script ("leak") was indexed as the page's text.
+    for (const slice of [undefined, 5]) {
+      expect(texts("<p>a</p><script><!--<script>x</script>leak</script><p>b</p>", slice)).toEqual(["a", "b"]);
+      expect(
+        texts("<template><script><!--<SCRIPT >x</script/>leak</script>t</template><p>b</p>", slice),
+      ).toEqual(["b"]);
+      // `-->` ends the escape: the next `</script>` ends the script, whatever came before.
+      expect(texts("<p>a</p><script><!--<script>--></script><p>b</p>", slice)).toEqual(["a", "b"]);
+      expect(texts("<p>a</p><script><!--></script><p>b</p>", slice)).toEqual(["a", "b"]);
+      // In an escape with no `<script>`, `</script>` ends the script; `<scripts>` opens nothing.
+      expect(texts("<p>a</p><script><!-- x</script><p>b</p>", slice)).toEqual(["a", "b"]);
+      expect(texts("<p>a</p><script><!--<scripts></script><p>b</p>", slice)).toEqual(["a", "b"]);
+      // A `<script>` with no `<!--` before it is the script's text and opens nothing.
+      expect(texts("<p>a</p><script><script></script><p>b</p>", slice)).toEqual(["a", "b"]);
+    }
+  });
 });
