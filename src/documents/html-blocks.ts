@@ -48,6 +48,19 @@ const TAG_NAME = /^<\/?([a-zA-Z][^\t\n\f\r />]*)/;
 /** HTML's white space: tab, LF, FF, CR, space. */
 const HTML_SPACE = new Set(["\t", "\n", "\f", "\r", " "]);
 
+/**
+ * White space that collapses, each run one space: HTML's own and a no-break space (docs/agent.md
+ * "Documents"). Not `\s`: it took U+FEFF, which shows nothing, for a space, and other Unicode
+ * spaces (U+3000, U+202F) show as written.
+ */
+const COLLAPSED = /[\t\n\f\r \u00a0]+/g;
+/**
+ * What a browser shows nothing for and that says nothing of the letters: a soft hyphen, a zero
+ * width space, a word joiner, a BOM. Dropped, so the index has the word the page shows; the
+ * joiners (U+200C, U+200D) are kept, they change how letters are drawn.
+ */
+const INVISIBLE = /[\u00ad\u200b\u2060\ufeff]/g;
+
 export class HtmlBlocks {
   private at = 0;
   private text: string[] = [];
@@ -235,7 +248,7 @@ export class HtmlBlocks {
   }
 
   private flush(): void {
-    const text = decodeEntities(this.text.join("")).replace(/\s+/g, " ").trim();
+    const text = decodeEntities(this.text.join("")).replace(INVISIBLE, "").replace(COLLAPSED, " ").trim();
     this.text = [];
     this.size = 0;
     const level = this.heading;

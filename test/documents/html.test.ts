@@ -281,4 +281,22 @@ describe("HTML as browsers tokenize it: raw text, white space, references", () =
       expect(texts("<p>a</p><script><script></script><p>b</p>", slice)).toEqual(["a", "b"]);
     }
   });
+
+  test("white space collapses as a browser shows it: HTML's own and a no-break space; what shows nothing is dropped", () => {
+    // `\s` also took U+FEFF (a BOM pasted mid-text, which shows nothing) for a space: "a\uFEFFb",
+    // one word on the page, was indexed as two, and a search for it missed.
+    for (const slice of [undefined, 3]) {
+      expect(texts("<p>a\uFEFFb ZERO\u200Bwidth co&shy;operate no\u2060break</p>", slice)).toEqual([
+        "ab ZEROwidth cooperate nobreak",
+      ]);
+      // Joiners change how letters are drawn (Persian, emoji sequences): they are the text's.
+      expect(
+        texts("<p>\u0645\u06cc\u200c\u062e\u0648\u0627\u0645 \u{1F469}\u200d\u{1F4BB}</p>", slice),
+      ).toEqual(["\u0645\u06cc\u200c\u062e\u0648\u0627\u0645 \u{1F469}\u200d\u{1F4BB}"]);
+      // Other Unicode spaces show as the space they are, each, as in a browser.
+      expect(texts("<p>10\u202fkm a\u3000\u3000b \t\r\n\f\u00a0c</p>", slice)).toEqual([
+        "10\u202fkm a\u3000\u3000b c",
+      ]);
+    }
+  });
 });
