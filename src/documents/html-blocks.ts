@@ -9,13 +9,14 @@ import { decodeEntities } from "./html-entities.ts";
  * `h1`–`h6` are headings; other block tags and `<br>` end a paragraph; the content of script,
  * style, template, noscript, svg, head's title and comments is dropped (nested templates, svgs and
  * objects by a count of their depth, still no stack; a template's or object's raw text, its
- * script say, read to its own end tag, a script's as HTML reads its `<!--<script>`); white space collapses, a no-break space with it.
+ * script say, read to its own end tag, a script's as HTML reads its `<!--<script>`); after
+ * `<plaintext>` all is text; white space collapses, a no-break space with it.
  * `step` works through a slice at a time so the reader can give the loop back between slices;
  * text gathered past MAX_PARAGRAPH_CHARS is handed on as a paragraph then, cut at white space
  * (docs/agent.md "Off the main loop"), so no block tag is needed to end one.
  */
 const BLOCK_TAGS = new Set(
-  "p div br li ul ol dl dt dd tr td th table thead tbody tfoot caption section article aside header footer nav main blockquote pre figure figcaption hr form fieldset legend details summary address".split(
+  "p div br li ul plaintext ol dl dt dd tr td th table thead tbody tfoot caption section article aside header footer nav main blockquote pre figure figcaption hr form fieldset legend details summary address".split(
     " ",
   ),
 );
@@ -76,6 +77,8 @@ export class HtmlBlocks {
   /** A dropped element's content being skipped, perhaps over several slices (`dropOn`). */
   private dropping: Dropping | undefined;
   private readonly out: Block[] = [];
+  /** After `<plaintext>`: the rest is text, which HTML's tokenizer never leaves (its PLAINTEXT state). */
+  private plain = false;
 
   constructor(private readonly html: string) {}
 
@@ -93,6 +96,12 @@ export class HtmlBlocks {
     while (this.at < until) {
       if (this.reading) {
         this.at = this.tagRest(this.reading, this.at, until);
+        continue;
+      }
+      if (this.plain) {
+        // Its text is shown as written, so a `&` in it is one: escaped for `flush`'s decoding.
+        this.gather(this.html.slice(this.at, until).replaceAll("&", "&amp;"));
+        this.at = until;
         continue;
       }
       if (this.dropping) {
@@ -181,6 +190,7 @@ export class HtmlBlocks {
       return end;
     }
     this.tag(open.name, open.closing);
+    if (open.name === "plaintext" && !open.closing) this.plain = true;
     return end;
   }
 

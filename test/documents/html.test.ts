@@ -299,4 +299,14 @@ describe("HTML as browsers tokenize it: raw text, white space, references", () =
       ]);
     }
   });
+
+  test("everything after `<plaintext>` is text, as a browser shows it: tags, comments and references as written", () => {
+    // HTML's tokenizer never leaves its PLAINTEXT state: the markup after it is what the page shows.
+    // Read on as markup, the scripts' and comments' text the reader sees was dropped and tags vanished.
+    for (const slice of [undefined, 4]) {
+      expect(
+        texts('<p>a</p><PLAINTEXT title=">"><p>b</p> &amp; <!-- c --> <script>d</script></plaintext>', slice),
+      ).toEqual(["a", "<p>b</p> &amp; <!-- c --> <script>d</script></plaintext>"]);
+    }
+  });
 });
