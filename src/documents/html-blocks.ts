@@ -41,7 +41,7 @@ const NESTING = new Set(["template", "svg", "object"]);
  * RAWTEXT, RCDATA): in a dropped template or object a `</template>`, `<template>` or `<!--` in one
  * is its text, and ends or opens nothing. Not in an svg, whose `<style>` is foreign content.
  */
-const RAW_TEXT = "script|style|textarea|title|xmp|iframe|noembed|noframes|noscript";
+const RAW_TEXT = new Set("script style textarea title xmp iframe noembed noframes noscript".split(" "));
 /** What ends a tag's name in HTML: its own white space, `/` or `>` (a `\s` took U+00A0 for one). */
 const NAME_END = "(?=[\\t\\n\\f\\r />])";
 /** A tag's name as HTML reads it: up to its white space, `/` or `>` (`<script\u00a0x>` is no script). */
@@ -73,7 +73,7 @@ export class HtmlBlocks {
   /** The next `-->` and `--!>` where they were last looked for (the length when none): see `commentEnd`. */
   private readonly ends = { dashes: -1, bang: -1 };
   /** A tag whose `>` is not reached yet: read on in the next slice (a tag may be megabytes long). */
-  private reading: { name: string; closing: boolean } | undefined;
+  private reading: Tag | undefined;
   /** A dropped element's content being skipped, perhaps over several slices (`dropOn`). */
   private dropping: Dropping | undefined;
   private readonly out: Block[] = [];
@@ -166,7 +166,7 @@ export class HtmlBlocks {
    * skipped), no further than `until` but for a value; returns where it stopped. At its end
    * (or the file's) it takes effect, and returns where the text after it starts.
    */
-  private tagRest(open: { name: string; closing: boolean }, from: number, until: number): number {
+  private tagRest(open: Tag, from: number, until: number): number {
     const h = this.html;
     let i = from;
     for (; i < until && i < h.length; i++) {
@@ -181,8 +181,12 @@ export class HtmlBlocks {
     return i >= h.length ? this.tagDone(open, h.length) : i;
   }
 
-  private tagDone(open: { name: string; closing: boolean }, end: number): number {
+  private tagDone(open: Tag, end: number): number {
     this.reading = undefined;
+    if (open.inDrop) {
+      this.dropTag(open, end);
+      return end;
+    }
     // HTML ignores a start tag's `/>` but in foreign content: `<script/>` runs on to `</script>`.
     const selfClosing = open.name === "svg" && this.html[end - 2] === "/";
     if (!open.closing && !selfClosing && DROPPED.has(open.name)) {
@@ -197,8 +201,9 @@ export class HtmlBlocks {
   /**
    * The dropped element's content skipped up to its end tag (case-insensitive; for a nesting one,
    * the end tag of its own depth), no further than `until`: returns where that end tag starts
-   * (the scan reads it as any other tag, and it ends nothing), or the end. Each tag of its name
-   * is found by one native search, kept until the scan reaches it.
+   * (the scan reads it as any other tag, and it ends nothing), where a tag in a nesting drop
+   * starts (read to its `>` by `tagRest`, then `dropTag`), or the end. Each tag is found by one
+   * native search, kept until the scan reaches it.
    */
   private dropOn(d: Dropping, until: number): number {
     const h = this.html;
@@ -219,35 +224,46 @@ export class HtmlBlocks {
         // A script's `<!--`: its dashes may be the start of a `-->` (`<!-->` is opened and closed).
         if (m[0] === "<!--") from = m.index + 2;
         if (!d.raw.ends(m)) continue;
+        const name = d.raw.name;
         d.raw = undefined;
         d.next = undefined;
-        // Raw text at the top (a script, a style) is the whole drop; in a template the tags of its name are looked for again.
-        if (d.tags) continue;
-        this.dropping = undefined;
-        return m.index;
-      }
-      if (m[2]) {
-        d.raw = new RawText(asciiLower(m[2]) as string);
-        d.next = undefined;
-        continue;
+        // Raw text at the top (a script, a style) is the whole drop; in a template its end tag is
+        // read as the template's others are, and the template's tags looked for again.
+        if (!d.tags) {
+          this.dropping = undefined;
+          return m.index;
+        }
+        this.reading = { name, closing: true, inDrop: true };
+        return from;
       }
       // A comment in a template or an svg is one: a tag named in it opens and ends nothing.
       if (m[0] === "<!--") {
         from = this.commentEnd(m.index);
         continue;
       }
-      if (m[1] === "/" && --d.depth === 0) {
+      const name = asciiLower(m[2]) as string;
+      if (m[1] === "/" && name === d.name && d.depth === 1) {
         this.dropping = undefined;
         return m.index;
       }
-      if (m[1] !== "/" && !(d.foreign && this.selfClosed(d, m.index))) d.depth++;
+      // Any other tag is read to its `>` as the page's are, its quoted values skipped (a
+      // `</template>` in one ends nothing), then counted (`dropTag`).
+      this.reading = { name, closing: m[1] === "/", inDrop: true };
+      return from;
     }
   }
 
-  /** Whether the tag opened at `lt` ends `/>` (an `<svg/>` in an `<svg>` opens nothing; a `<template/>` opens one). */
-  private selfClosed(d: Dropping, lt: number): boolean {
-    if (d.gt < lt) d.gt = at(this.html.indexOf(">", lt), this.html.length);
-    return this.html[d.gt - 1] === "/";
+  /** A tag read in a nesting drop: one of its name counts its depth; a raw-text one's text is read next. */
+  private dropTag(open: Tag, end: number): void {
+    const d = this.dropping as Dropping;
+    if (open.name === d.name) {
+      // An `<svg/>` in an `<svg>` opens nothing (foreign content); a `<template/>` opens one.
+      if (open.closing) d.depth--;
+      else if (!(d.foreign && this.html[end - 2] === "/")) d.depth++;
+    } else if (!open.closing && !d.foreign && RAW_TEXT.has(open.name)) {
+      d.raw = new RawText(open.name);
+      d.next = undefined;
+    }
   }
 
   private tag(name: string, closing: boolean): void {
@@ -306,24 +322,27 @@ function after(h: string, token: string, from: number): number {
   return at < 0 ? h.length : at + token.length;
 }
 
-/** A dropped element's skip: the tags of its name that count, and its depth in them. */
+/** A tag being read to its `>`; `inDrop`: one inside a nesting drop, which it counts in (`dropTag`). */
+type Tag = { name: string; closing: boolean; inDrop?: boolean };
+
+/** A dropped element's skip: its tags that count, and its depth in them. */
 class Dropping {
-  /** A nesting element's (NESTING): its own start and end tags, comments and raw text's start tags. */
+  /**
+   * A nesting element's (NESTING): every tag's start (a name past 64 characters is none of
+   * ours), and comments. Not only its own name's: a quoted value of any tag may hold one.
+   */
   readonly tags: RegExp | undefined;
   depth = 1;
   /** The next tag found (`undefined`: not looked for yet; `null`: none to the end). */
   next: RegExpExecArray | null | undefined;
-  /** The last `>` found, for `selfClosed`: found once, not once per tag. */
-  gt = -1;
-  /** An `<svg>`'s: its `/>` closes a tag, where HTML's start tags ignore it. */
+  /** An `<svg>`'s: its `/>` closes a tag, where HTML's start tags ignore it; its style is no raw text. */
   readonly foreign: boolean;
   /** The raw text being read: the whole of a script or style, or one in a template or object. */
   raw: RawText | undefined;
 
-  constructor(name: string) {
+  constructor(readonly name: string) {
     this.foreign = name === "svg";
-    const raw = !this.foreign ? `|<(${RAW_TEXT})${NAME_END}` : "";
-    if (NESTING.has(name)) this.tags = new RegExp(`<(/?)${name}${NAME_END}|<!--${raw}`, "gi");
+    if (NESTING.has(name)) this.tags = /<(\/?)([a-zA-Z][^\t\n\f\r />]{0,63})|<!--/g;
     else this.raw = new RawText(name);
   }
 }
@@ -340,7 +359,7 @@ class RawText {
   /** A script's state: 0 script data, 1 escaped (after `<!--`), 2 double-escaped (and a `<script>`). */
   private escape = 0;
 
-  constructor(private readonly name: string) {
+  constructor(readonly name: string) {
     // An end tag's name may be followed by `/` too (`</script/>` ends a script, as in browsers).
     this.search =
       name === "script"

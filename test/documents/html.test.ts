@@ -309,4 +309,22 @@ describe("HTML as browsers tokenize it: raw text, white space, references", () =
       ).toEqual(["a", "<p>b</p> &amp; <!-- c --> <script>d</script></plaintext>"]);
     }
   });
+
+  test("in a template, an object or an svg a tag's quoted value holds text: a `</template>` in it ends nothing", () => {
+    // Taken for the template's end, the rest of the tag and the template (`">leak`) was indexed as the page's text.
+    for (const slice of [undefined, 5]) {
+      expect(texts('<p>a</p><template><a title="</template>">leak</a></template><p>b</p>', slice)).toEqual([
+        "a",
+        "b",
+      ]);
+      expect(texts("<object><img alt='</object>'>leak</object><p>b</p>", slice)).toEqual(["b"]);
+      expect(texts('<svg><text x="</svg>">leak</text></svg><p>b</p>', slice)).toEqual(["b"]);
+      // Nor does a `<template>` in one open another, or a `<script` in one open raw text.
+      expect(texts('<template><a b="<template>" c="<script>">t</a></template><p>b</p>', slice)).toEqual([
+        "b",
+      ]);
+      // A script's attributes are its tag's: its raw text starts after the tag's `>`.
+      expect(texts('<template><script src="</script>">x</script></template><p>b</p>', slice)).toEqual(["b"]);
+    }
+  });
 });
