@@ -57,10 +57,15 @@ const HTML_SPACE = new Set(["\t", "\n", "\f", "\r", " "]);
 const COLLAPSED = /[\t\n\f\r \u00a0]+/g;
 /**
  * What a browser shows nothing for and that says nothing of the letters: a soft hyphen, a zero
- * width space, a word joiner, a BOM. Dropped, so the index has the word the page shows; the
+ * width space, a word joiner, a BOM; and U+0000 (RUN_END). Dropped, so the index has the word the page shows; the
  * joiners (U+200C, U+200D) are kept, they change how letters are drawn.
  */
-const INVISIBLE = /[\u00ad\u200b\u2060\ufeff]/g;
+const INVISIBLE = /[\u0000\u00ad\u200b\u2060\ufeff]/g;
+/**
+ * Gathered where markup ends a run of text, so no reference spans two, and dropped with the
+ * invisible ones after decoding: U+0000 is never the page's text (HTML's tree builder drops it).
+ */
+const RUN_END = "\u0000";
 
 export class HtmlBlocks {
   private at = 0;
@@ -111,6 +116,9 @@ export class HtmlBlocks {
       if (this.lt < this.at) this.lt = at(this.html.indexOf("<", this.at), this.html.length);
       const end = Math.min(this.lt, until);
       if (end > this.at) this.gather(this.html.slice(this.at, end));
+      // Markup ends a run of text, and a reference with it (`&am<b></b>p;` is no `&amp;`).
+      if (end === this.lt && this.size > 0 && this.text[this.text.length - 1] !== RUN_END)
+        this.gather(RUN_END);
       this.at = end < this.lt || end === this.html.length ? end : this.markup(end, until);
     }
     if (this.done) this.flush();

@@ -327,4 +327,14 @@ describe("HTML as browsers tokenize it: raw text, white space, references", () =
       expect(texts('<template><script src="</script>">x</script></template><p>b</p>', slice)).toEqual(["b"]);
     }
   });
+
+  test("a reference is read within one run of text: a tag or comment inside it makes it none", () => {
+    // HTML reads references as it reads the text, so `&am<b></b>p;` shows `&amp;`: joined across
+    // the tag before decoding, it was indexed as `&`, other text than the page shows.
+    for (const slice of [undefined, 3]) {
+      expect(
+        texts("<p>&am<b></b>p; AT&<!-- -->amp;T &c<span>opy</span> &#<i>65;</i> a\u0000b</p>", slice),
+      ).toEqual(["&amp; AT&amp;T &copy &#65; ab"]);
+    }
+  });
 });
