@@ -56,7 +56,8 @@ export function checkClientOptions(options: LocalAiClientOptions): LocalAiError 
   }
   const restart = options.restart as unknown;
   if (restart == null || typeof restart === "boolean") return undefined;
-  if (typeof restart !== "object")
+  // An array is an object to typeof, and restart: [] ran with the default restarts.
+  if (typeof restart !== "object" || Array.isArray(restart))
     return invalid("restart", `must be a boolean or an object, not ${kind(restart)}`);
   for (const [key, min] of Object.entries(RESTART_AT_LEAST)) {
     const bad = outOfRange(`restart.${key}`, (restart as Record<string, unknown>)[key], min);

@@ -41,6 +41,9 @@ const BAD: [string, Partial<LocalAiClientOptions>, string][] = [
   ["maxLineBytes", { maxLineBytes: Number.POSITIVE_INFINITY }, "Infinity"],
   ["stopGraceMs", { stopGraceMs: -3000 }, "-3000"],
   ["restart", { restart: "yes" as never }, "a string"],
+  // Before: taken as an object of defaults, so a host's `restart: []` (a list slipped in from a
+  // settings file) turned restarts on without a word.
+  ["restart", { restart: [] as never }, "an array"],
   // Before: a negative delay restarted at once.
   ["restart.initialDelayMs", { restart: { initialDelayMs: -500 } }, "-500"],
   ["restart.maxDelayMs", { restart: { maxDelayMs: "10s" as never } }, "a string"],
