@@ -106,7 +106,10 @@ export interface ErrorDataByCode {
     matches?: string[];
     matches_count?: number;
   } & Open;
-  /** llama-server not found (the paths tried), or it exited at start-up over its binary. */
+  /**
+   * llama-server not found (the paths tried), or it exited at start-up over its binary; also
+   * the client's resolveCoreBinary when local-ai is in none of its layouts (`tried`).
+   */
   binary_missing: { tried?: string[] } & LlamaServerEnd & Open;
   /**
    * The GGUF is absent, unreadable, not a GGUF or truncated (plan), or llama-server said so; an

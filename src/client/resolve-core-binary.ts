@@ -109,7 +109,9 @@ function invalid(field: string, why: string): LocalAiError<"invalid_request"> {
 }
 
 /**
- * The path of the local-ai executable for this app; throws naming every place tried. Pass it
+ * The path of the local-ai executable for this app; throws a LocalAiError `binary_missing`
+ * naming every place tried (`data.tried`), or `invalid_request` with neither resourcesPath nor
+ * dev. Pass it
  * as `binary` to LocalAiClient.start().
  */
 export function resolveCoreBinary(options: ResolveCoreBinaryOptions = {}): string {
@@ -118,13 +120,19 @@ export function resolveCoreBinary(options: ResolveCoreBinaryOptions = {}): strin
   const found = candidates.find((c) => exists(c.path));
   if (found) return found.path;
   const target = coreTargetName(options.platform ?? process.platform, options.arch ?? process.arch);
+  // LocalAiErrors, as its refusals of an option are: a host switches on `code` for all of them.
   if (candidates.length === 0) {
-    throw new Error(
+    throw new LocalAiError(
+      "invalid_request",
       "resolveCoreBinary: pass resourcesPath (process.resourcesPath) when packaged, or dev: true",
+      { field: "resourcesPath" },
     );
   }
-  throw new Error(
-    `local-ai for ${target} not found (tried ${candidates.map((c) => c.path).join(", ")}); ` +
+  const tried = candidates.map((c) => c.path);
+  throw new LocalAiError(
+    "binary_missing",
+    `local-ai for ${target} not found (tried ${tried.join(", ")}); ` +
       "see docs/bootstrap.md, Electron, for the layouts",
+    { tried },
   );
 }

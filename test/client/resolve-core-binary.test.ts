@@ -257,22 +257,36 @@ describe("resolveCoreBinary", () => {
     const resources = join(dir.path, "resources");
     const candidates = coreBinaryCandidates({ resourcesPath: resources, platform: "linux", arch: "x64" });
     expect(candidates.map((c) => c.layout)).toEqual(["resources", "resources-target", "asar-unpacked"]);
-    let message = "";
+    let thrown: unknown;
     try {
       resolveCoreBinary({ resourcesPath: resources, platform: "linux", arch: "x64" });
     } catch (err) {
-      message = (err as Error).message;
+      thrown = err;
     }
-    expect(message).toContain("local-ai for linux-x64 not found");
-    for (const c of candidates) expect(message).toContain(c.path);
+    // A LocalAiError, as its refusals of an option are (before: a plain Error, so a host that
+    // switched on `code` for them fell through here); `data.tried` lists the paths, as the core's
+    // binary_missing does for llama-server.
+    expect(thrown).toBeInstanceOf(LocalAiError);
+    const missing = thrown as LocalAiError<"binary_missing">;
+    expect(missing.code).toBe("binary_missing");
+    expect(missing.data?.tried).toEqual(candidates.map((c) => c.path));
+    expect(missing.message).toContain("local-ai for linux-x64 not found");
+    for (const c of candidates) expect(missing.message).toContain(c.path);
     expect(() => resolveCoreBinary({ platform: "linux", arch: "x64" })).toThrow(/pass resourcesPath/);
+    const unset = coreBinaryCandidatesError(() => resolveCoreBinary({ platform: "linux", arch: "x64" }));
+    expect(unset).toBeInstanceOf(LocalAiError);
+    expect((unset as LocalAiError<"invalid_request">).code).toBe("invalid_request");
+    expect((unset as LocalAiError<"invalid_request">).data?.field).toBe("resourcesPath");
     expect(existsSync(resources)).toBe(false);
   });
 });
 
-function coreBinaryCandidatesError(options: Parameters<typeof coreBinaryCandidates>[0]): unknown {
+function coreBinaryCandidatesError(
+  options: Parameters<typeof coreBinaryCandidates>[0] | (() => unknown),
+): unknown {
   try {
-    coreBinaryCandidates(options);
+    if (typeof options === "function") options();
+    else coreBinaryCandidates(options);
   } catch (err) {
     return err;
   }
