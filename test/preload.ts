@@ -2,6 +2,7 @@ import { afterAll } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { undoImmutable } from "./fixtures/full-disk.ts";
 import { removeLeftoverTmpdirs } from "./fixtures/tmpdir.ts";
 
 // Every test file gets its own HOME and XDG dirs, and no inherited knobs that would change
@@ -19,6 +20,8 @@ for (const key of Object.keys(process.env)) {
 process.env.LOCAL_AI_LOG_LEVEL ??= "silent";
 
 afterAll(() => {
+  // First: a test that timed out with a file made immutable never ran its own undo.
+  undoImmutable();
   removeLeftoverTmpdirs();
   rmSync(home, { recursive: true, force: true });
 });

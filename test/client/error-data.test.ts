@@ -1,5 +1,4 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { KvDisk } from "../../src/agent/kv/kv-disk.ts";
@@ -10,7 +9,7 @@ import {
   type LocalAiErrorCode,
 } from "../../src/client/index.ts";
 import { MAX_IN_FLIGHT } from "../../src/protocol/method-table.ts";
-import { canMakeImmutable } from "../fixtures/full-disk.ts";
+import { canMakeImmutable, makeImmutable, undoImmutable } from "../fixtures/full-disk.ts";
 import { writeFakeModel } from "../fixtures/llama-stand-in/binary.ts";
 import { writeStack } from "../fixtures/stack.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
@@ -61,6 +60,8 @@ function writeConfig(dir: string, text: string): void {
 
 const clients: LocalAiClient[] = [];
 afterEach(() => {
+  // Here, not only in the test's finally: a test that timed out never reaches its finally.
+  undoImmutable();
   for (const c of clients.splice(0)) c.kill();
 });
 
@@ -232,12 +233,12 @@ describe("error data from the compiled core fits ErrorDataByCode", () => {
       mkdirSync(kv, { recursive: true });
       const bin = join(kv, `${new KvDisk(kv, 1).nameOf("default_user", "s")}.bin`);
       writeFileSync(bin, "the session's saved tokens");
-      expect(spawnSync("chattr", ["+i", bin]).status).toBe(0);
+      expect(makeImmutable(bin)).toBe(true);
       let err: LocalAiError;
       try {
         err = await failure(c.sessions.delete({ session_id: "s" }));
       } finally {
-        spawnSync("chattr", ["-i", bin]);
+        undoImmutable();
       }
       const left = expectData(
         err,
