@@ -81,9 +81,12 @@ export function coreBinaryCandidates(options: ResolveCoreBinaryOptions = {}): Co
  * joined under the app's folder without a word; it means a folder the layouts do not have.
  */
 function refusedOption(options: ResolveCoreBinaryOptions): LocalAiError | undefined {
+  // Drive forms only where Windows reads the path: on Linux or macOS "C:x" is a folder's name,
+  // resolved as any relative one. platform "win32" on another host: paths meant for Windows.
+  const windows = process.platform === "win32" || options.platform === "win32";
   for (const field of ["appPath", "resourcesPath"] as const) {
     const value = options[field];
-    if (typeof value === "string" && driveRelative(value))
+    if (windows && typeof value === "string" && driveRelative(value))
       return invalid(
         field,
         `${JSON.stringify(value)} is relative to the drive's current folder; give the full path (C:\\app)`,
@@ -92,7 +95,7 @@ function refusedOption(options: ResolveCoreBinaryOptions): LocalAiError | undefi
   const vendor = options.vendorDir;
   if (
     typeof vendor === "string" &&
-    (posix.isAbsolute(vendor) || win32.isAbsolute(vendor) || /^[A-Za-z]:/.test(vendor))
+    (posix.isAbsolute(vendor) || (windows && (win32.isAbsolute(vendor) || /^[A-Za-z]:/.test(vendor))))
   )
     return invalid(
       "vendorDir",

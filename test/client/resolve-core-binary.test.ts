@@ -252,6 +252,29 @@ describe("resolveCoreBinary", () => {
     expect(() => coreBinaryCandidates({ ...win, dev: true, appPath: "C:\\app" })).not.toThrow();
   });
 
+  // A Linux or macOS folder may be named "C:x": the host's path module resolves it as any relative
+  // name, and refusing it (as the drive-relative check did on every host) broke a working layout.
+  // Refused only where Windows reads the path: a Windows host, or platform "win32" given.
+  test.skipIf(process.platform === "win32")(
+    "a folder named like a drive on Linux, for Linux: served as the relative folder it is",
+    () => {
+      const linux = { platform: "linux", arch: "x64", exists: () => true } as const;
+      expect(resolveCoreBinary({ ...linux, dev: true, appPath: "C:x" })).toBe(
+        resolve("C:x/vendor/local-ai/linux-x64/local-ai"),
+      );
+      expect(resolveCoreBinary({ ...linux, resourcesPath: "D:res" })).toBe(
+        resolve("D:res/local-ai/local-ai"),
+      );
+      expect(resolveCoreBinary({ ...linux, dev: true, appPath: "/app", vendorDir: "C:x" })).toBe(
+        "/app/C:x/linux-x64/local-ai",
+      );
+      // Still refused on Linux: an absolute vendorDir is one there too.
+      expect(() => resolveCoreBinary({ ...linux, dev: true, appPath: "/app", vendorDir: "/opt/x" })).toThrow(
+        LocalAiError,
+      );
+    },
+  );
+
   test("nothing there: the error names the target and every path tried", async () => {
     await using dir = tmpdir();
     const resources = join(dir.path, "resources");
