@@ -154,7 +154,8 @@ export interface ErrorDataByCode {
    * The model does not fit: the device short of memory and the numbers, or the setting at fault;
    * a configured projector that cannot serve its model (`projector`, `problem`, the widths);
    * models that do not fit together (`models`, `devices`), or a load that waited in vain for
-   * room (`model`, `holders`, `pinned`); RPC workers left out of the plan.
+   * room (`model`, `holders`, `pinned`); RPC workers left out of the plan; GPU layers asked of no
+   * usable GPU (`gpus`); a KV cache type whose block does not divide the head size.
    */
   model_plan_error: {
     device?: string;
@@ -175,6 +176,12 @@ export interface ErrorDataByCode {
     holders?: string[];
     pinned?: string[];
     rpc_workers_left_out?: { endpoint: string; reason: string }[];
+    /** `model.gpu_layers` over 0 with no GPU llama-server can use: how many GPUs were found. */
+    gpus?: number;
+    /** A `llama.cache_type_k/v` the model cannot take: the type, its block and the head size. */
+    cache_type?: string;
+    block_size?: number;
+    head_size?: number;
   } & LlamaServerEnd &
     Open;
   /**

@@ -57,7 +57,13 @@ export function hostReads(err: AnyLocalAiError): unknown[] {
       const problem: ProjectorProblem | undefined = err.data?.problem;
       const holders: string[] | undefined = err.data?.holders;
       const over: number | undefined = err.data?.devices?.[0]?.budget_bytes;
-      return [problem, holders, over];
+      // model.gpu_layers set with no usable GPU: how many the vendor tools found; a forced KV
+      // cache type the model's head size refuses: the type, its block and the head size.
+      const gpus: number | undefined = err.data?.gpus;
+      const cacheType: string | undefined = err.data?.cache_type;
+      const block: number | undefined = err.data?.block_size;
+      const head: number | undefined = err.data?.head_size;
+      return [problem, holders, over, gpus, cacheType, block, head];
     }
     case "model_missing": {
       const hub: string | null | undefined = err.data?.hub_problem;

@@ -126,6 +126,20 @@ describe("error data from the compiled core fits ErrorDataByCode", () => {
         slots: "number",
       }),
     );
+
+    // GPU layers asked of a machine with no GPU it can use (hardware.gpus: none found).
+    await using noGpu = tmpdir();
+    writeFakeModel(noGpu.path, "m.gguf");
+    writeFileSync(
+      join(noGpu.path, "config.yaml"),
+      "model:\n  path: ./m.gguf\n  gpu_layers: 10\nhardware:\n  gpus: []\n",
+    );
+    const layers = expectData(
+      await failure((await client(noGpu.path)).plan()),
+      "model_plan_error",
+      shape({ key: "string", gpus: "number" }),
+    );
+    expect(layers).toMatchObject({ key: "model.gpu_layers", gpus: 0 });
   }, 30_000);
 
   test("binary_missing, invalid_request (field, supported), unknown_method without data", async () => {
