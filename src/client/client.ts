@@ -130,7 +130,19 @@ export class LocalAiClient {
     const open = <E, R>(method: string, params: Record<string, unknown>, callOptions: CallOptions) =>
       this.connection.open<E, R>(method, params, callOptions, { cancellable: true });
     this.documents = new DocumentsApi(request, open);
-    this.models = modelsApi(request, open);
+    // models.unload: cancellable by its id (docs/protocol.md), timed as a short call; not ended by
+    // an abort at once: one that had begun answers what it unloaded.
+    const cancellableCall = <R>(
+      method: string,
+      params: Record<string, unknown>,
+      callOptions: CallOptions = {},
+    ) =>
+      this.connection.open<never, R>(method, params, callOptions, {
+        cancellable: true,
+        maxBuffered: 0,
+        defaultTimeoutMs: this.requestTimeoutMs,
+      }).result;
+    this.models = modelsApi(request, open, cancellableCall);
   }
 
   /**

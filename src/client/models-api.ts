@@ -26,17 +26,20 @@ export interface ModelsApi {
   load(params: ModelsLoadParams, options?: CallOptions): RequestStream<ModelsLoadEvent, ModelsLoadResult>;
   /**
    * Stops a model's llama-server; refused (`invalid_request`, `data.reason` `model_busy`) while a
-   * chat runs on it or waits for it, unless `force` (those chats then end `cancelled`).
+   * chat runs on it or waits for it, unless `force` (those chats then end `cancelled`). Timed as a
+   * short call; an abort or the time limit cancels it on the core's side while its path's drive is
+   * asked (a dead network mount: 30 s); one whose unload had begun resolves with its result.
    */
   unload(params: ModelsUnloadParams, options?: CallOptions): Promise<ModelsUnloadResult>;
 }
 
-export function modelsApi(request: Request, open: Open): ModelsApi {
+/** `cancellable`: a short call the core cancels by its id (models.unload, docs/protocol.md). */
+export function modelsApi(request: Request, open: Open, cancellable: Request): ModelsApi {
   const list = (options?: CallOptions) => request<ModelsResult>("models", {}, options);
   return Object.assign(list, {
     load: (params: ModelsLoadParams, options: CallOptions = {}) =>
       open<ModelsLoadEvent, ModelsLoadResult>("models.load", params, options),
     unload: (params: ModelsUnloadParams, options?: CallOptions) =>
-      request<ModelsUnloadResult>("models.unload", params, options),
+      cancellable<ModelsUnloadResult>("models.unload", params, options),
   });
 }

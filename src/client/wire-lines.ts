@@ -92,9 +92,12 @@ export function sentAsLineOf(
   return undefined;
 }
 
+/** Cancelled by their id only, as the core's protocol/active-table.ts BY_ID_ONLY. */
+const BY_ID_ONLY: ReadonlySet<string> = new Set(["sessions.search", "models.unload"]);
+
 /**
  * The one cancellable call pending, as the core picks the one a `cancel` without an id stops
- * (`implicitCandidates`: a search is never one, nor one it is already cancelling); undefined when
+ * (`implicitCandidates`: a search or an unload is never one, nor one it is already cancelling); undefined when
  * there are none or several. Cancelled by its id, it ends as chat.cancel() ends it, also when the
  * core confirms but never ends it: the id-less form left such a chat pending for good.
  */
@@ -102,7 +105,7 @@ export function sole(
   pending: ReadonlyMap<string, { method: string; cancellable: boolean; cancelSent?: boolean }>,
 ): string | undefined {
   const ids = [...pending]
-    .filter(([, c]) => c.cancellable && !c.cancelSent && c.method !== "sessions.search")
+    .filter(([, c]) => c.cancellable && !c.cancelSent && !BY_ID_ONLY.has(c.method))
     .map(([id]) => id);
   return ids.length === 1 ? ids[0] : undefined;
 }

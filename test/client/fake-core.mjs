@@ -67,7 +67,9 @@ rl.on("line", (line) => {
       return out({ id, type: "result", result: { ids: [...hanging.keys()] } });
     case "plan":
     case "models.load":
-      // A plan or a load that runs until cancelled (a slow hub header, a wait for memory).
+    case "models.unload":
+      // A plan, a load or an unload that runs until cancelled (a slow hub header, a wait for
+      // memory, an unload's path on a drive that does not answer).
       if (params.model === "hang") return void hanging.set(id, method);
       if (method === "models.load")
         out({
@@ -81,7 +83,6 @@ rl.on("line", (line) => {
       return out({ id, type: "result", result: { method, params } });
     case "echo":
     case "models":
-    case "models.unload":
     case "documents.list":
     case "documents.delete":
       return out({ id, type: "result", result: { method, params } });

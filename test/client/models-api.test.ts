@@ -38,6 +38,39 @@ describe("client.models", () => {
   });
 });
 
+describe("client.models.unload, cancellable by its id", () => {
+  // The core cancels an unload by its id while its path's drive is asked (docs/protocol.md
+  // "models.unload"); sent as a plain short call, the host's abort or time limit left the core
+  // waiting on the dead drive for its 30 s, and shutdown behind it.
+  test("an unload the host aborts, or whose time limit passes, is cancelled on the core's side", async () => {
+    const client = await startFake();
+    const hanging = async () => ((await client.request("hanging")) as { ids: string[] }).ids;
+    const controller = new AbortController();
+    const unload = client.models.unload({ model: "hang" }, { signal: controller.signal });
+    expect(await hanging()).toHaveLength(1);
+    controller.abort();
+    expect((await rejection(unload)).code).toBe("cancelled");
+    expect(await hanging()).toEqual([]);
+    const timed = client.models.unload({ model: "hang" }, { timeoutMs: 50 });
+    expect((await rejection(timed)).code).toBe("timeout");
+    expect(await hanging()).toEqual([]);
+  });
+
+  test("a cancel without an id is the chat's, never the unload's, as the core picks it", async () => {
+    const client = await startFake();
+    const hanging = async () => ((await client.request("hanging")) as { ids: string[] }).ids;
+    const unload = client.models.unload({ model: "hang" });
+    const chat = client.chat({ input: "hang" });
+    expect(await hanging()).toHaveLength(2);
+    expect(await client.cancel()).toBe(true);
+    expect((await rejection(chat.result)).code).toBe("cancelled");
+    // The unload alone: the core's implicit cancel passes it over, and so does the client's.
+    expect(await client.cancel()).toBe(false);
+    expect(await hanging()).toHaveLength(1);
+    unload.catch(() => {});
+  });
+});
+
 describe("client.plan", () => {
   test("sends `model` as its param; timeoutMs and signal stay call options, never params", async () => {
     const client = await startFake();
