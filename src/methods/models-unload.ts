@@ -18,8 +18,10 @@ export const modelsUnload = defineMethod({
     ctx.signal.throwIfAborted();
     const config = services.config();
     // A path's drive asked off the loop first (a dead network mount held the core: choose-model.ts);
-    // a cancel or the core's stop ends that wait, not the drive's 30 s.
-    const files = await answeringFiles(config, params.model, modelFiles, ctx.signal);
+    // a cancel or the core's stop ends that wait, not the drive's 30 s. Not `signal` for the stop:
+    // aborted, an unload by name (no drive asked) read with the shutdown ended `cancelled`.
+    const ends = AbortSignal.any([ctx.signal, ctx.stopping]);
+    const files = await answeringFiles(config, params.model, modelFiles, ends);
     const model = findModel(config, params.model, files);
     if (!ctx.settle()) throw ctx.signal.reason;
     return modelsApi(services, params.model).unload(model, { force: params.force });

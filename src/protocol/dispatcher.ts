@@ -224,10 +224,10 @@ export class Dispatcher {
   }
 
   /**
-   * Cancels every chat-like request but GRACED_BY_STOP's, aborts `stopping` after `graceMs` (0: at once),
-   * waits until each has answered; not shutdowns (two in one read must not wait on each other) nor
-   * those the services' stop joins (JOINED_BY_SHUTDOWN): `settled` waits for them. Answered is
-   * handed to the writer; the host's reading is the drain's affair (docs/protocol.md "Drain on exit"). */
+   * Cancels every chat-like request but GRACED_BY_STOP's, waits until each has answered, then (or after
+   * `graceMs`, 0: at once) aborts `stopping`; not shutdowns (two in one read must not wait on each other) nor
+   * JOINED_BY_SHUTDOWN's, which heed `stopping` (an unload by name read with the shutdown, aborted, ended
+   * `cancelled`). Answered is handed to the writer; the drain does the rest (docs/protocol.md "Drain on exit"). */
   async stopAll(graceMs = STOP_GRACE_MS): Promise<void> {
     this.shuttingDown = true;
     const reason = new CoreError("cancelled", "the core is shutting down");
@@ -235,12 +235,12 @@ export class Dispatcher {
     const late = graceMs > 0 ? setTimeout(end, graceMs) : void end();
     const waiting: Promise<void>[] = [];
     for (const a of this.active.all()) {
-      if (a.method.name === "shutdown") continue;
-      // One the services' stop joins is aborted too while undecided (an unload asking a dead drive).
+      if (a.method.name === "shutdown" || JOINED_BY_SHUTDOWN.has(a.method.name)) continue;
       if (!GRACED_BY_STOP.has(a.method.name)) a.abort(reason);
-      if (!JOINED_BY_SHUTDOWN.has(a.method.name)) waiting.push(a.decided);
+      waiting.push(a.decided);
     }
-    await Promise.all(waiting).finally(() => clearTimeout(late));
+    await Promise.all(waiting).finally(end); // nothing left to spare: an unload still asking its drive ends
+    clearTimeout(late);
   }
 
   /** Resolves once every request has answered (its terminal handed to the writer). */

@@ -24,9 +24,10 @@ export interface RequestContext<E extends EventFields = EventFields> {
   /** Aborted by `cancel`, shutdown, or a signal. */
   readonly signal: AbortSignal;
   /**
-   * Aborted once the core begins to stop (shutdown, EOF, a signal), for every request: what a
-   * long method `cancel` cannot reach (models, plan, doctor, sessions.export) heeds, so the stop
-   * is not held for it.
+   * Aborted as the core stops (shutdown, EOF, a signal), for every request, once the stop's grace
+   * (STOP_GRACE_MS) is over or every request it waits for has answered: what a long method `cancel`
+   * cannot reach (models, plan, doctor, sessions.export) heeds, so the stop is not held for it, and
+   * a `models.unload` still asking its path's drive.
    */
   readonly stopping: AbortSignal;
   /**
@@ -108,7 +109,8 @@ export const UNBOUNDED_METHODS: ReadonlySet<string> = new Set([
 export const STOP_GRACE_MS = 2_000;
 
 /**
- * Requests whose work the services' own stop joins: shutdown begins that stop without waiting
+ * Requests whose work the services' own stop joins, neither cancelled nor waited for by the stop
+ * (an unload's wait on a path's drive heeds `stopping`): shutdown begins that stop without waiting
  * for them first (a `models.unload` is the scheduler's unload, which its stop awaits anyway;
  * waited for first, its save and stop grace came before every other model's, past the client's
  * wait: client/shutdown-timing.ts). They are still answered before the core exits.

@@ -21,7 +21,8 @@ afterEach(() => {
   (drives.answers as unknown as { mockRestore?: () => void }).mockRestore?.();
 });
 
-const ctx = { id: "r", signal: new AbortController().signal, emit: () => true } as never;
+const never = new AbortController().signal;
+const ctx = { id: "r", signal: never, stopping: never, emit: () => true } as never;
 
 const methods = [
   (model: string, services: never, c = ctx) =>

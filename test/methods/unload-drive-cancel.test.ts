@@ -63,4 +63,27 @@ describe("models.unload while its path's drive does not answer", () => {
     expect(await h.exit).toBe(0);
     expect(h.terminal("u")).toMatchObject({ code: "cancelled", message: "the core is shutting down" });
   });
+
+  test("an unload by name read with the shutdown (a script's last lines) is answered with its result", async () => {
+    // The stop aborted every undecided unload: one by name, still loading its method's module or
+    // a microtask from deciding, ended `cancelled` though it asks no drive (the compiled core's
+    // e2e "shutdown right behind a models.unload" got `cancelled`, not `unloaded: true`).
+    using dir = tmpdir();
+    const { h } = coreWithDeadDrive(dir.path);
+    const line = (m: object) => `${JSON.stringify(m)}\n`;
+    h.sendRaw(
+      line({ id: "u", method: "models.unload", params: { model: "e" } }) +
+        line({ id: "bye", method: "shutdown" }),
+    );
+    expect(await h.exit).toBe(0);
+    expect(h.terminal("u")).toEqual({ id: "u", type: "result", result: { model: "e", unloaded: false } });
+    // Its module loaded now: decided a microtask after its line, the shutdown's in the same read.
+    const again = coreWithDeadDrive(dir.path).h;
+    again.sendRaw(
+      line({ id: "u", method: "models.unload", params: { model: "e" } }) +
+        line({ id: "bye", method: "shutdown" }),
+    );
+    expect(await again.exit).toBe(0);
+    expect(again.terminal("u")).toMatchObject({ type: "result", result: { unloaded: false } });
+  });
 });
