@@ -82,3 +82,30 @@ test("a resolve and mmproj: auto's search of one snapshot share the walk in flig
   expect(await projector).toMatchObject({ kind: "none" });
   expect(walks).toBe(1);
 });
+
+// Shared in flight only: a walk that failed (a share that dropped mid-walk) must not answer the
+// next resolve or projector search of that snapshot, which walks it again.
+test("a failed snapshot walk is not remembered: the next projector search and resolve walk again", async () => {
+  const { snapshot } = layRepo(dir.path, "org/again", { "a-Q4_K_M.gguf": tinyModel() });
+  const drives = new DriveAnswers({ statWaitMs: 5_000, lanes: 4 });
+  let walks = 0;
+  const snapshotFiles = async () => {
+    walks++;
+    if (walks === 1) throw new Error("EIO");
+    return ["a-Q4_K_M.gguf"];
+  };
+  const options = { drives, snapshotFiles };
+  const failed = resolveModelPathAsync("hf:org/again:Q4_K_M", env(), dir.path, "model.path", options);
+  expect(
+    await failed.then(
+      () => null,
+      (e) => e,
+    ),
+  ).not.toBeNull();
+  const model = modelInfo(await readGgufHeader(join(snapshot, "a-Q4_K_M.gguf")));
+  expect(await findProjector("auto", model, "model.mmproj", options)).toMatchObject({ kind: "none" });
+  expect(await resolveModelPathAsync("hf:org/again:Q4_K_M", env(), dir.path, "model.path", options)).toBe(
+    join(snapshot, "a-Q4_K_M.gguf"),
+  );
+  expect(walks).toBe(3);
+});
