@@ -1,5 +1,5 @@
 import { Database } from "bun:sqlite";
-import { describe, expect, test } from "bun:test";
+import { afterEach, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -7,10 +7,14 @@ import { ConfigSchema } from "../../src/config/schema.ts";
 import { storeCheck } from "../../src/doctor/store-check.ts";
 import { DAMAGE_NOTE_BYTES, DB_FILE, markDamaged } from "../../src/store/db/open.ts";
 import { Store } from "../../src/store/store.ts";
+import { makeImmutable, undoImmutable } from "../fixtures/full-disk.ts";
 import { readDb } from "../fixtures/read-db.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 const configAt = (dataDir: string) => ConfigSchema.parse({ app: { data_dir: dataDir } });
+
+// Here, not only in the test's finally: a test that timed out never reaches its finally.
+afterEach(undoImmutable);
 
 describe("doctor: the conversation database", () => {
   test("none yet: ok, and nothing is created", async () => {
@@ -116,14 +120,14 @@ describe("doctor: the conversation database", () => {
       const path = join(dir.path, DB_FILE);
       // Root writes whatever a file's mode says: an immutable file is read-only even to it.
       const root = process.getuid?.() === 0;
-      if (root && spawnSync("chattr", ["+i", path]).status !== 0) return;
+      if (root && !makeImmutable(path)) return;
       if (!root) chmodSync(path, 0o400);
       try {
         const c = await storeCheck(configAt(dir.path));
         expect(c).toMatchObject({ status: "fail", data: { file: path, problem: root ? "EPERM" : "EACCES" } });
         expect(c.message).toContain(`${path} cannot be written`);
       } finally {
-        if (root) spawnSync("chattr", ["-i", path]);
+        if (root) undoImmutable();
         else chmodSync(path, 0o600);
       }
     },

@@ -1,5 +1,4 @@
-import { describe, expect, test } from "bun:test";
-import { spawnSync } from "node:child_process";
+import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { KvDisk } from "../../src/agent/kv/kv-disk.ts";
@@ -8,7 +7,7 @@ import { documentsAdd, documentsDelete } from "../../src/methods/documents.ts";
 import type { Services } from "../../src/methods/services.ts";
 import { cancelledError } from "../../src/protocol/errors.ts";
 import { Store } from "../../src/store/store.ts";
-import { canMakeImmutable } from "../fixtures/full-disk.ts";
+import { canMakeImmutable, makeImmutable, undoImmutable } from "../fixtures/full-disk.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 // documents.delete, like sessions.delete (test/methods/sessions-kv-erase.test.ts), never answers
@@ -16,6 +15,8 @@ import { tmpdir } from "../fixtures/tmpdir.ts";
 // again (docs/protocol.md `documents.delete`; docs/agent.md#prompt-reuse). It used to answer
 // `deleted: true` over such a file, and a delete sent again answered document_not_found only.
 const canChattr = canMakeImmutable("documents-kv-erase");
+// Here, not only in the test's finally: a test that timed out never reaches its finally.
+afterEach(undoImmutable);
 
 function services(deleted: boolean, left: string[], asked: string[]): Services {
   return {
@@ -70,11 +71,11 @@ describe("a documents.delete whose saved KV state cannot be removed", () => {
         1,
       );
       writeFileSync(join(dir.path, `${name}.json`), `${JSON.stringify(entry)}\n`);
-      expect(spawnSync("chattr", ["+i", bin]).status).toBe(0);
+      expect(makeImmutable(bin)).toBe(true);
       try {
         expect(kv.unremovedBy(() => kv.removeSource("u", "document:d1"))).toEqual([bin]);
       } finally {
-        spawnSync("chattr", ["-i", bin]);
+        undoImmutable();
       }
       expect(existsSync(join(dir.path, `${name}.json`))).toBe(true);
       expect(kv.unremovedBy(() => kv.removeSource("u", "document:d1"))).toEqual([]);

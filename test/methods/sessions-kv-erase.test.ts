@@ -1,5 +1,4 @@
-import { describe, expect, test } from "bun:test";
-import { spawnSync } from "node:child_process";
+import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { KvDisk } from "../../src/agent/kv/kv-disk.ts";
@@ -7,7 +6,7 @@ import type { Services } from "../../src/methods/services.ts";
 import { sessionsDelete } from "../../src/methods/sessions.ts";
 import { CoreError } from "../../src/protocol/errors.ts";
 import { ChatHarness, type Msg } from "../agent/harness.ts";
-import { canMakeImmutable } from "../fixtures/full-disk.ts";
+import { canMakeImmutable, makeImmutable, undoImmutable } from "../fixtures/full-disk.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 // An erase never answers ok while a saved KV state of it stays on disk (docs/protocol.md,
@@ -17,6 +16,8 @@ import { tmpdir } from "../fixtures/tmpdir.ts";
 // immutable file (chattr +i) cannot be removed even by root; where chattr cannot set it the test
 // says so and is skipped.
 const canChattr = canMakeImmutable("sessions-kv-erase");
+// Here, not only in the test's finally: a test that timed out never reaches its finally.
+afterEach(undoImmutable);
 
 describe("a delete whose saved KV state cannot be removed", () => {
   test.skipIf(!canChattr)("fails naming the file; sent again once it can be, it removes it", async () => {
@@ -31,12 +32,12 @@ describe("a delete whose saved KV state cannot be removed", () => {
       h.send(id, method, params);
       return (await h.terminal(id)) as Msg & { code?: string; data?: Record<string, unknown> };
     };
-    expect(spawnSync("chattr", ["+i", bin]).status).toBe(0);
+    expect(makeImmutable(bin)).toBe(true);
     let first: Msg & { code?: string; data?: Record<string, unknown> };
     try {
       first = await call("2", "sessions.delete", { session_id: "s" });
     } finally {
-      spawnSync("chattr", ["-i", bin]);
+      undoImmutable();
     }
     expect(first).toMatchObject({ type: "error", code: "internal_error", data: { file: bin } });
     expect(existsSync(bin)).toBe(true);
@@ -51,13 +52,13 @@ describe("a delete whose saved KV state cannot be removed", () => {
     const kv = new KvDisk(dir.path, 1 << 30);
     const fileOf = (session: string) => join(dir.path, `${kv.nameOf("u", session)}.bin`);
     for (const s of ["a", "b"]) writeFileSync(fileOf(s), `tokens of ${s}`);
-    expect(spawnSync("chattr", ["+i", fileOf("a"), fileOf("b")]).status).toBe(0);
+    expect(makeImmutable(fileOf("a"), fileOf("b"))).toBe(true);
     try {
       expect(kv.unremovedBy(() => kv.removeSession("u", "a"))).toEqual([fileOf("a")]);
       expect(kv.unremovedBy(() => kv.removeSession("u", "b"))).toEqual([fileOf("b")]);
       expect(kv.unremovedBy(() => {})).toEqual([]);
     } finally {
-      spawnSync("chattr", ["-i", fileOf("a"), fileOf("b")]);
+      undoImmutable();
     }
     expect(kv.unremovedBy(() => kv.removeSession("u", "a"))).toEqual([]);
     expect(existsSync(fileOf("a"))).toBe(false);
@@ -75,13 +76,13 @@ describe("a delete whose saved KV state cannot be removed", () => {
       kv.zeroes.begin(temp); // the save asked (save-slot.ts), its task not yet run
       const left = kv.unremovedBy(() => kv.removeSession("u", "a"));
       writeFileSync(temp, "tokens of a"); // the task runs after the erase looked
-      expect(spawnSync("chattr", ["+i", temp]).status).toBe(0);
+      expect(makeImmutable(temp)).toBe(true);
       try {
         kv.zeroes.settled(temp);
         await kv.zeroes.done(); // as kv-erased.ts waits before it looks at what is left
         expect(left).toEqual([temp]);
       } finally {
-        spawnSync("chattr", ["-i", temp]);
+        undoImmutable();
       }
     },
   );

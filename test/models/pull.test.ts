@@ -1,5 +1,4 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import {
   existsSync,
@@ -15,7 +14,6 @@ import {
   truncateSync,
   writeFileSync,
 } from "node:fs";
-import { tmpdir as osTmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { blobPath, incompletePath, refPath, snapshotPath } from "../../src/models/hf-cache.ts";
 import { type PullDeps, type PullOutcome, type PullRequest, pullModel } from "../../src/models/pull.ts";
@@ -23,6 +21,7 @@ import { writeFailure } from "../../src/models/pull-errors.ts";
 import { StallGuard } from "../../src/models/stall-guard.ts";
 import type { CoreError } from "../../src/protocol/errors.ts";
 import type { DownloadProgress } from "../../src/protocol/pull.ts";
+import { canMakeImmutable, makeImmutable, undoImmutable } from "../fixtures/full-disk.ts";
 import { type HubStandIn, type Knobs, type StandInRepo, startHubStandIn } from "../fixtures/hub-stand-in.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
@@ -60,6 +59,9 @@ const REPOS: StandInRepo[] = [
 
 const open: { close(): Promise<void> }[] = [];
 afterEach(async () => {
+  // First, and not only in the test's finally: a test that timed out never reaches its finally,
+  // and its folder cannot be removed while a file in it is immutable.
+  undoImmutable();
   for (const o of open.splice(0)) await o.close();
 });
 
@@ -118,18 +120,7 @@ function descriptorsOpenOn(path: string): number {
  * Whether this machine can mark a file immutable (root, on a Linux file system that keeps the
  * flag): a rename onto it is then refused with EPERM, as Windows refuses one onto a file in use.
  */
-const immutableFiles = (() => {
-  if (process.platform !== "linux" || process.getuid?.() !== 0) return false;
-  const probe = join(osTmpdir(), `pull-immutable-${process.pid}`);
-  writeFileSync(probe, "");
-  try {
-    if (spawnSync("chattr", ["+i", probe]).status !== 0) return false;
-    spawnSync("chattr", ["-i", probe]);
-    return true;
-  } finally {
-    rmSync(probe, { force: true });
-  }
-})();
+const immutableFiles = canMakeImmutable("pull");
 
 /** A link maker refusing as Windows without developer mode does (symbolic links), or as a folder that takes none. */
 const noLinks = () => {
@@ -589,7 +580,7 @@ describe("pull into the Hugging Face cache", () => {
         hardlinks++;
         linkSync(target, path);
       };
-      spawnSync("chattr", ["+i", first.result!.path]);
+      makeImmutable(first.result!.path);
       try {
         const again = await pull(req, { ...deps, hardlink: counted });
         expect(again.error?.data).toMatchObject({ cause: "cache_unwritable" });
@@ -597,7 +588,7 @@ describe("pull into the Hugging Face cache", () => {
         expect(hardlinks).toBe(0);
         expect(readdirSync(dirname(first.result!.path)).filter((n) => n.endsWith(".tmp"))).toEqual([]);
       } finally {
-        spawnSync("chattr", ["-i", first.result!.path]);
+        undoImmutable();
       }
     },
   );
@@ -788,13 +779,13 @@ describe("resume and verify", () => {
       const { cache, deps } = await setup();
       const partial = incompletePath(cache, "org/model-GGUF", sha256(MODEL));
       await Bun.write(partial, bytes(MODEL.length, 99));
-      spawnSync("chattr", ["+i", partial]);
+      makeImmutable(partial);
       try {
         const r = await pull({ repo: "org/model-GGUF", quant: "Q4_K_M" }, deps);
         expect(r.error?.data).toMatchObject({ cause: "checksum_mismatch", expected: sha256(MODEL) });
         expect(r.error?.message).toContain(`${partial} could not be deleted`);
       } finally {
-        spawnSync("chattr", ["-i", partial]);
+        undoImmutable();
       }
     },
   );

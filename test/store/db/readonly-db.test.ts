@@ -1,10 +1,9 @@
-import { describe, expect, test } from "bun:test";
-import { spawnSync } from "node:child_process";
+import { afterEach, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { Store } from "../../../src/store/store.ts";
 import { ChatHarness } from "../../agent/harness.ts";
 import { filesHolding } from "../../fixtures/files-holding.ts";
-import { canMakeImmutable } from "../../fixtures/full-disk.ts";
+import { canMakeImmutable, makeImmutable, undoImmutable } from "../../fixtures/full-disk.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
 // A database that could not be written for a while (docs/agent.md, The store: "Errors"): the
@@ -16,9 +15,8 @@ import { tmpdir } from "../../fixtures/tmpdir.ts";
 // the test says so and is skipped.
 const canChattr = canMakeImmutable("readonly-db");
 
-const chattr = (flag: string, files: string[]) => {
-  for (const f of files) expect(spawnSync("chattr", [flag, f]).status).toBe(0);
-};
+// Here, not only in the test's finally: a test that timed out never reaches its finally.
+afterEach(undoImmutable);
 
 describe("the store's thread after the database was read-only for a while", () => {
   test.skipIf(!canChattr)("erases again once the file can be written, without a restart", async () => {
@@ -34,21 +32,21 @@ describe("the store's thread after the database was read-only for a while", () =
           messages: [{ role: "user", content: `WRENCANARY ${s}` }],
           at: new Date(),
         });
-      chattr("+i", files);
+      expect(makeImmutable(...files)).toBe(true);
       let refused: unknown;
       try {
         await store.deleteSession("u", "s1");
       } catch (err) {
         refused = err;
       } finally {
-        chattr("-i", files);
+        undoImmutable();
       }
       expect((refused as { data?: { problem?: string } }).data?.problem).toStartWith("SQLITE_READONLY");
       expect((await store.deleteSession("u", "s1")).deleted).toBe(true);
       expect((await store.deleteSession("u", "s2")).deleted).toBe(true);
       expect(filesHolding(dir.path, "WRENCANARY")).toEqual([]);
     } finally {
-      spawnSync("chattr", ["-i", ...files]);
+      undoImmutable();
       store.close();
     }
   });
@@ -61,7 +59,7 @@ describe("a core started while the database was read-only", () => {
     await using h = new ChatHarness({ agents: [{ name: "plain" }] });
     Store.open(h.dataDir).close();
     const db = join(h.dataDir, "local-ai.db");
-    chattr("+i", [db]);
+    expect(makeImmutable(db)).toBe(true);
     try {
       h.llama.script({ content: ["refused"] });
       const { terminal } = await h.chat("1", { input: "first", session_id: "s" });
@@ -70,7 +68,7 @@ describe("a core started while the database was read-only", () => {
         data: { problem: expect.stringMatching(/^SQLITE_READONLY/) },
       });
     } finally {
-      chattr("-i", [db]);
+      undoImmutable();
     }
     h.llama.script({ content: ["kept"] });
     expect((await h.chat("2", { input: "second", session_id: "s" })).terminal.type).toBe("result");
