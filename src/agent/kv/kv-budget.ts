@@ -41,25 +41,25 @@ export async function keepBudget(disk: BudgetedFolder, count: KvUseCount, keep: 
     ...described.map((e) => ({ name: e.name, usedAt: e.entry.used_at, entry: e.entry })),
   ];
   all.sort((a, b) => a.usedAt - b.usedAt);
-  let total = count.now().bytes;
+  // What the count holds, less what removals left (held open): taken as gone, as before, the budget
+  // not kept by evicting every other state over it. Only what the count took out comes off: a state
+  // another core renamed into place after the count listed the folder (not counted) freed nothing
+  // of the total, which its stat taken off left over the budget by up to its size.
+  let left = 0;
+  const total = () => count.now().bytes - left;
   for (const { name, entry } of all) {
-    if (total <= disk.budgetBytes) break;
+    if (total() <= disk.budgetBytes) break;
     if (name === keep) continue;
-    // What the count held of it put right too: another core's erase during the pass freed what
-    // it counted, which a stat now does not find (all else evicted then, and the state just saved).
-    const was = count.now().bytes;
+    // The count put right: another core's erase during the pass freed what it counted, which a
+    // stat now does not find (all else evicted then, and the state just saved).
     if (!asRead(disk.dir, name, entry)) {
       count.restat([name]);
-      total -= was - count.now().bytes;
       continue;
     }
-    const size = fileBytes(join(disk.dir, `${name}.bin`)) + fileBytes(join(disk.dir, `${name}.json`));
     disk.remove(name);
-    // A file its removal left (held open) is taken as gone, as before: the budget is not kept by
-    // evicting every other state over it.
-    total -= Math.max(size, was - count.now().bytes);
+    left += fileBytes(join(disk.dir, `${name}.bin`)) + fileBytes(join(disk.dir, `${name}.json`));
   }
-  if (total > disk.budgetBytes) disk.remove(keep);
+  if (total() > disk.budgetBytes) disk.remove(keep);
 }
 
 /**
