@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { spawnCore } from "../fixtures/core-process.ts";
+import { forms } from "../fixtures/erased-forms.ts";
 import { filesHolding } from "../fixtures/files-holding.ts";
 import { bertModel } from "../fixtures/gguf-bert.ts";
 import { writeGguf } from "../fixtures/gguf-writer.ts";
@@ -22,26 +23,6 @@ const S1 = ["QZERAONE7", "ЖЮЯФЭЩЪЁ", "QZERATHREE7", "QZERADOC7", "QZERAV
 /** The rest of the user's: session 2's input, the library document, another 0.1 session. */
 const USER = ["QZERATWO7", "QZERALIB7", "QZERAOLD7"];
 const PIXELS = "QZERAPIXELS";
-
-/** Every byte form a marker may be stored or logged in. */
-function forms(marker: string): Buffer[] {
-  const escaped = (s: string, upper: boolean) =>
-    [...s]
-      .map((c) => {
-        const code = c.charCodeAt(0);
-        if (code < 0x80) return c;
-        const hex = code.toString(16).padStart(4, "0");
-        return `\\u${upper ? hex.toUpperCase() : hex}`;
-      })
-      .join("");
-  const texts = new Set([marker, marker.toLowerCase()]);
-  const out: Buffer[] = [];
-  for (const t of texts) {
-    out.push(Buffer.from(t), Buffer.from(t, "utf16le"));
-    if (/[^\x00-\x7f]/.test(t)) out.push(Buffer.from(escaped(t, false)), Buffer.from(escaped(t, true)));
-  }
-  return out;
-}
 
 function imageForms(image: Buffer): Buffer[] {
   const encoded = b64(image);
