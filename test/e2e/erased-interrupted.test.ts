@@ -306,8 +306,14 @@ describe.skipIf(!onPosix)("an export cut short, through the compiled binary", ()
 });
 
 describe.skipIf(!onPosix)("an erase of a session while its turn streams, through the compiled binary", () => {
-  for (const method of ["sessions.delete", "users.delete"])
-    test(`its checkpoint, long input, partial reply and staged image are not written back after ${method}`, async () => {
+  // Its first run, or its resume (`resume: true`) after a core killed in that first run.
+  const cases = [
+    ["sessions.delete", false],
+    ["users.delete", false],
+    ["sessions.delete", true],
+  ] as const;
+  for (const [method, resumed] of cases)
+    test(`its checkpoint, long input, partial reply and staged image are not written back after ${method}${resumed ? ", the turn resumed" : ""}`, async () => {
       await using dir = tmpdir();
       const stack = writeStack(dir.path, {
         tools: [],
@@ -328,18 +334,28 @@ describe.skipIf(!onPosix)("an erase of a session while its turn streams, through
       const where = [stack.dataDir, tmp];
       const PIXELS = "QZFLIGHTPIXELS";
       const image = Buffer.concat([png(4, 4), Buffer.from(PIXELS.repeat(8))]);
-      await using core = spawnCore({ cwd: dir.path, env: { ...stack.env, TMPDIR: tmp } });
-      core.send({
-        id: "c",
-        method: "chat",
-        params: {
-          user_id: "qzflightuser7@example.com",
-          session_id: "QZFLIGHTSESS7",
-          input: longInput("QZFLIGHTLONG7"),
-          images: [{ data: b64(image) }],
-        },
-      });
-      await core.waitFor((ms) => ms.some((m) => m.id === "c" && m.event === "llm_chunk"), 30_000);
+      const streaming = async (resume: boolean) => {
+        const c = spawnCore({ cwd: dir.path, env: { ...stack.env, TMPDIR: tmp } });
+        c.send({
+          id: "c",
+          method: "chat",
+          params: {
+            user_id: "qzflightuser7@example.com",
+            session_id: "QZFLIGHTSESS7",
+            ...(resume
+              ? { resume: true }
+              : { input: longInput("QZFLIGHTLONG7"), images: [{ data: b64(image) }] }),
+          },
+        });
+        await c.waitFor((ms) => ms.some((m) => m.id === "c" && m.event === "llm_chunk"), 30_000);
+        return c;
+      };
+      if (resumed) {
+        const killed = await streaming(false);
+        killed.proc.kill("SIGKILL");
+        await killed.proc.exited;
+      }
+      await using core = await streaming(resumed);
       const words = ["QZFLIGHTLONG7", PIXELS];
       expect(words.filter((m) => markersIn(where, [m]).length === 0)).toEqual([]);
       const gone = await core.request(
