@@ -333,7 +333,9 @@ describe.skipIf(!onPosix)("an erase of a session while its turn streams, through
       mkdirSync(tmp);
       const where = [stack.dataDir, tmp];
       const PIXELS = "QZFLIGHTPIXELS";
-      const image = Buffer.concat([png(4, 4), Buffer.from(PIXELS.repeat(8))]);
+      // Over 2 MB: its bytes kept in three parts of about 1 MB (docs/protocol.md#images), the
+      // word in each.
+      const image = Buffer.concat([png(4, 4), Buffer.from(PIXELS.repeat(160_000))]);
       const streaming = async (resume: boolean) => {
         const c = spawnCore({ cwd: dir.path, env: { ...stack.env, TMPDIR: tmp } });
         c.send({
@@ -358,6 +360,11 @@ describe.skipIf(!onPosix)("an erase of a session while its turn streams, through
       await using core = await streaming(resumed);
       const words = ["QZFLIGHTLONG7", PIXELS];
       expect(words.filter((m) => markersIn(where, [m]).length === 0)).toEqual([]);
+      {
+        using db = readDb(join(stack.dataDir, "local-ai.db"));
+        const parts = db.query("SELECT count(*) AS n FROM attachment_data").get() as { n: number };
+        expect(parts.n).toBeGreaterThanOrEqual(3);
+      }
       const gone = await core.request(
         {
           id: 1,
