@@ -30,10 +30,8 @@ type Started =
 /** A never-aborted signal shared by requests that cannot be cancelled (ping, doctor…). */
 const NEVER = new AbortController().signal;
 
-/**
- * One in-flight request. It is also the handler's RequestContext, so a request costs one
- * object (plus an AbortController only when it can be cancelled).
- */
+/** One in-flight request. It is also the handler's RequestContext, so a request costs one
+ * object (plus an AbortController only when it can be cancelled). */
 class InFlight implements RequestContext {
   readonly controller: AbortController | undefined;
   /** Resolves once its terminal is handed to the writer (`answered`), read by the host or not. */
@@ -209,10 +207,8 @@ export class Dispatcher {
     this.start(id, method, params, exactTarget);
   }
 
-  /**
-   * Cancels a cancellable request. Without an id, only when exactly one is a candidate
-   * (`implicitCandidates`). Throws invalid_request when ambiguous.
-   */
+  /** Cancels a cancellable request. Without an id, only when exactly one is a candidate
+   * (`implicitCandidates`). Throws invalid_request when ambiguous. */
   cancel(requestId: RequestId | undefined): boolean {
     const reason = new CoreError("cancelled", "cancelled by the host");
     if (requestId === undefined) {
@@ -226,8 +222,8 @@ export class Dispatcher {
   /**
    * Cancels every chat-like request but GRACED_BY_STOP's, waits until each has answered, then (or after
    * `graceMs`, 0: at once) aborts `stopping`; not shutdowns (two in one read must not wait on each other) nor
-   * JOINED_BY_SHUTDOWN's, which heed `stopping` (an unload by name read with the shutdown, aborted, ended
-   * `cancelled`). Answered is handed to the writer; the drain does the rest (docs/protocol.md "Drain on exit"). */
+   * JOINED_BY_SHUTDOWN's: an unload by name read with the shutdown, aborted, ended `cancelled`; one still
+   * undecided keeps the grace, a live drive's stat answering in it. The drain does the rest. */
   async stopAll(graceMs = STOP_GRACE_MS): Promise<void> {
     this.shuttingDown = true;
     const reason = new CoreError("cancelled", "the core is shutting down");
@@ -239,8 +235,10 @@ export class Dispatcher {
       if (!GRACED_BY_STOP.has(a.method.name)) a.abort(reason);
       waiting.push(a.decided);
     }
-    await Promise.all(waiting).finally(end); // nothing left to spare: an unload still asking its drive ends
+    await Promise.all(waiting);
+    if (this.active.all().some((a) => JOINED_BY_SHUTDOWN.has(a.method.name) && !a.settled)) return;
     clearTimeout(late);
+    end();
   }
 
   /** Resolves once every request has answered (its terminal handed to the writer). */

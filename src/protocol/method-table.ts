@@ -25,9 +25,9 @@ export interface RequestContext<E extends EventFields = EventFields> {
   readonly signal: AbortSignal;
   /**
    * Aborted as the core stops (shutdown, EOF, a signal), for every request, once the stop's grace
-   * (STOP_GRACE_MS) is over or every request it waits for has answered: what a long method `cancel`
-   * cannot reach (models, plan, doctor, sessions.export) heeds, so the stop is not held for it, and
-   * a `models.unload` still asking its path's drive.
+   * (STOP_GRACE_MS) is over or every request it waits for has answered with no unload undecided:
+   * what a long method `cancel` cannot reach (models, plan, doctor, sessions.export) heeds, so the
+   * stop is not held for it, and a `models.unload` still asking its path's drive.
    */
   readonly stopping: AbortSignal;
   /**

@@ -48,12 +48,14 @@ describe("models.unload while its path's drive does not answer", () => {
     h.send({ id: "u", method: "models.unload", params: { model: far } });
     await waiting;
     expect(await h.request({ id: "c", method: "cancel" })).toMatchObject({ result: { cancelled: false } });
+    // By its id then: left to the stop, a dead drive's wait ends only at the stop's 2 s grace.
+    await h.request({ id: "c2", method: "cancel", params: { request_id: "u" } });
     h.end();
     expect(await h.exit).toBe(0);
     expect(h.terminal("u")).toMatchObject({ type: "error", code: "cancelled" });
   });
 
-  test("the core's shutdown ends it at once: cancelled, the core exits", async () => {
+  test("the core's shutdown ends it at its grace (2 s at most): cancelled, the core exits", async () => {
     using dir = tmpdir();
     const { h, waiting } = coreWithDeadDrive(dir.path);
     h.send({ id: "u", method: "models.unload", params: { model: far } });
@@ -85,5 +87,21 @@ describe("models.unload while its path's drive does not answer", () => {
     );
     expect(await again.exit).toBe(0);
     expect(again.terminal("u")).toMatchObject({ type: "result", result: { unloaded: false } });
+  });
+
+  test("an unload by path on a drive that answers, read with the shutdown, is answered with its result", async () => {
+    // The stop aborted `stopping` as soon as the requests it waits for had answered (none here):
+    // the unload's stat of a live local drive, a millisecond away, ended `cancelled` at once, where
+    // the same script's unload by name is answered (docs/protocol.md, Lifecycle: a request piped
+    // with its EOF is answered as it would have been).
+    using dir = tmpdir();
+    const { h } = coreWithDeadDrive(dir.path);
+    const line = (m: object) => `${JSON.stringify(m)}\n`;
+    h.sendRaw(
+      line({ id: "u", method: "models.unload", params: { model: join(dir.path, "e.gguf") } }) +
+        line({ id: "bye", method: "shutdown" }),
+    );
+    expect(await h.exit).toBe(0);
+    expect(h.terminal("u")).toMatchObject({ type: "result", result: { unloaded: false } });
   });
 });
