@@ -28,7 +28,8 @@ export interface ModelsApi {
    * Stops a model's llama-server; refused (`invalid_request`, `data.reason` `model_busy`) while a
    * chat runs on it or waits for it, unless `force` (those chats then end `cancelled`). Timed as a
    * short call; an abort or the time limit cancels it on the core's side while its path's drive is
-   * asked (a dead network mount: 30 s); one whose unload had begun resolves with its result.
+   * asked (a dead network mount: 30 s); one aborted whose unload had begun resolves with its
+   * result, its time limit rejects `timeout` at once all the same (the unload goes on).
    */
   unload(params: ModelsUnloadParams, options?: CallOptions): Promise<ModelsUnloadResult>;
 }

@@ -34,6 +34,8 @@ const stopChild = () =>
 const hanging = new Map();
 /** Embeds and searches answered only as their cancel arrives (the answer first): see sessions.search below. */
 const crossing = new Set();
+/** Unloads answered only after their cancel is refused (see models.unload below). */
+const begun = new Map();
 // A core that ignores shutdown and end of input, so the client has to kill it.
 if (process.env.FAKE_CORE_IGNORE_SHUTDOWN === "1") setInterval(() => {}, 1000);
 const rl = createInterface({ input: process.stdin });
@@ -71,6 +73,8 @@ rl.on("line", (line) => {
       // A plan, a load or an unload that runs until cancelled (a slow hub header, a wait for
       // memory, an unload's path on a drive that does not answer).
       if (params.model === "hang") return void hanging.set(id, method);
+      // An unload that had begun as its cancel came: `{cancelled:false}`, then its result.
+      if (params.model === "begun") return void begun.set(id, { method, params });
       if (method === "models.load")
         out({
           id,
@@ -143,7 +147,10 @@ rl.on("line", (line) => {
         out({ id: caught, type: "event", event: "loop_abort", step: 0, reason: "cancelled" });
         out({ id: caught, type: "error", code: "cancelled", message: "the request was cancelled" });
       }
-      return out({ id, type: "result", result: { cancelled: caught !== undefined } });
+      out({ id, type: "result", result: { cancelled: caught !== undefined } });
+      const late = [...begun.keys()].find((k) => String(k) === target);
+      if (late !== undefined) out({ id: late, type: "result", result: begun.get(late) });
+      return void begun.delete(late);
     }
     case "shutdown":
       // The real core answers once its children are stopped.

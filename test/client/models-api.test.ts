@@ -71,6 +71,22 @@ describe("client.models.unload, cancellable by its id", () => {
   });
 });
 
+describe("client.models.unload, aborted as its unload begins", () => {
+  // docs/bootstrap.md: one whose unload had begun resolves with its result. The core refuses the
+  // cancel (`{cancelled:false}`: decided) and then answers what it unloaded.
+  test("an unload the host aborts after it began resolves with its result", async () => {
+    const client = await startFake();
+    const controller = new AbortController();
+    const unload = client.models.unload({ model: "begun" }, { signal: controller.signal });
+    await client.request("hanging"); // The core has read it.
+    controller.abort();
+    expect(await echo(unload)).toEqual({ method: "models.unload", params: { model: "begun" } });
+    // A time limit ends the wait whatever the core then says (docs/bootstrap.md).
+    const timed = client.models.unload({ model: "begun" }, { timeoutMs: 50 });
+    expect((await rejection(timed)).code).toBe("timeout");
+  });
+});
+
 describe("client.plan", () => {
   test("sends `model` as its param; timeoutMs and signal stay call options, never params", async () => {
     const client = await startFake();
