@@ -27,9 +27,9 @@ export async function kvErased(
 
 /**
  * What an erase left: the files it could not remove (`file`, the first; `files`, as a listing's
- * names are, util/listed-names.ts `listedNames`), and `folder` when an erase over several turns failed
- * part way (kv-disk.ts `erase` reports the folder itself): which of its files stayed cannot be
- * told. It was named as `data.file` of "1 saved KV state file(s)", a folder shown as a file.
+ * names are, util/listed-names.ts `listedNames`), and `folder` when an erase over several turns
+ * failed part way (kv-disk.ts `erase` reports the folder itself): which of its files stayed cannot
+ * be told. It was named as `data.file` of "1 saved KV state file(s)", a folder shown as a file.
  */
 function kvLeftData(left: readonly string[], dir: string): Record<string, unknown> {
   const files = left.filter((path) => path !== dir);

@@ -16,9 +16,9 @@ const exitWaits = new Set<{ exited: Promise<unknown>; end: () => void }>();
 
 /**
  * Once a server that died (`died`, told as its stop begins) has exited, or `EXIT_WAIT_MS`, or
- * shutdown's bound (`exitWaitsEnded`), or `over` (its waiter needs it no more): until then it may still end the slot task it runs, writing
- * a file a removal would zero under it, the words it wrote after kept in the blocks (docs/agent.md,
- * "Prompt reuse").
+ * shutdown's bound (`exitWaitsEnded`), or `over` (its waiter needs it no more): until then it may
+ * still end the slot task it runs, writing a file a removal would zero under it, the words it
+ * wrote after kept in the blocks (docs/agent.md, "Prompt reuse").
  */
 export function exitSeen(launch: LaunchView, over?: AbortSignal): Promise<void> {
   let timer: ReturnType<typeof setTimeout> | undefined;
