@@ -1,8 +1,7 @@
 import { afterEach, expect, spyOn, test } from "bun:test";
 import { KvDisk } from "../../../src/agent/kv/kv-disk.ts";
-import { EXIT_WAIT_MS, exitWaitsEnded } from "../../../src/agent/kv/slot-clear.ts";
-import { Launch } from "../../../src/runtime/launch.ts";
-import { saveUs } from "../../fixtures/slot-save.ts";
+import { EXIT_WAIT_MS } from "../../../src/agent/kv/slot-clear.ts";
+import { neverExiting, savedNothing, saveUs, shutdownWaitEnds } from "../../fixtures/slot-save.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
 // A save listens for its server's stop (`died`) and, once told, waits for the exit (slot-clear.ts
@@ -51,36 +50,18 @@ function counted(died: AbortController) {
 const realSet = globalThis.setTimeout;
 const realClear = globalThis.clearTimeout;
 
-const answered = () =>
-  Response.json({ id_slot: 0, filename: "x", n_saved: 0, n_written: 0, timings: { save_ms: 1 } });
-
-async function shutdownWaitEnds(): Promise<boolean> {
-  let ended = false;
-  void exitWaitsEnded(new Promise(() => {})).then(() => {
-    ended = true;
-  });
-  for (let t = 0; t < 20 && !ended; t++) await new Promise((r) => setImmediate(r));
-  return ended;
-}
-
 test("100 saves answered, on a live server and on one stopping, leave no listener, timer or exit wait", async () => {
   using dir = tmpdir();
   const disk = new KvDisk(dir.path, 10_000_000);
   const fetchSpy = spyOn(globalThis, "fetch").mockImplementation((async () =>
-    answered()) as unknown as typeof fetch);
+    savedNothing()) as unknown as typeof fetch);
   const died = new AbortController();
   const count = counted(died);
   restore = () => {
     fetchSpy.mockRestore();
     count.undo();
   };
-  const launch = new Launch({
-    baseUrl: "http://127.0.0.1:9",
-    apiKey: "k",
-    slots: 1,
-    died,
-    exited: new Promise(() => {}),
-  });
+  const launch = neverExiting(died);
   for (let i = 0; i < 50; i++) await saveUs(disk, launch);
   expect(count.listeners.size).toBe(0);
   died.abort(new Error("stopping"));

@@ -1,8 +1,6 @@
 import { afterEach, expect, spyOn, test } from "bun:test";
 import { KvDisk } from "../../../src/agent/kv/kv-disk.ts";
-import { exitWaitsEnded } from "../../../src/agent/kv/slot-clear.ts";
-import { Launch } from "../../../src/runtime/launch.ts";
-import { saveUs } from "../../fixtures/slot-save.ts";
+import { neverExiting, savedNothing, saveUs, shutdownWaitEnds } from "../../fixtures/slot-save.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
 // A save's request ends with the wait for its server's exit once the server's stop begins
@@ -25,26 +23,12 @@ test("a save answered after its server's stop began leaves no wait for the exit 
     (() => answer.promise) as unknown as typeof fetch,
   );
   restore = () => spy.mockRestore();
-  // Its exit never seen (stuck past its SIGKILL).
-  const launch = new Launch({
-    baseUrl: "http://127.0.0.1:9",
-    apiKey: "k",
-    slots: 1,
-    died,
-    exited: new Promise(() => {}),
-  });
+  const launch = neverExiting(died);
   const saving = saveUs(disk, launch);
   await new Promise((r) => setImmediate(r));
   died.abort(new Error("stopping"));
-  answer.resolve(
-    Response.json({ id_slot: 0, filename: "x", n_saved: 0, n_written: 0, timings: { save_ms: 1 } }),
-  );
+  answer.resolve(savedNothing());
   await saving;
-  let ended = false;
-  void exitWaitsEnded(new Promise(() => {})).then(() => {
-    ended = true;
-  });
-  for (let t = 0; t < 20 && !ended; t++) await new Promise((r) => setImmediate(r));
-  expect(ended).toBe(true);
+  expect(await shutdownWaitEnds()).toBe(true);
   await disk.zeroes.done();
 });
