@@ -56,7 +56,7 @@ export async function saveSlotState(s: SlotSave): Promise<void> {
   // past its SIGKILL keeps the connection open, and 60 s of it held an erased session's removal,
   // parked behind this save, past the client's kill of the core, the file left whole.
   const exitOver = new AbortController();
-  // The save over with no use for that wait (its file answered, or no stop behind its failure):
+  // Answered, the save has no use for that wait (only a failure's removal waits on the exit):
   // ended, not left holding a 60 s timer and shutdown's wait for the exits (slot-clear.ts).
   const waitDone = new AbortController();
   let exitWait: Promise<void> | undefined;
