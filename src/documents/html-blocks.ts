@@ -166,7 +166,8 @@ export class HtmlBlocks {
       return lt + 1;
     }
     this.reading = { name, closing: h[lt + 1] === "/" };
-    return this.tagRest(this.reading, lt + 1, until);
+    // Read on after the name, as `dropOn` does: a quote in it (`<a='>`) is the name's, no value.
+    return this.tagRest(this.reading, lt + 1 + Number(this.reading.closing) + name.length, until);
   }
 
   /**

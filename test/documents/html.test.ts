@@ -51,6 +51,11 @@ describe("HTML's text, never its markup", () => {
     expect(blocks(html).map((b) => b.text)).toEqual(["one", "two", "three", "it's four"]);
   });
 
+  test("a `=` or quote in a tag's name is the name's, as HTML reads it: `<a='>` opened a value that hid the text up to the next quote", () => {
+    const html = "<p>one</p><a='>two</a><p>three'</p>";
+    expect(blocks(html).map((b) => b.text)).toEqual(["one", "two", "three'"]);
+  });
+
   test("the same blocks whatever the slice size", () => {
     const html = "<h2>T</h2><p>one two</p><script>x<y</script><p>three &amp; four</p>";
     expect(blocks(html, 3)).toEqual(blocks(html));
