@@ -6,10 +6,11 @@ import { decodeEntities } from "./html-entities.ts";
  * HTML's text as blocks, never its markup (docs/agent.md "Documents"). A flat scan, not a tree:
  * a tag only opens or closes a block, so megabytes of nested tags cost no depth and linear time
  * (Bun's HTMLRewriter, tried first, took minutes on 500,000 nested tags with end-tag handlers).
- * `h1`–`h6` are headings; other block tags and `<br>` end a paragraph; the content of script,
- * style, template, noscript, svg, head's title and comments is dropped (nested templates, svgs and
- * objects by a count of their depth, still no stack; a template's or object's raw text, its
- * script say, read to its own end tag, a script's as HTML reads its `<!--<script>`); after
+ * `h1`–`h6` are headings; other block tags and `<br>` end a paragraph; the content of DROPPED's
+ * elements (script, style, template, svg, title, textarea...) and comments is dropped (nested
+ * templates, svgs and objects by a count of their depth, still no stack; a template's or
+ * object's raw text, its script say, read to its own end tag, a script's as HTML reads its
+ * `<!--<script>`); after
  * `<plaintext>` all is text; white space collapses, a no-break space with it.
  * `step` works through a slice at a time so the reader can give the loop back between slices;
  * text gathered past MAX_PARAGRAPH_CHARS is handed on as a paragraph then, cut at white space
