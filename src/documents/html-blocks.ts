@@ -45,8 +45,9 @@ const NESTING = new Set(["template", "svg", "object"]);
 const RAW_TEXT = new Set("script style textarea title xmp iframe noembed noframes noscript".split(" "));
 /** What ends a tag's name in HTML: its own white space, `/` or `>` (a `\s` took U+00A0 for one). */
 const NAME_END = "(?=[\\t\\n\\f\\r />])";
-/** A tag's name as HTML reads it: up to its white space, `/` or `>` (`<script\u00a0x>` is no script). */
-const TAG_NAME = /^<\/?([a-zA-Z][^\t\n\f\r />]*)/;
+/** A tag's name as HTML reads it, a letter then up to NAME_END (`<script\u00a0x>` is no script). */
+const NAME_CHAR = "[^\\t\\n\\f\\r />]";
+const TAG_NAME = new RegExp(`^</?([a-zA-Z]${NAME_CHAR}*)`);
 /** HTML's white space: tab, LF, FF, CR, space. */
 const HTML_SPACE = new Set(["\t", "\n", "\f", "\r", " "]);
 
@@ -352,7 +353,7 @@ class Dropping {
 
   constructor(readonly name: string) {
     this.foreign = name === "svg";
-    if (NESTING.has(name)) this.tags = /<(\/?)([a-zA-Z][^\t\n\f\r />]{0,63})|<!--/g;
+    if (NESTING.has(name)) this.tags = new RegExp(`<(/?)([a-zA-Z]${NAME_CHAR}{0,63})|<!--`, "g");
     else this.raw = new RawText(name);
   }
 }
