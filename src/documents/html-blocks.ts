@@ -329,8 +329,8 @@ function opensValue(h: string, i: number): boolean {
 
 /** Just past the next `token` from `from`, or the end. */
 function after(h: string, token: string, from: number): number {
-  const at = h.indexOf(token, from);
-  return at < 0 ? h.length : at + token.length;
+  const found = h.indexOf(token, from);
+  return found < 0 ? h.length : found + token.length;
 }
 
 /** A tag being read to its `>`; `inDrop`: one inside a nesting drop, which it counts in (`dropTag`). */
