@@ -1,3 +1,4 @@
+import { BY_ID_ONLY } from "../protocol/by-id-only.ts";
 import { OVERSIZE_HEAD_BYTES } from "../protocol/transport/framing.ts";
 import { callError, type LocalAiError } from "./errors.ts";
 import { thrownText } from "./host-callbacks.ts";
@@ -92,13 +93,10 @@ export function sentAsLineOf(
   return undefined;
 }
 
-/** Cancelled by their id only, as the core's protocol/active-table.ts BY_ID_ONLY. */
-const BY_ID_ONLY: ReadonlySet<string> = new Set(["sessions.search", "models.unload"]);
-
 /**
  * The one cancellable call pending, as the core picks the one a `cancel` without an id stops
- * (`implicitCandidates`: a search or an unload is never one, nor one it is already cancelling); undefined when
- * there are none or several. Cancelled by its id, it ends as chat.cancel() ends it, also when the
+ * (`implicitCandidates`: none of BY_ID_ONLY, a search or an unload, nor one it is already
+ * cancelling); undefined when there are none or several. Cancelled by its id, it ends as chat.cancel() ends it, also when the
  * core confirms but never ends it: the id-less form left such a chat pending for good.
  */
 export function sole(

@@ -1,4 +1,5 @@
 import { cutText } from "../util/text-cut.ts";
+import { BY_ID_ONLY } from "./by-id-only.ts";
 import { CoreError } from "./errors.ts";
 import { exactKey } from "./exact-id.ts";
 import type { RequestId } from "./messages.ts";
@@ -83,12 +84,6 @@ export function ambiguousCancel(
     { field: "request_id" },
   );
 }
-
-/**
- * Cancelled by their id only: a host's search-as-you-type beside a streaming reply, or an unload
- * waiting on a dead drive's answer, made the one chat's implicit cancel ambiguous.
- */
-const BY_ID_ONLY: ReadonlySet<string> = new Set(["sessions.search", "models.unload"]);
 
 /**
  * Requests a `cancel` with no `request_id` may mean: those not already cancelled and winding down,
