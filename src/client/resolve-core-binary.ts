@@ -114,8 +114,7 @@ function invalid(field: string, why: string): LocalAiError<"invalid_request"> {
 /**
  * The path of the local-ai executable for this app; throws a LocalAiError `binary_missing`
  * naming every place tried (`data.tried`), or `invalid_request` with neither resourcesPath nor
- * dev. Pass it
- * as `binary` to LocalAiClient.start().
+ * dev or for a path option refused (refusedOption). Pass it as `binary` to LocalAiClient.start().
  */
 export function resolveCoreBinary(options: ResolveCoreBinaryOptions = {}): string {
   const exists = options.exists ?? existsSync;
