@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readFileSync, rmSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { canMakeImmutable } from "../fixtures/full-disk.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
@@ -51,5 +51,20 @@ describe.skipIf(!can)("a file made immutable by a test is undone however the tes
     await ended;
     expect(canMakeImmutable("immutable-undo")).toBe(true);
     expect(removable(folder)).toBe(true);
+  }, 30_000);
+
+  test("a folder the preload cannot remove: the test's HOME is removed all the same", async () => {
+    await using out = tmpdir();
+    const marker = join(out.path, "left");
+    const run = spawnSync(process.execPath, ["test", "./test/fixtures/home-probe.ts"], {
+      ...probeOptions(marker, 0),
+      encoding: "utf8",
+      timeout: 20_000,
+    });
+    const { home, file } = JSON.parse(readFileSync(marker, "utf8")) as { home: string; file: string };
+    spawnSync("chattr", ["-i", file]);
+    rmSync(dirname(file), { recursive: true, force: true });
+    expect(run.stderr).toContain("EPERM");
+    expect(existsSync(home)).toBe(false);
   }, 30_000);
 });
