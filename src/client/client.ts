@@ -116,33 +116,25 @@ export class LocalAiClient {
       );
     const request = <R>(method: string, params: Record<string, unknown>, callOptions?: CallOptions) =>
       this.request<R>(method, params, callOptions);
-    // Cancellable, timed as a short call: an abort or the time limit also stops the core's scan;
-    // an abort rejects it at once, so a search typed past never resolves with its stale hits.
-    const cancellable = <R>(method: string, params: Record<string, unknown>, callOptions: CallOptions = {}) =>
-      this.connection.open<never, R>(method, params, callOptions, {
-        cancellable: true,
-        abortEndsWait: true,
-        maxBuffered: 0,
-        defaultTimeoutMs: this.requestTimeoutMs,
-      }).result;
-    this.sessions = new SessionsApi(request, cancellable);
+    // Cancellable by its id, timed as a short call: an abort or the time limit also stops the core's work.
+    const shortCancellable =
+      (abortEndsWait: boolean) =>
+      <R>(method: string, params: Record<string, unknown>, callOptions: CallOptions = {}) =>
+        this.connection.open<never, R>(method, params, callOptions, {
+          cancellable: true,
+          abortEndsWait,
+          maxBuffered: 0,
+          defaultTimeoutMs: this.requestTimeoutMs,
+        }).result;
+    // An abort rejects a search at once, so one typed past never resolves with its stale hits.
+    this.sessions = new SessionsApi(request, shortCancellable(true));
     this.users = new UsersApi(request);
     const open = <E, R>(method: string, params: Record<string, unknown>, callOptions: CallOptions) =>
       this.connection.open<E, R>(method, params, callOptions, { cancellable: true });
     this.documents = new DocumentsApi(request, open);
-    // models.unload: cancellable by its id (docs/protocol.md), timed as a short call; not ended by
-    // an abort at once: one that had begun answers what it unloaded.
-    const cancellableCall = <R>(
-      method: string,
-      params: Record<string, unknown>,
-      callOptions: CallOptions = {},
-    ) =>
-      this.connection.open<never, R>(method, params, callOptions, {
-        cancellable: true,
-        maxBuffered: 0,
-        defaultTimeoutMs: this.requestTimeoutMs,
-      }).result;
-    this.models = modelsApi(request, open, cancellableCall);
+    // models.unload (docs/protocol.md) is not ended by an abort at once: one that had begun
+    // answers what it unloaded.
+    this.models = modelsApi(request, open, shortCancellable(false));
   }
 
   /**
