@@ -30,8 +30,10 @@ type Started =
 /** A never-aborted signal shared by requests that cannot be cancelled (ping, doctor…). */
 const NEVER = new AbortController().signal;
 
-/** One in-flight request. It is also the handler's RequestContext, so a request costs one
- * object (plus an AbortController only when it can be cancelled). */
+/**
+ * One in-flight request. It is also the handler's RequestContext, so a request costs one
+ * object (plus an AbortController only when it can be cancelled).
+ */
 class InFlight implements RequestContext {
   readonly controller: AbortController | undefined;
   /** Resolves once its terminal is handed to the writer (`answered`), read by the host or not. */
@@ -207,8 +209,10 @@ export class Dispatcher {
     this.start(id, method, params, exactTarget);
   }
 
-  /** Cancels a cancellable request. Without an id, only when exactly one is a candidate
-   * (`implicitCandidates`). Throws invalid_request when ambiguous. */
+  /**
+   * Cancels a cancellable request. Without an id, only when exactly one is a candidate
+   * (`implicitCandidates`). Throws invalid_request when ambiguous.
+   */
   cancel(requestId: RequestId | undefined): boolean {
     const reason = new CoreError("cancelled", "cancelled by the host");
     if (requestId === undefined) {
@@ -389,10 +393,6 @@ function toErrorMessage(id: RequestId, err: unknown, signal: AbortSignal, method
   }
   logUnexpected(`method ${method} failed`, err);
   logger.debug("the stack trace above stays on stderr; the host gets internal_error");
-  return {
-    id,
-    type: "error" as const,
-    code: "internal_error" as const,
-    message: `internal error in ${method}; see the core's log for details`,
-  };
+  const message = `internal error in ${method}; see the core's log for details`;
+  return { id, type: "error", code: "internal_error", message };
 }
