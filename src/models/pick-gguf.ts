@@ -42,7 +42,7 @@ export type GgufPick =
 export const MAX_LISTED_GGUFS = 10_000;
 
 /** Why a listing past MAX_LISTED_GGUFS is refused (pull's `hub_error`, the fit check's). */
-export const TOO_MANY_GGUFS = `the hub's file listing names more than ${MAX_LISTED_GGUFS.toLocaleString("en")} GGUF files, the most a pick takes`;
+const TOO_MANY_GGUFS = `the hub's file listing names more than ${MAX_LISTED_GGUFS.toLocaleString("en")} GGUF files, the most a pick takes`;
 
 export function isGgufPath(path: string): boolean {
   return path.toLowerCase().endsWith(".gguf");
