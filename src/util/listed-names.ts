@@ -4,7 +4,7 @@
  */
 
 /** The most names an error's data lists. */
-export const NAMES_LISTED = 100;
+const NAMES_LISTED = 100;
 
 /** `names` as an error's data gives them: the first NAMES_LISTED under `key`, all counted in `<key>_count`. */
 export function listedNames(key: string, names: readonly string[]): Record<string, unknown> {
