@@ -23,15 +23,18 @@ export function namesText(names: readonly string[], max = 20, separator = ", "):
 }
 
 /** A few names quoted, and how many more (`'a', 'b', 'c' and 2 more`): a config's names in a warning. */
-export function quotedNames(names: readonly string[], max = 3): string {
+export function quotedNames(names: readonly string[]): string {
   return firstNames(
     names,
-    max,
+    QUOTED_NAMES,
     (n) => `'${n}'`,
     ", ",
-    (all) => ` and ${all - max} more`,
+    (all) => ` and ${all - QUOTED_NAMES} more`,
   );
 }
+
+/** The names a config warning quotes; the rest are counted. */
+const QUOTED_NAMES = 3;
 
 /** The first `max` names, each as `show` spells it, joined, and `more` of the whole count past them. */
 function firstNames(
