@@ -61,7 +61,7 @@ export interface ModelFiles {
   cached(hfRef: string): string | null;
   /** Asks a path's drive off the loop before `canonical`'s synchronous realpath (`answeringFiles`). */
   drives?: DriveAnswers;
-  /** The folder `cached` reads synchronously: its drive is asked first too. */
+  /** The cache folder `cached` and `cachedAsync` read (its ref and stat on the loop): its drive is asked first too. */
   cacheDir?: () => string;
   /** `cached` with the cache's snapshot listed off the loop: `answeringFiles` resolves ahead with it. */
   cachedAsync?(hfRef: string): Promise<string | null>;
