@@ -100,8 +100,8 @@ export function snapshotListing(
 
 /**
  * Resolves a ref against the cache, reading only the disk, the snapshot listed off the loop
- * (`snapshotFilesAsync`): a snapshot of 10^4
- * files, or one on a network drive gone offline, held ping and cancel at every plan. The rest
+ * (`snapshotFilesAsync`): a snapshot of 10^4 files, or one on a network drive gone offline,
+ * held ping and cancel at every plan. The rest
  * is a ref's read and a stat a part, after the cache folder's drive was asked (plan/model-memo.ts).
  * The listing is waited for no longer than a stat, in the drives' lanes, one per snapshot (later
  * callers share it), as models/find-projector.ts lists one: a share whose stat answered can hang
