@@ -7,7 +7,7 @@ const COMMIT = /^[0-9a-f]{40}$/;
 
 /**
  * Where the `models` listing's cache walk found an `hf:` reference's file (its first part), from
- * the walk's candidates alone, as resolve.ts `resolveCachedAsync` picks it from the disk: the commit
+ * the walk's candidates alone, as resolve.ts `resolveCached` picks it from the disk: the commit
  * its revision names (a commit whose snapshot was walked, or the one a ref read off the loop
  * names), then the file or quantization among that snapshot's GGUFs; null when the walk did not
  * find it whole. No disk is read: the synchronous resolve read a ref file and listed a snapshot,

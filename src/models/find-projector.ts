@@ -21,7 +21,7 @@ import { within } from "../util/within.ts";
 import { hubCacheDir, snapshotRootOf } from "./hf-cache.ts";
 import { isGgufPath, isProjector } from "./pick-gguf.ts";
 import { projectorsNear } from "./projectors-near.ts";
-import { resolveModelPathAsync, snapshotFilesAsync, snapshotListing } from "./resolve.ts";
+import { resolveModelPath, snapshotFilesAsync, snapshotListing } from "./resolve.ts";
 
 /**
  * A model's `mmproj` setting as a projector file (docs/models.md "The projector"): a path is
@@ -44,7 +44,7 @@ export async function findProjector(
   const hf = setting.startsWith(HF_PREFIX);
   if (hf)
     await answered(hubCacheDir(process.env, process.env.HOME || homedir()), setting, model, key, options);
-  const path = hf ? await resolveModelPathAsync(setting, process.env, undefined, key) : setting;
+  const path = hf ? await resolveModelPath(setting, process.env, undefined, key) : setting;
   if (setting !== "auto")
     return { kind: "found", source: "config", info: await configured(path, model, key, options) };
   return auto(model, options);

@@ -7,7 +7,7 @@ import { answersFor } from "../util/drive-answers.ts";
 import { type Env, hubCacheDir, isOffline } from "./hf-cache.ts";
 import { type RemoteDeps, readRemoteModel } from "./hub-header.ts";
 import { hubAccess } from "./hub-listing.ts";
-import { isNotDownloaded, resolveModelPathAsync, withPullAgain } from "./resolve.ts";
+import { isNotDownloaded, resolveModelPath, withPullAgain } from "./resolve.ts";
 
 /**
  * The plan's edges with one addition: an `hf:` model that is not in the cache is judged from
@@ -28,7 +28,7 @@ export function planDepsWithHub(
       if (path.startsWith(HF_PREFIX)) await statAnswered(answersFor(deps), hubCacheDir(env, home), key, path);
       try {
         // Resolved here with this env (the base read leaves a plain path as it is).
-        return await base.readModel(await resolveModelPathAsync(path, env, home, key), key);
+        return await base.readModel(await resolveModelPath(path, env, home, key), key);
       } catch (err) {
         const ref = isNotDownloaded(err) ? parseHfModelPath(path) : undefined;
         // A cached file cut short is no missing one (the hub's header would hide it): said, with its

@@ -10,7 +10,7 @@ import { HF_PREFIX } from "../protocol/model-ref.ts";
 import { checkWorkers } from "../rpc/check.ts";
 import { findProjector } from "./find-projector.ts";
 import { hubCacheDir } from "./hf-cache.ts";
-import { resolveModelPathAsync, withPullAgain } from "./resolve.ts";
+import { resolveModelPath, withPullAgain } from "./resolve.ts";
 
 /**
  * The plan's edges as the core runs them, offline. The plan is a floor below the models, so
@@ -20,15 +20,12 @@ import { resolveModelPathAsync, withPullAgain } from "./resolve.ts";
  */
 
 /** The process's memo: every start, restart and wake plans again, `initialize` reads ahead. */
-export const modelMemo = new ModelMemo(
-  (path, key) => resolveModelPathAsync(path, process.env, undefined, key),
-  {
-    // The cache an `hf:` path is resolved in may be on a network drive: its ref and parts are read
-    // synchronously (a few small reads), its snapshot listed off the loop.
-    folderOf: (path) =>
-      path.startsWith(HF_PREFIX) ? hubCacheDir(process.env, process.env.HOME || homedir()) : null,
-  },
-);
+export const modelMemo = new ModelMemo((path, key) => resolveModelPath(path, process.env, undefined, key), {
+  // The cache an `hf:` path is resolved in may be on a network drive: its ref and parts are read
+  // synchronously (a few small reads), its snapshot listed off the loop.
+  folderOf: (path) =>
+    path.startsWith(HF_PREFIX) ? hubCacheDir(process.env, process.env.HOME || homedir()) : null,
+});
 
 /** A CPU build's `(none)` across core starts; serve-stdio turns it on (server/chat-read-ahead.ts). */
 export const listingMemo = new ListingMemo(realMemoEdges, (binary, going) =>

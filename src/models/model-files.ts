@@ -2,7 +2,7 @@ import { homedir } from "node:os";
 import { canonicalPath, type ModelFiles } from "../config/choose-model.ts";
 import { drives } from "../util/drive-answers.ts";
 import { hubCacheDir } from "./hf-cache.ts";
-import { resolveModelPathAsync } from "./resolve.ts";
+import { resolveModelPath } from "./resolve.ts";
 
 /**
  * A request's path matched to the configured models' files, an `hf:` model's included: its file
@@ -19,5 +19,5 @@ export const modelFiles: ModelFiles = {
   // while the cache's drive is silent. A synchronous listing here held ping at each such request.
   cached: () => null,
   // Not pulled, or ambiguous: its own load says so; no request's path is it.
-  cachedAsync: (hfRef) => resolveModelPathAsync(hfRef).catch(() => null),
+  cachedAsync: (hfRef) => resolveModelPath(hfRef).catch(() => null),
 };

@@ -25,7 +25,7 @@ import { isGgufPath, missingText, pickGguf } from "./pick-gguf.ts";
  * never the network, whatever HF_HUB_OFFLINE says.
  *
  * The config loader keeps `hf:` paths as written (it does no IO); the plan's model read
- * (src/plan/launch.ts) calls resolveModelPathAsync, so plan, chat and doctor resolve alike.
+ * (src/plan/launch.ts) calls resolveModelPath, so plan, chat and doctor resolve alike.
  */
 
 /** Why a cached model cannot be used; each is fixed by pulling it (again). */
@@ -107,7 +107,7 @@ export function snapshotListing(
  * callers share it), as models/find-projector.ts lists one: a share whose stat answered can hang
  * its listing, and unbounded, the plan waited for good, each new plan holding one more file thread.
  */
-export async function resolveCachedAsync(
+export async function resolveCached(
   ref: ModelRef,
   cacheDir: string,
   options: SnapshotListOptions = {},
@@ -162,16 +162,17 @@ function picked(ref: ModelRef, at: { commit: string; snapshot: string }, files: 
  * CoreError `model_missing` naming the `local-ai pull` command that fetches it (`config_invalid`
  * when several cached files match and the ref must name one). The snapshot listed off the loop.
  */
-export async function resolveModelPathAsync(
+export async function resolveModelPath(
   path: string,
   env: Env = process.env,
   home = env.HOME || homedir(),
+  /** The config key that holds `path`, for a refusal to name (a projector's is model.mmproj). */
   key = "model.path",
   options: SnapshotListOptions = {},
 ): Promise<string> {
   if (!path.startsWith(HF_PREFIX)) return path;
   const { ref, cacheDir } = hfRefOf(path, env, home, key);
-  const found = await resolveCachedAsync(ref, cacheDir, options);
+  const found = await resolveCached(ref, cacheDir, options);
   if (found.kind !== "late") return foundPath(path, key, ref, found, cacheDir);
   // Refused as the model memo refuses a file whose drive does not answer (plan/model-memo.ts).
   throw new CoreError("model_missing", `model ${path}: unreadable: ${found.detail}`, {
@@ -235,7 +236,7 @@ function refusalCode(key: string): "config_invalid" | "invalid_request" {
   return key === REQUEST_MODEL_KEY ? "invalid_request" : "config_invalid";
 }
 
-/** True for the CoreError resolveModelPathAsync throws when a hub model is simply not (fully) in the cache. */
+/** True for the CoreError resolveModelPath throws when a hub model is simply not (fully) in the cache. */
 export function isNotDownloaded(err: unknown): err is CoreError {
   return err instanceof CoreError && err.code === "model_missing" && typeof err.data?.pull === "string";
 }

@@ -4,7 +4,7 @@ import { homedir } from "node:os";
 import { chooseEmbedModel, type ModelChoice } from "../config/choose-model.ts";
 import type { Config } from "../config/schema.ts";
 import { hubCacheDir } from "../models/hf-cache.ts";
-import { resolveModelPathAsync } from "../models/resolve.ts";
+import { resolveModelPath } from "../models/resolve.ts";
 import { adapterFiles } from "../plan/adapter-files.ts";
 import { shownArgs } from "../plan/secret-args.ts";
 import { HF_PREFIX } from "../protocol/model-ref.ts";
@@ -116,7 +116,7 @@ async function modelFileAsked(path: string, ask: DriveAnswers): Promise<FileIden
   await identityAsked(hubCacheDir(process.env, process.env.HOME || homedir()), ask);
   let file: string;
   try {
-    file = realpathSync(await resolveModelPathAsync(path));
+    file = realpathSync(await resolveModelPath(path));
   } catch {
     return undefined;
   }

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, expect, test } from "bun:test";
 import { join } from "node:path";
 import { findProjector } from "../../src/models/find-projector.ts";
-import { resolveModelPathAsync } from "../../src/models/resolve.ts";
+import { resolveModelPath } from "../../src/models/resolve.ts";
 import { readGgufHeader } from "../../src/plan/gguf-read.ts";
 import { modelInfo } from "../../src/plan/model.ts";
 import { DriveAnswers } from "../../src/util/drive-answers.ts";
@@ -24,7 +24,7 @@ test("a snapshot listing that never answers fails the resolve as unreadable once
   layRepo(dir.path, "org/hang", { "h-Q4_K_M.gguf": tinyModel() });
   const drives = new DriveAnswers({ statWaitMs: 50 });
   const never = () => new Promise<string[]>(() => {});
-  const asked = resolveModelPathAsync("hf:org/hang:Q4_K_M", env(), dir.path, "model.path", {
+  const asked = resolveModelPath("hf:org/hang:Q4_K_M", env(), dir.path, "model.path", {
     drives,
     snapshotFiles: never,
   });
@@ -48,8 +48,8 @@ test("two resolves of one snapshot share the listing in flight", async () => {
     });
   };
   const options = { drives, snapshotFiles };
-  const first = resolveModelPathAsync("hf:org/share:Q4_K_M", env(), dir.path, "model.path", options);
-  const second = resolveModelPathAsync("hf:org/share:Q4_K_M", env(), dir.path, "model.path", options);
+  const first = resolveModelPath("hf:org/share:Q4_K_M", env(), dir.path, "model.path", options);
+  const second = resolveModelPath("hf:org/share:Q4_K_M", env(), dir.path, "model.path", options);
   await new Promise((r) => setTimeout(r, 20));
   answer(["s-Q4_K_M.gguf"]);
   const want = join(snapshot, "s-Q4_K_M.gguf");
@@ -74,7 +74,7 @@ test("a resolve and mmproj: auto's search of one snapshot share the walk in flig
   };
   const model = modelInfo(await readGgufHeader(join(snapshot, "b-Q4_K_M.gguf")));
   const options = { drives, snapshotFiles };
-  const resolved = resolveModelPathAsync("hf:org/both:Q4_K_M", env(), dir.path, "model.path", options);
+  const resolved = resolveModelPath("hf:org/both:Q4_K_M", env(), dir.path, "model.path", options);
   const projector = findProjector("auto", model, "model.mmproj", options);
   await new Promise((r) => setTimeout(r, 50));
   release(["b-Q4_K_M.gguf"]);
@@ -95,7 +95,7 @@ test("a failed snapshot walk is not remembered: the next projector search and re
     return ["a-Q4_K_M.gguf"];
   };
   const options = { drives, snapshotFiles };
-  const failed = resolveModelPathAsync("hf:org/again:Q4_K_M", env(), dir.path, "model.path", options);
+  const failed = resolveModelPath("hf:org/again:Q4_K_M", env(), dir.path, "model.path", options);
   expect(
     await failed.then(
       () => null,
@@ -104,7 +104,7 @@ test("a failed snapshot walk is not remembered: the next projector search and re
   ).not.toBeNull();
   const model = modelInfo(await readGgufHeader(join(snapshot, "a-Q4_K_M.gguf")));
   expect(await findProjector("auto", model, "model.mmproj", options)).toMatchObject({ kind: "none" });
-  expect(await resolveModelPathAsync("hf:org/again:Q4_K_M", env(), dir.path, "model.path", options)).toBe(
+  expect(await resolveModelPath("hf:org/again:Q4_K_M", env(), dir.path, "model.path", options)).toBe(
     join(snapshot, "a-Q4_K_M.gguf"),
   );
   expect(walks).toBe(3);

@@ -5,7 +5,7 @@ import { loadConfig } from "../../src/config/load.ts";
 import { runDoctor } from "../../src/doctor/doctor.ts";
 import { hubCacheDir } from "../../src/models/hf-cache.ts";
 import { defaultPlanDeps } from "../../src/models/local-plan-deps.ts";
-import { resolveCachedAsync, resolveModelPathAsync } from "../../src/models/resolve.ts";
+import { resolveCached, resolveModelPath } from "../../src/models/resolve.ts";
 import { type PlanDeps, planLaunch } from "../../src/plan/launch.ts";
 import { CoreError } from "../../src/protocol/errors.ts";
 import { parseModelRef } from "../../src/protocol/model-ref.ts";
@@ -32,9 +32,9 @@ describe("hf: model paths resolve from the cache, offline", () => {
       "m-Q8_0-00002-of-00002.gguf": tinyModel(7),
     });
     const env = { HF_HUB_CACHE: dir.path };
-    expect(await resolveModelPathAsync("hf:org/m:q4_k_m", env)).toBe(join(snapshot, "m-Q4_K_M.gguf"));
-    expect(await resolveModelPathAsync("hf:org/m:m-Q4_K_M.gguf", env)).toBe(join(snapshot, "m-Q4_K_M.gguf"));
-    expect(await resolveCachedAsync(parseModelRef("org/m:Q8_0"), dir.path)).toEqual({
+    expect(await resolveModelPath("hf:org/m:q4_k_m", env)).toBe(join(snapshot, "m-Q4_K_M.gguf"));
+    expect(await resolveModelPath("hf:org/m:m-Q4_K_M.gguf", env)).toBe(join(snapshot, "m-Q4_K_M.gguf"));
+    expect(await resolveCached(parseModelRef("org/m:Q8_0"), dir.path)).toEqual({
       kind: "found",
       path: join(snapshot, "m-Q8_0-00001-of-00002.gguf"),
       files: [join(snapshot, "m-Q8_0-00001-of-00002.gguf"), join(snapshot, "m-Q8_0-00002-of-00002.gguf")],
@@ -42,14 +42,14 @@ describe("hf: model paths resolve from the cache, offline", () => {
       file: "m-Q8_0-00001-of-00002.gguf",
     });
     // A revision that is a commit hash needs no ref.
-    expect((await resolveCachedAsync(parseModelRef("org/m:Q4_K_M", commit), dir.path)).kind).toBe("found");
+    expect((await resolveCached(parseModelRef("org/m:Q4_K_M", commit), dir.path)).kind).toBe("found");
     // A plain path is left alone.
-    expect(await resolveModelPathAsync("/models/x.gguf", env)).toBe("/models/x.gguf");
+    expect(await resolveModelPath("/models/x.gguf", env)).toBe("/models/x.gguf");
   });
 
   test("not in the cache: model_missing naming the pull command", async () => {
     using dir = tmpdir();
-    const err = await errorOf(resolveModelPathAsync("hf:org/absent:Q4_K_M", { HF_HUB_CACHE: dir.path }));
+    const err = await errorOf(resolveModelPath("hf:org/absent:Q4_K_M", { HF_HUB_CACHE: dir.path }));
     expect(err.code).toBe("model_missing");
     expect(err.message).toContain("local-ai pull org/absent:Q4_K_M");
     expect(err.data).toMatchObject({ problem: "not_downloaded", pull: "local-ai pull org/absent:Q4_K_M" });
@@ -58,7 +58,7 @@ describe("hf: model paths resolve from the cache, offline", () => {
   test("a quant the snapshot lacks is not downloaded, and the message says what is cached", async () => {
     using dir = tmpdir();
     layRepo(dir.path, "org/m", { "m-Q4_K_M.gguf": tinyModel() });
-    const err = await errorOf(resolveModelPathAsync("hf:org/m:Q8_0", { HF_HUB_CACHE: dir.path }));
+    const err = await errorOf(resolveModelPath("hf:org/m:Q8_0", { HF_HUB_CACHE: dir.path }));
     expect(err.data?.problem).toBe("not_downloaded");
     expect(err.message).toContain("m-Q4_K_M.gguf");
     expect(err.message).toContain("local-ai pull org/m:Q8_0");
@@ -68,14 +68,14 @@ describe("hf: model paths resolve from the cache, offline", () => {
     using dir = tmpdir();
     const { root } = layRepo(dir.path, "org/m", { "m-Q4_K_M.gguf": tinyModel() }, { refs: [] });
     const env = { HF_HUB_CACHE: dir.path };
-    expect((await errorOf(resolveModelPathAsync("hf:org/m:Q4_K_M", env))).message).toContain(
+    expect((await errorOf(resolveModelPath("hf:org/m:Q4_K_M", env))).message).toContain(
       "revision main was never pulled",
     );
     mkdirSync(join(root, "refs"), { recursive: true });
     writeFileSync(join(root, "refs", "main"), "not-a-commit\n");
-    expect((await errorOf(resolveModelPathAsync("hf:org/m:Q4_K_M", env))).data?.problem).toBe("broken_ref");
+    expect((await errorOf(resolveModelPath("hf:org/m:Q4_K_M", env))).data?.problem).toBe("broken_ref");
     writeFileSync(join(root, "refs", "main"), "a".repeat(40));
-    const gone = await errorOf(resolveModelPathAsync("hf:org/m:Q4_K_M", env));
+    const gone = await errorOf(resolveModelPath("hf:org/m:Q4_K_M", env));
     expect(gone.data?.problem).toBe("broken_ref");
     expect(gone.message).toContain("snapshot folder is missing");
   });
@@ -87,10 +87,10 @@ describe("hf: model paths resolve from the cache, offline", () => {
       "m-Q8_0-00001-of-00002.gguf": tinyModel(7),
     });
     const env = { HF_HUB_CACHE: dir.path };
-    const dangling = await errorOf(resolveModelPathAsync("hf:org/m:Q4_K_M", env));
+    const dangling = await errorOf(resolveModelPath("hf:org/m:Q4_K_M", env));
     expect(dangling.data).toMatchObject({ problem: "broken_link" });
     expect(dangling.message).toContain("local-ai pull org/m:Q4_K_M");
-    const split = await errorOf(resolveModelPathAsync("hf:org/m:Q8_0", env));
+    const split = await errorOf(resolveModelPath("hf:org/m:Q8_0", env));
     expect(split.data).toMatchObject({ problem: "incomplete_split" });
     expect(split.message).toContain("m-Q8_0-00002-of-00002.gguf");
   });
@@ -98,7 +98,7 @@ describe("hf: model paths resolve from the cache, offline", () => {
   test("an ambiguous quant in the cache is config_invalid listing the matches", async () => {
     using dir = tmpdir();
     layRepo(dir.path, "org/m", { "a/m-Q4_K_M.gguf": tinyModel(), "b/m-Q4_K_M.gguf": tinyModel() });
-    const err = await errorOf(resolveModelPathAsync("hf:org/m:Q4_K_M", { HF_HUB_CACHE: dir.path }));
+    const err = await errorOf(resolveModelPath("hf:org/m:Q4_K_M", { HF_HUB_CACHE: dir.path }));
     expect(err.code).toBe("config_invalid");
     expect(err.data).toMatchObject({ key: "model.path", matches: ["a/m-Q4_K_M.gguf", "b/m-Q4_K_M.gguf"] });
     expect(err.message).toContain("hf:org/m:a/m-Q4_K_M.gguf");
@@ -110,7 +110,7 @@ describe("hf: model paths resolve from the cache, offline", () => {
     using dir = tmpdir();
     const names = Array.from({ length: 150 }, (_, i) => `d${String(i).padStart(3, "0")}/m-Q4_K_M.gguf`);
     layRepo(dir.path, "org/m", Object.fromEntries(names.map((n) => [n, ""])));
-    const err = await errorOf(resolveModelPathAsync("hf:org/m:Q4_K_M", { HF_HUB_CACHE: dir.path }));
+    const err = await errorOf(resolveModelPath("hf:org/m:Q4_K_M", { HF_HUB_CACHE: dir.path }));
     expect(err.code).toBe("config_invalid");
     expect(err.data).toMatchObject({ key: "model.path", matches: names.slice(0, 100), matches_count: 150 });
     expect(err.message).toContain("150 cached files match");
@@ -123,7 +123,7 @@ describe("hf: model paths resolve from the cache, offline", () => {
     using dir = tmpdir();
     const names = Array.from({ length: 150 }, (_, i) => `m${String(i).padStart(3, "0")}-Q4_K_M.gguf`);
     layRepo(dir.path, "org/m", Object.fromEntries(names.map((n) => [n, ""])));
-    const err = await errorOf(resolveModelPathAsync("hf:org/m:Q8_0", { HF_HUB_CACHE: dir.path }));
+    const err = await errorOf(resolveModelPath("hf:org/m:Q8_0", { HF_HUB_CACHE: dir.path }));
     expect(err.data).toMatchObject({ problem: "not_downloaded" });
     expect(err.message).toContain(`${names[19]}, … (150 in all)`);
     expect(err.message).not.toContain(names[20]!);
