@@ -227,7 +227,9 @@ export class Dispatcher {
    * Cancels every chat-like request but GRACED_BY_STOP's, waits until each has answered, then (or after
    * `graceMs`, 0: at once) aborts `stopping`; not shutdowns (two in one read must not wait on each other) nor
    * JOINED_BY_SHUTDOWN's: an unload by name read with the shutdown, aborted, ended `cancelled`; one still
-   * undecided keeps the grace, a live drive's stat answering in it. The drain does the rest. */
+   * undecided keeps the grace, a live drive's stat answering in it. The drain does the rest
+   * (docs/protocol.md "Drain on exit").
+   */
   async stopAll(graceMs = STOP_GRACE_MS): Promise<void> {
     this.shuttingDown = true;
     const reason = new CoreError("cancelled", "the core is shutting down");
