@@ -8,7 +8,7 @@ import { namesIn } from "../util/names-in.ts";
 import { ensurePrivateTree, writePrivateFile } from "../util/private-fs.ts";
 import { readSmallFile } from "../util/read-file.ts";
 import { syncFolder } from "./atomic.ts";
-import { zeroFile } from "./scrub-file.ts";
+import { zeroFile, zeroFileSync } from "./scrub-file.ts";
 
 /**
  * An export to a path (`sessions.export`, store/export-file.ts) writes a temp file beside it in
@@ -59,12 +59,24 @@ export function noteExportTemp(dataDir: string, tmp: string, start?: string | nu
   // throw took the place of the export's answer with a raw error. One left goes at the next start.
   return () => {
     try {
-      rmSync(made, { force: true });
+      dropNote(made);
     } catch (err) {
       logger.warn(`an export's note ${made} could not be removed: ${(err as Error).message}`);
     }
     live.delete(made);
   };
+}
+
+/**
+ * A note zeroed, then removed: it names the temp file beside the host's target, so the target's
+ * name (a conversation's title, often) was left in the freed blocks. Only a regular file is zeroed
+ * (never through a link); one that cannot be opened is removed as it is.
+ */
+function dropNote(note: string): void {
+  try {
+    if (lstatSync(note, { throwIfNoEntry: false })?.isFile()) zeroFileSync(note);
+  } catch {}
+  rmSync(note, { force: true });
 }
 
 /**
@@ -115,7 +127,7 @@ export async function sweepExportTemps(
     }
     // One that cannot go (a folder of its name) is left, never the rest of the sweep with it.
     try {
-      rmSync(note, { force: true });
+      dropNote(note);
     } catch (err) {
       logger.warn(`an unfinished export's note ${note} could not be removed: ${(err as Error).message}`);
     }
