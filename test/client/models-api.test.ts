@@ -7,6 +7,9 @@ afterEach(killFakes);
 
 type Echo = { method: string; params: Record<string, unknown> };
 const echo = (p: Promise<unknown>) => p as Promise<Echo>;
+/** The ids of the calls the scripted core holds unanswered. */
+const hanging = async (client: Awaited<ReturnType<typeof startFake>>) =>
+  ((await client.request("hanging")) as { ids: string[] }).ids;
 
 describe("client.models", () => {
   test("called, it is the listing; load streams warmup_progress, unload is a short call", async () => {
@@ -28,13 +31,12 @@ describe("client.models", () => {
 
   test("a load the host aborts is cancelled on the core's side (the protocol's table: cancellable)", async () => {
     const client = await startFake();
-    const hanging = async () => ((await client.request("hanging")) as { ids: string[] }).ids;
     const controller = new AbortController();
     const load = client.models.load({ model: "hang" }, { signal: controller.signal });
-    expect(await hanging()).toEqual([load.id as string]);
+    expect(await hanging(client)).toEqual([load.id as string]);
     controller.abort();
     expect((await rejection(load.result)).code).toBe("cancelled");
-    expect(await hanging()).toEqual([]);
+    expect(await hanging(client)).toEqual([]);
   });
 });
 
@@ -44,29 +46,27 @@ describe("client.models.unload, cancellable by its id", () => {
   // waiting on the dead drive for its 30 s, and shutdown behind it.
   test("an unload the host aborts, or whose time limit passes, is cancelled on the core's side", async () => {
     const client = await startFake();
-    const hanging = async () => ((await client.request("hanging")) as { ids: string[] }).ids;
     const controller = new AbortController();
     const unload = client.models.unload({ model: "hang" }, { signal: controller.signal });
-    expect(await hanging()).toHaveLength(1);
+    expect(await hanging(client)).toHaveLength(1);
     controller.abort();
     expect((await rejection(unload)).code).toBe("cancelled");
-    expect(await hanging()).toEqual([]);
+    expect(await hanging(client)).toEqual([]);
     const timed = client.models.unload({ model: "hang" }, { timeoutMs: 50 });
     expect((await rejection(timed)).code).toBe("timeout");
-    expect(await hanging()).toEqual([]);
+    expect(await hanging(client)).toEqual([]);
   });
 
   test("a cancel without an id is the chat's, never the unload's, as the core picks it", async () => {
     const client = await startFake();
-    const hanging = async () => ((await client.request("hanging")) as { ids: string[] }).ids;
     const unload = client.models.unload({ model: "hang" });
     const chat = client.chat({ input: "hang" });
-    expect(await hanging()).toHaveLength(2);
+    expect(await hanging(client)).toHaveLength(2);
     expect(await client.cancel()).toBe(true);
     expect((await rejection(chat.result)).code).toBe("cancelled");
     // The unload alone: the core's implicit cancel passes it over, and so does the client's.
     expect(await client.cancel()).toBe(false);
-    expect(await hanging()).toHaveLength(1);
+    expect(await hanging(client)).toHaveLength(1);
     unload.catch(() => {});
   });
 });
@@ -119,17 +119,16 @@ describe("client.plan", () => {
 describe("client.sessions.search", () => {
   test("a search the host aborts is cancelled on the core's side (the protocol's table: cancellable)", async () => {
     const client = await startFake();
-    const hanging = async () => ((await client.request("hanging")) as { ids: string[] }).ids;
     expect(await echo(client.sessions.search({ query: "tea" }))).toEqual({
       method: "sessions.search",
       params: { query: "tea" },
     });
     const controller = new AbortController();
     const search = client.sessions.search({ query: "hang" }, { signal: controller.signal });
-    expect(await hanging()).toHaveLength(1);
+    expect(await hanging(client)).toHaveLength(1);
     controller.abort();
     expect((await rejection(search)).code).toBe("cancelled");
-    expect(await hanging()).toEqual([]);
+    expect(await hanging(client)).toEqual([]);
   });
 });
 

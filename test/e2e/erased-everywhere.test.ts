@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { spawnCore } from "../fixtures/core-process.ts";
-import { forms } from "../fixtures/erased-forms.ts";
+import { coreTemp, forms } from "../fixtures/erased-forms.ts";
 import { filesHolding } from "../fixtures/files-holding.ts";
 import { bertModel } from "../fixtures/gguf-bert.ts";
 import { writeGguf } from "../fixtures/gguf-writer.ts";
@@ -63,8 +63,7 @@ describe.skipIf(!onPosix)("an erase through the compiled binary", () => {
     };
     v01("s1", "QZERAVONE7");
     v01("old", "QZERAOLD7");
-    const tmp = join(dir.path, "tmp");
-    mkdirSync(tmp);
+    const { tmp, env } = coreTemp(dir.path, stack.dataDir, { ...stack.env, LOCAL_AI_LOG_LEVEL: "debug" });
     const image = Buffer.concat([png(4, 4), Buffer.from(PIXELS.repeat(8))]);
     const doc = join(dir.path, "attached.md");
     writeFileSync(doc, "# Zebra\n\nThe zebra attachment word is QZERADOC7.\n");
@@ -73,7 +72,7 @@ describe.skipIf(!onPosix)("an erase through the compiled binary", () => {
 
     await using core = spawnCore({
       cwd: dir.path,
-      env: { ...stack.env, LOCAL_AI_LOG_LEVEL: "debug", TMPDIR: tmp },
+      env,
     });
     let id = 0;
     const ask = async (method: string, params: Record<string, unknown>) => {

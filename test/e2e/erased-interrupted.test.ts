@@ -3,7 +3,7 @@ import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, writeFileSyn
 import { join } from "node:path";
 import { Store } from "../../src/store/store.ts";
 import { spawnCore } from "../fixtures/core-process.ts";
-import { forms, markersIn } from "../fixtures/erased-forms.ts";
+import { coreTemp, forms, markersIn } from "../fixtures/erased-forms.ts";
 import { bertModel } from "../fixtures/gguf-bert.ts";
 import { writeGguf } from "../fixtures/gguf-writer.ts";
 import { holdOpen } from "../fixtures/held-file.ts";
@@ -36,10 +36,7 @@ describe.skipIf(!onPosix)("an erase of turns cut short, through the compiled bin
       // llama-server's log rotated at each start: the earlier files are searched too.
       llama: ["log_max_bytes: 1000"],
     });
-    const tmp = join(dir.path, "tmp");
-    mkdirSync(tmp);
-    const env = { ...stack.env, LOCAL_AI_LOG_LEVEL: "debug", TMPDIR: tmp };
-    const where = [stack.dataDir, tmp];
+    const { where, env } = coreTemp(dir.path, stack.dataDir, { ...stack.env, LOCAL_AI_LOG_LEVEL: "debug" });
 
     const first = spawnCore({ cwd: dir.path, env });
     // llama-server dies mid-stream: the turn's checkpoint keeps what streamed.
@@ -114,10 +111,7 @@ describe.skipIf(!onPosix)("an erase of turns cut short, through the compiled bin
     test(`a database set aside as damaged (${damage}, ${killed ? "its log left by a SIGKILL" : "shut down"}): users.delete leaves none of the user's words in it`, async () => {
       await using dir = tmpdir();
       const stack = writeStack(dir.path, { tools: [], script: [{ content: "Noted QZASIDEREPLY7." }] });
-      const tmp = join(dir.path, "tmp");
-      mkdirSync(tmp);
-      const env = { ...stack.env, TMPDIR: tmp };
-      const where = [stack.dataDir, tmp];
+      const { where, env } = coreTemp(dir.path, stack.dataDir, stack.env);
       const first = spawnCore({ cwd: dir.path, env });
       const said = await first.request(
         {
@@ -187,9 +181,7 @@ describe.skipIf(!onPosix)("an erase while a document is added, through the compi
         "  - {name: embed, path: ./embed.gguf, kind: embedding}",
       ].join("\n"),
     });
-    const tmp = join(dir.path, "tmp");
-    mkdirSync(tmp);
-    const where = [stack.dataDir, tmp];
+    const { where, env } = coreTemp(dir.path, stack.dataDir, stack.env);
     // Every paragraph holds the word: any chunk written, early or late, holds it.
     const book = (marker: string) =>
       Array.from({ length: 3000 }, (_, i) => `Paragraph ${i} of ${marker} ${"dolor sit ".repeat(60)}`).join(
@@ -199,7 +191,7 @@ describe.skipIf(!onPosix)("an erase while a document is added, through the compi
     writeFileSync(attached, book("QZADDSESSION7"));
     const library = join(dir.path, "library.txt");
     writeFileSync(library, book("QZADDLIBRARY7"));
-    await using core = spawnCore({ cwd: dir.path, env: { ...stack.env, TMPDIR: tmp } });
+    await using core = spawnCore({ cwd: dir.path, env });
     const said = await core.request(
       {
         id: 1,
@@ -268,9 +260,7 @@ describe.skipIf(!onPosix)("an export cut short, through the compiled binary", ()
     store.close();
     const out = join(dir.path, "out");
     mkdirSync(out);
-    const tmp = join(dir.path, "tmp");
-    mkdirSync(tmp);
-    const env = { ...stack.env, TMPDIR: tmp };
+    const { tmp, env } = coreTemp(dir.path, stack.dataDir, stack.env);
     const temps = () => readdirSync(out).filter((f) => f.endsWith(".tmp"));
     const holding = (h: { read: () => Buffer }) => forms("QZEXPORT7").some((f) => h.read().includes(f));
     /** The export's temp file held open once it holds the words. */
@@ -329,15 +319,13 @@ describe.skipIf(!onPosix)("an erase of a session while its turn streams, through
           `  stop_grace_s: 1\n  extra_args: ["--mmproj", ${JSON.stringify(projector)}]`,
         ),
       );
-      const tmp = join(dir.path, "tmp");
-      mkdirSync(tmp);
-      const where = [stack.dataDir, tmp];
+      const { where, env } = coreTemp(dir.path, stack.dataDir, stack.env);
       const PIXELS = "QZFLIGHTPIXELS";
       // Over 2 MB: its bytes kept in three parts of about 1 MB (docs/protocol.md#images), the
       // word in each.
       const image = Buffer.concat([png(4, 4), Buffer.from(PIXELS.repeat(160_000))]);
       const streaming = async (resume: boolean) => {
-        const c = spawnCore({ cwd: dir.path, env: { ...stack.env, TMPDIR: tmp } });
+        const c = spawnCore({ cwd: dir.path, env });
         c.send({
           id: "c",
           method: "chat",
@@ -408,10 +396,8 @@ describe.skipIf(!onPosix)("an erase of a 0.1 interrupted turn, through the compi
       updated_at: "2026-12-01T21:29:19.325Z",
     };
     writeFileSync(join(session, "checkpoint.json"), JSON.stringify(checkpoint));
-    const tmp = join(dir.path, "tmp");
-    mkdirSync(tmp);
-    const where = [stack.dataDir, tmp];
-    await using core = spawnCore({ cwd: dir.path, env: { ...stack.env, TMPDIR: tmp } });
+    const { where, env } = coreTemp(dir.path, stack.dataDir, stack.env);
+    await using core = spawnCore({ cwd: dir.path, env });
     const listed = await core.request({ id: 1, method: "sessions.list", params: { user_id: "ann" } }, 30_000);
     expect(listed.result.sessions.map((s: { session_id: string }) => s.session_id)).toContain("cut");
     const words = ["QZOLDCUT7", "QZOLDPART7"];
