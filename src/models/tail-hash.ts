@@ -34,7 +34,7 @@ export interface TailHash {
 }
 
 /** How long `ended` waits for a stopped worker; one stuck in a read is let go (it closes the file when the read returns). */
-export const ENDED_WAIT_MS = 2_000;
+const ENDED_WAIT_MS = 2_000;
 
 export interface TailHashOptions {
   /** Also compute git's blob id for a file of this size (files kept in git, not LFS). */
@@ -132,6 +132,7 @@ function workerTailHash(path: string, gitPrefix: string | null, written: number)
   });
   result.catch(() => {});
   const ended = new Promise<void>((resolve) => worker.once("exit", () => resolve()));
+  let waitedEnd: Promise<void> | undefined;
   // No terminate: one landing between the worker's open and its close leaked the descriptor for
   // the life of the core (a thread's files are the process's). Told to stop, it sees the flag
   // within a read or a 2 ms nap, closes the file and ends.
@@ -152,7 +153,8 @@ function workerTailHash(path: string, gitPrefix: string | null, written: number)
         stop();
       }
     },
-    ended: () => within(ended, ENDED_WAIT_MS, undefined),
+    // One wait a hash: a failed pull asks it at each of its clean-ups, each waited 2 s more.
+    ended: () => (waitedEnd ??= within(ended, ENDED_WAIT_MS, undefined)),
     stop,
   };
 }
