@@ -1,6 +1,12 @@
 import { isGgufPath, isProjector } from "./pick-gguf.ts";
 
 /**
+ * Folders deeper than this are not looked at for a projector (a model deeper has none): real repos
+ * hold their files a folder or two deep, and a listing's every folder is walked once.
+ */
+export const MAX_DEPTH = 32;
+
+/**
  * The projectors that go with the model whose first part is `model` (repo paths, `/`-separated;
  * docs/models.md "The projector"): those in its own folder, else those of the nearest folder
  * above it, up to the repo's root; at each, else those of folders under it that hold projectors
@@ -16,12 +22,6 @@ import { isGgufPath, isProjector } from "./pick-gguf.ts";
  * level that finds any projector ends the search, so each projector folder is judged once, and
  * no folder deeper than MAX_DEPTH is walked at all.
  */
-/**
- * Folders deeper than this are not looked at for a projector (a model deeper has none): real repos
- * hold their files a folder or two deep, and a listing's every folder is walked once.
- */
-export const MAX_DEPTH = 32;
-
 export function projectorsNear(model: string, paths: readonly string[]): string[] {
   const chain = segments(folderOf(model));
   if (chain.length > MAX_DEPTH) return [];
