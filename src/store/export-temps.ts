@@ -69,12 +69,12 @@ export function noteExportTemp(dataDir: string, tmp: string, start?: string | nu
 
 /**
  * A note zeroed, then removed: it names the temp file beside the host's target, so the target's
- * name (a conversation's title, often) was left in the freed blocks. Only a regular file is zeroed
- * (never through a link); one that cannot be opened is removed as it is.
+ * name (a conversation's title, often) was left in the freed blocks. zeroFileSync zeroes only a
+ * regular file, never through a link nor waiting on a FIFO; one it refuses is removed as it is.
  */
 function dropNote(note: string): void {
   try {
-    if (lstatSync(note, { throwIfNoEntry: false })?.isFile()) zeroFileSync(note);
+    zeroFileSync(note);
   } catch {}
   rmSync(note, { force: true });
 }
