@@ -142,6 +142,15 @@ describe.skipIf(!onPosix)("conversations in the database, through the compiled b
     const stack = writeStack(dir.path, { tools: [], knobs: { FAKE_LLAMA_CHUNK_DELAY_MS: "5" } });
     await using a = spawnCore({ cwd: dir.path, env: stack.env });
     await using b = spawnCore({ cwd: dir.path, env: stack.env });
+    // Started together on a new folder, one core may find the other making the database and refuse
+    // with `migrating`, to be sent again (docs/agent.md, "Migrations off the loop"): each core's
+    // store is opened first, so the chats below race only each other.
+    for (const core of [a, b])
+      for (let n = 0; ; n++) {
+        const listed = await core.request({ id: `l${n}`, method: "sessions.list", params: {} }, 30_000);
+        if (listed.type === "result" || listed.data?.problem !== "migrating" || n >= 100) break;
+        await Bun.sleep(100);
+      }
     const turns = 6;
     const chats: Promise<unknown>[] = [];
     for (let i = 0; i < turns; i++) {
